@@ -1,0 +1,26 @@
+# The two commands of the README. Both create (once) and reuse .venv/ and
+# install purlin into it, so they work on a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install clean
+
+$(STAMP): pyproject.toml CMakeLists.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/purlin-examples
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/lit -sv tests/filecheck
+
+clean:
+	rm -rf $(VENV) build

@@ -1,0 +1,1 @@
+"""purlin's dialects: coll (semantics), snac (orchestration), atom (datapath)."""

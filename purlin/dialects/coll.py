@@ -1,0 +1,838 @@
+"""The `coll` dialect: what a collective means.
+
+Named collectives (all_reduce, all_gather, ...) in destination-passing style on
+per-rank memref buffers, and the generic `coll.collective` that names its input
+and output through layout attributes. `coll-expand` turns the former into the
+latter; the layout semantics live in `purlin.layouts`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar, Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    IntAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    param_def,
+    prop_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from purlin.layouts import Layout, LayoutError, LayoutKind, Slice, check_collective
+
+# -- element types -----------------------------------------------------------
+
+SUPPORTED_DTYPES: dict[type[Attribute], str] = {
+    BFloat16Type: "bf16",
+    Float16Type: "f16",
+    Float32Type: "f32",
+    Float8E4M3FNType: "fp8e4m3",
+    Float8E5M2Type: "fp8e5m2",
+}
+
+
+def dtype_name(elem: Attribute) -> str | None:
+    return SUPPORTED_DTYPES.get(type(elem))
+
+
+class ReduceKind(StrEnum):
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+    PROD = "prod"
+
+
+def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
+    """Why `kind` is not allowed on `dtype`, or None when it is.
+
+    prod is only offered where it is exact enough to be useful: fp8 has so
+    few mantissa and exponent bits that a product over ranks saturates.
+    """
+    if kind == ReduceKind.PROD and dtype.startswith("fp8"):
+        return f"reduction 'prod' is not supported for {dtype} (it saturates); use f16, bf16 or f32"
+    return None
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    name = "coll.reduce_kind"
+
+
+# -- layouts -----------------------------------------------------------------
+
+_V_SUFFIX = "_v"
+
+
+@irdl_attr_definition
+class LayoutAttr(ParametrizedAttribute):
+    """`#coll.layout<KIND, world W, COUNTS>`.
+
+    KIND is packed, scattered, addressed, transposed (slice count COUNTS), their
+    `_v` forms (COUNTS a list, a matrix for addressed/transposed, or `?` when
+    dynamic), or named (COUNTS a list of (rank, offset, size, name) slices,
+    where a name is an integer or a parenthesised tuple of integers).
+    """
+
+    name = "coll.layout"
+
+    kind: StringAttr = param_def()
+    world: IntAttr = param_def()
+    # Flattened integers; their shape follows from kind (see `to_layout`).
+    data: ArrayAttr[IntAttr] = param_def()
+    dynamic: IntAttr = param_def()
+
+    @staticmethod
+    def from_layout(layout: Layout) -> LayoutAttr:
+        kind = layout.kind.value + (_V_SUFFIX if layout.variable else "")
+        data: list[int] = []
+        if layout.kind == LayoutKind.NAMED:
+            for s in layout.slices_:
+                data += [s.rank, s.offset, s.size, len(s.name), *s.name]
+        elif not layout.variable:
+            assert isinstance(layout.counts, int)
+            data = [layout.counts]
+        elif layout.counts is not None:
+            for row in layout.counts:
+                data += list(row) if isinstance(row, tuple) else [row]
+        return LayoutAttr(
+            StringAttr(kind),
+            IntAttr(layout.world),
+            ArrayAttr(IntAttr(v) for v in data),
+            IntAttr(int(layout.is_dynamic)),
+        )
+
+    def to_layout(self) -> Layout:
+        kind_s = self.kind.data
+        variable = kind_s.endswith(_V_SUFFIX)
+        kind = LayoutKind(kind_s.removesuffix(_V_SUFFIX))
+        w = self.world.data
+        vals = [v.data for v in self.data.data]
+        if kind == LayoutKind.NAMED:
+            slices: list[Slice] = []
+            i = 0
+            while i < len(vals):
+                r, off, size, n = vals[i : i + 4]
+                slices.append(Slice(r, off, size, tuple(vals[i + 4 : i + 4 + n])))
+                i += 4 + n
+            return Layout.named(w, slices)
+        if not variable:
+            return Layout.fixed(kind, w, vals[0])
+        if self.dynamic.data:
+            return Layout.vector(kind, w, None)
+        if kind in (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED):
+            rows = [vals[i * w : (i + 1) * w] for i in range(w)] if w else []
+            return Layout.vector(kind, w, rows)
+        return Layout.vector(kind, w, vals)
+
+    def verify(self) -> None:
+        kind_s = self.kind.data
+        base = kind_s.removesuffix(_V_SUFFIX)
+        if base not in LayoutKind.__members__.values() or kind_s == "named_v":
+            raise VerifyException(f"unknown layout kind '{kind_s}'")
+        try:
+            self.to_layout().check()
+        except LayoutError as e:
+            raise VerifyException(f"invalid {kind_s} layout: {e}") from e
+        except (ValueError, IndexError) as e:
+            raise VerifyException(f"malformed {kind_s} layout data") from e
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            kind_s = parser.parse_identifier(" layout kind")
+            base = kind_s.removesuffix(_V_SUFFIX)
+            if base not in LayoutKind.__members__.values() or kind_s == "named_v":
+                parser.raise_error(
+                    f"unknown layout kind '{kind_s}', expected one of packed, scattered, "
+                    "addressed, transposed (each optionally with _v) or named",
+                    pos,
+                    parser.pos,
+                )
+            parser.parse_punctuation(",")
+            parser.parse_keyword("world")
+            world = parser.parse_integer(allow_negative=False, allow_boolean=False)
+            parser.parse_punctuation(",")
+            dynamic = 0
+            data: list[int] = []
+            if base == LayoutKind.NAMED:
+                for r, off, size, name in parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: _parse_named_slice(parser)
+                ):
+                    data += [r, off, size, len(name), *name]
+            elif not kind_s.endswith(_V_SUFFIX):
+                data = [parser.parse_integer(allow_boolean=False)]
+            elif parser.parse_optional_punctuation("?"):
+                dynamic = 1
+            elif base in (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED):
+                rows = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: _parse_int_list(parser)
+                )
+                if any(len(row) != world for row in rows) or len(rows) != world:
+                    parser.raise_error(
+                        f"{kind_s} counts must be a {world}x{world} matrix", pos, parser.pos
+                    )
+                data = [c for row in rows for c in row]
+            else:
+                data = _parse_int_list(parser)
+        return (
+            StringAttr(kind_s),
+            IntAttr(world),
+            ArrayAttr(IntAttr(v) for v in data),
+            IntAttr(dynamic),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        layout = self.to_layout()
+        kind_s = self.kind.data
+        printer.print_string(f"<{kind_s}, world {layout.world}, ")
+        if layout.kind == LayoutKind.NAMED:
+            body = ", ".join(
+                f"({s.rank}, {s.offset}, {s.size}, {_format_name(s.name)})"
+                for s in layout.slices_
+            )
+            printer.print_string(f"[{body}]")
+        elif not layout.variable:
+            printer.print_string(str(layout.counts))
+        elif layout.is_dynamic:
+            printer.print_string("?")
+        elif layout.matrix_counts:
+            rows = ", ".join("[" + ", ".join(map(str, r)) + "]" for r in layout.counts)  # type: ignore[union-attr]
+            printer.print_string(f"[{rows}]")
+        else:
+            printer.print_string("[" + ", ".join(map(str, layout.counts)) + "]")  # type: ignore[arg-type]
+        printer.print_string(">")
+
+
+def _format_name(name: tuple[int, ...]) -> str:
+    return str(name[0]) if len(name) == 1 else "(" + ", ".join(map(str, name)) + ")"
+
+
+def _parse_int_list(parser: AttrParser) -> list[int]:
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+    )
+
+
+def _parse_named_slice(parser: AttrParser) -> tuple[int, int, int, tuple[int, ...]]:
+    with parser.in_parens():
+        r = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(",")
+        off = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(",")
+        size = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(",")
+        if parser.parse_optional_punctuation("("):
+            name = [parser.parse_integer(allow_boolean=False)]
+            while parser.parse_optional_punctuation(","):
+                name.append(parser.parse_integer(allow_boolean=False))
+            parser.parse_punctuation(")")
+        else:
+            name = [parser.parse_integer(allow_boolean=False)]
+    return r, off, size, tuple(name)
+
+
+@irdl_attr_definition
+class ConsumeAttr(ParametrizedAttribute):
+    """`#coll.consume<copy>` or `#coll.consume<reduce sum>`."""
+
+    name = "coll.consume"
+
+    reduce: StringAttr = param_def()
+
+    @staticmethod
+    def copy() -> ConsumeAttr:
+        return ConsumeAttr(StringAttr(""))
+
+    @staticmethod
+    def reduction(kind: ReduceKind) -> ConsumeAttr:
+        return ConsumeAttr(StringAttr(kind.value))
+
+    @property
+    def kind(self) -> ReduceKind | None:
+        return ReduceKind(self.reduce.data) if self.reduce.data else None
+
+    def verify(self) -> None:
+        if self.reduce.data and self.reduce.data not in ReduceKind.__members__.values():
+            raise VerifyException(f"unknown reduction '{self.reduce.data}'")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            if parser.parse_optional_keyword("copy"):
+                return (StringAttr(""),)
+            parser.parse_keyword("reduce", " (consume is 'copy' or 'reduce OP')")
+            kind = parser.parse_str_enum(ReduceKind)
+            return (StringAttr(kind.value),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        text = f"reduce {self.reduce.data}" if self.reduce.data else "copy"
+        printer.print_string(f"<{text}>")
+
+
+# -- shared op helpers -------------------------------------------------------
+
+
+def _memref_elems(t: Attribute) -> int | None:
+    """Static element count of a 1-D memref, None when dynamic."""
+    assert isinstance(t, MemRefType)
+    (dim,) = t.get_shape()
+    return None if dim < 0 else dim
+
+
+def _verify_buffers(op: Operation, inp: SSAValue, out: SSAValue) -> str:
+    """Checks shared by all collectives; returns the dtype name."""
+    for role, v in (("input", inp), ("output", out)):
+        t = v.type
+        if not isinstance(t, MemRefType) or len(t.get_shape()) != 1:
+            raise VerifyException(
+                f"'{op.name}': {role} must be a 1-D memref, got {t}"
+            )
+    assert isinstance(inp.type, MemRefType) and isinstance(out.type, MemRefType)
+    if inp.type.element_type != out.type.element_type:
+        raise VerifyException(
+            f"'{op.name}': input and output element types differ "
+            f"({inp.type.element_type} vs {out.type.element_type})"
+        )
+    dtype = dtype_name(inp.type.element_type)
+    if dtype is None:
+        raise VerifyException(
+            f"'{op.name}': element type {inp.type.element_type} is not supported, "
+            "expected one of bf16, f16, f32, f8E4M3FN, f8E5M2"
+        )
+    return dtype
+
+
+def _verify_extent(op: Operation, role: str, v: SSAValue, layout: Layout, exact: bool) -> None:
+    """Static buffer sizes must fit the layout on every rank."""
+    size = _memref_elems(v.type)
+    if size is None or layout.is_dynamic:
+        return
+    need = layout.max_extent()
+    if (size != need) if exact else (size < need):
+        relation = "exactly" if exact else "at least"
+        raise VerifyException(
+            f"'{op.name}': {role} buffer has {size} elements but the {layout.kind.value} "
+            f"layout for world {layout.world} needs {relation} {need}"
+        )
+
+
+# -- generic collective ------------------------------------------------------
+
+
+@irdl_op_definition
+class CollectiveOp(IRDLOperation):
+    """`coll.collective %in, %out in LAYOUT out LAYOUT consume CONSUME [deterministic]`."""
+
+    name = "coll.collective"
+
+    input = operand_def(MemRefType)
+    output = operand_def(MemRefType)
+    counts = opt_operand_def(MemRefType)
+
+    input_layout = prop_def(LayoutAttr)
+    output_layout = prop_def(LayoutAttr)
+    consume = prop_def(ConsumeAttr)
+    deterministic = opt_prop_def(UnitAttr)
+
+    def __init__(
+        self,
+        inp: SSAValue,
+        out: SSAValue,
+        input_layout: LayoutAttr,
+        output_layout: LayoutAttr,
+        consume: ConsumeAttr,
+        deterministic: bool = False,
+        counts: SSAValue | None = None,
+    ):
+        props: dict[str, Attribute] = {
+            "input_layout": input_layout,
+            "output_layout": output_layout,
+            "consume": consume,
+        }
+        if deterministic:
+            props["deterministic"] = UnitAttr()
+        super().__init__(operands=[inp, out, counts], properties=props)
+
+    @property
+    def world(self) -> int:
+        return self.input_layout.world.data
+
+    def layouts(self) -> tuple[Layout, Layout]:
+        return self.input_layout.to_layout(), self.output_layout.to_layout()
+
+    def verify_(self) -> None:
+        dtype = _verify_buffers(self, self.input, self.output)
+        kind = self.consume.kind
+        if kind is not None and (why := check_reduce_dtype(kind, dtype)):
+            raise VerifyException(f"'{self.name}': {why}")
+        inp, out = self.layouts()
+        try:
+            check_collective(inp, out, reduce=kind is not None)
+        except LayoutError as e:
+            raise VerifyException(f"'{self.name}': {e}") from e
+        dynamic = inp.is_dynamic or out.is_dynamic
+        if dynamic != (self.counts is not None):
+            raise VerifyException(
+                f"'{self.name}': a dynamic layout needs a counts operand and a static one "
+                f"must have none"
+            )
+        if self.counts is not None:
+            dyn = inp if inp.is_dynamic else out
+            _verify_counts_operand(self, self.counts, dyn.world, dyn.matrix_counts)
+        _verify_extent(self, "input", self.input, inp, exact=False)
+        _verify_extent(self, "output", self.output, out, exact=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CollectiveOp:
+        inp = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        out = parser.parse_unresolved_operand()
+        parser.parse_keyword("in")
+        in_layout = parser.parse_attribute()
+        parser.parse_keyword("out")
+        out_layout = parser.parse_attribute()
+        parser.parse_keyword("consume")
+        consume = parser.parse_attribute()
+        counts = None
+        if parser.parse_optional_keyword("counts"):
+            counts = parser.parse_unresolved_operand()
+        deterministic = parser.parse_optional_keyword("deterministic") is not None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = [parser.parse_type()]
+        for _ in range(2 if counts is not None else 1):
+            parser.parse_punctuation(",")
+            types.append(parser.parse_type())
+        names = [inp, out] + ([counts] if counts is not None else [])
+        ops = [parser.resolve_operand(n, t) for n, t in zip(names, types)]
+        for what, a, typ in (
+            ("input layout", in_layout, LayoutAttr),
+            ("output layout", out_layout, LayoutAttr),
+            ("consume", consume, ConsumeAttr),
+        ):
+            if not isinstance(a, typ):
+                parser.raise_error(f"expected a #{typ.name} attribute as {what}, got {a}")
+        op = cls(
+            ops[0], ops[1], in_layout, out_layout, consume, deterministic,  # type: ignore[arg-type]
+            ops[2] if counts is not None else None,
+        )
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(", ")
+        printer.print_operand(self.output)
+        printer.print_string(" in ")
+        printer.print_attribute(self.input_layout)
+        printer.print_string(" out ")
+        printer.print_attribute(self.output_layout)
+        printer.print_string(" consume ")
+        printer.print_attribute(self.consume)
+        if self.counts is not None:
+            printer.print_string(" counts ")
+            printer.print_operand(self.counts)
+        if self.deterministic is not None:
+            printer.print_string(" deterministic")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list(
+            [o.type for o in self.operands], printer.print_attribute
+        )
+
+
+def _verify_counts_operand(op: Operation, counts: SSAValue, world: int, matrix: bool) -> None:
+    t = counts.type
+    want = [world, world] if matrix else [world]
+    if (
+        not isinstance(t, MemRefType)
+        or list(t.get_shape()) != want
+        or t.element_type != IntegerType(64)
+    ):
+        shape = "x".join(map(str, want))
+        raise VerifyException(
+            f"'{op.name}': dynamic counts must be a memref<{shape}xi64>, got {t}"
+        )
+
+
+# -- named collectives -------------------------------------------------------
+
+
+class NamedCollective(IRDLOperation):
+    """Shared structure of the seven named collectives.
+
+    Syntax: `coll.NAME [OP] %in, %out world W [counts [..] | counts %c]
+    [deterministic] attr-dict : type(%in), type(%out)[, type(%c)]`.
+    """
+
+    REDUCES: ClassVar[bool] = False
+    VARIABLE: ClassVar[bool] = False
+    MATRIX: ClassVar[bool] = False
+
+    input = operand_def(MemRefType)
+    output = operand_def(MemRefType)
+    counts = opt_operand_def(MemRefType)
+
+    world = prop_def(IntAttr)
+    static_counts = opt_prop_def(ArrayAttr[IntAttr])
+    op = opt_prop_def(ReduceKindAttr)
+    deterministic = opt_prop_def(UnitAttr)
+
+    def __init__(
+        self,
+        inp: SSAValue,
+        out: SSAValue,
+        world: int,
+        op: ReduceKind | None = None,
+        counts: Sequence[int] | SSAValue | None = None,
+        deterministic: bool = False,
+    ):
+        props: dict[str, Attribute] = {"world": IntAttr(world)}
+        if op is not None:
+            props["op"] = ReduceKindAttr(op)
+        if deterministic:
+            props["deterministic"] = UnitAttr()
+        counts_operand = None
+        if isinstance(counts, SSAValue):
+            counts_operand = counts
+        elif counts is not None:
+            props["static_counts"] = ArrayAttr(IntAttr(int(c)) for c in counts)
+        super().__init__(operands=[inp, out, counts_operand], properties=props)
+
+    # Layouts of this collective; subclasses give the kinds and sizes.
+    def layouts(self) -> tuple[Layout, Layout]:
+        raise NotImplementedError
+
+    def consume_attr(self) -> ConsumeAttr:
+        if self.op is None:
+            return ConsumeAttr.copy()
+        return ConsumeAttr.reduction(self.op.data)
+
+    def _counts(self) -> list[int] | list[list[int]] | None:
+        if self.static_counts is None:
+            return None
+        vals = [c.data for c in self.static_counts.data]
+        w = self.world.data
+        if self.MATRIX:
+            return [vals[i * w : (i + 1) * w] for i in range(w)]
+        return vals
+
+    def verify_(self) -> None:
+        w = self.world.data
+        if w < 1:
+            raise VerifyException(f"'{self.name}': world size must be at least 1, got {w}")
+        dtype = _verify_buffers(self, self.input, self.output)
+        if self.REDUCES != (self.op is not None):
+            raise VerifyException(
+                f"'{self.name}': "
+                + ("a reduction op (sum, max, min, prod) is required" if self.REDUCES
+                   else "takes no reduction op")
+            )
+        if self.deterministic is not None and not self.REDUCES:
+            raise VerifyException(f"'{self.name}': 'deterministic' only applies to reductions")
+        if self.op is not None and (why := check_reduce_dtype(self.op.data, dtype)):
+            raise VerifyException(f"'{self.name}': {why}")
+        if not self.VARIABLE:
+            if self.static_counts is not None or self.counts is not None:
+                raise VerifyException(f"'{self.name}': takes no counts; use the _v form")
+        else:
+            self._verify_counts()
+        self._verify_sizes()
+
+    def _verify_counts(self) -> None:
+        w = self.world.data
+        if (self.static_counts is None) == (self.counts is None):
+            raise VerifyException(
+                f"'{self.name}': needs counts, either static (counts [..]) or "
+                "dynamic (counts %operand), not both"
+            )
+        if self.counts is not None:
+            _verify_counts_operand(self, self.counts, w, self.MATRIX)
+            return
+        vals = [c.data for c in self.static_counts.data]  # type: ignore[union-attr]
+        want = w * w if self.MATRIX else w
+        if len(vals) != want:
+            what = f"{w}x{w} = {want}" if self.MATRIX else str(w)
+            raise VerifyException(
+                f"'{self.name}': expected {what} counts for world {w}, got {len(vals)}"
+            )
+        if any(v < 0 for v in vals):
+            raise VerifyException(
+                f"'{self.name}': counts must be non-negative, got {vals}"
+            )
+
+    def _verify_sizes(self) -> None:
+        raise NotImplementedError
+
+    def _size(self, v: SSAValue) -> int | None:
+        return _memref_elems(v.type)
+
+    def _require(self, ok: bool, msg: str) -> None:
+        if not ok:
+            raise VerifyException(f"'{self.name}': {msg}")
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        op = None
+        if cls.REDUCES:
+            op = parser.parse_str_enum(ReduceKind)
+        inp = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        out = parser.parse_unresolved_operand()
+        parser.parse_keyword("world")
+        world = parser.parse_integer(allow_boolean=False)
+        counts: list[int] | None = None
+        counts_name = None
+        if parser.parse_optional_keyword("counts"):
+            if parser.parse_optional_punctuation("["):
+                counts = []
+                if not parser.parse_optional_punctuation("]"):
+                    counts = [parser.parse_integer(allow_boolean=False)]
+                    while parser.parse_optional_punctuation(","):
+                        counts.append(parser.parse_integer(allow_boolean=False))
+                    parser.parse_punctuation("]")
+            else:
+                counts_name = parser.parse_unresolved_operand()
+        deterministic = parser.parse_optional_keyword("deterministic") is not None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t_in = parser.parse_type()
+        parser.parse_punctuation(",")
+        t_out = parser.parse_type()
+        counts_val: Sequence[int] | SSAValue | None = counts
+        if counts_name is not None:
+            parser.parse_punctuation(",")
+            counts_val = parser.resolve_operand(counts_name, parser.parse_type())
+        result = cls(
+            parser.resolve_operand(inp, t_in),
+            parser.resolve_operand(out, t_out),
+            world,
+            op,
+            counts_val,
+            deterministic,
+        )
+        result.attributes.update(attrs)
+        return result
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        if self.op is not None:
+            printer.print_string(f"{self.op.data.value} ")
+        printer.print_operand(self.input)
+        printer.print_string(", ")
+        printer.print_operand(self.output)
+        printer.print_string(f" world {self.world.data}")
+        if self.static_counts is not None:
+            vals = ", ".join(str(c.data) for c in self.static_counts.data)
+            printer.print_string(f" counts [{vals}]")
+        if self.counts is not None:
+            printer.print_string(" counts ")
+            printer.print_operand(self.counts)
+        if self.deterministic is not None:
+            printer.print_string(" deterministic")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+
+
+def _balanced(total: int, world: int) -> list[int]:
+    """Split `total` elements into `world` near-equal parts, larger ones first."""
+    q, r = divmod(total, world)
+    return [q + (1 if i < r else 0) for i in range(world)]
+
+
+@irdl_op_definition
+class AllReduceOp(NamedCollective):
+    name = "coll.all_reduce"
+    REDUCES: ClassVar[bool] = True
+
+    def _verify_sizes(self) -> None:
+        a, b = self._size(self.input), self._size(self.output)
+        self._require(
+            a is None or b is None or a == b,
+            f"input and output must have the same number of elements, got {a} and {b}",
+        )
+
+    def layouts(self) -> tuple[Layout, Layout]:
+        w = self.world.data
+        n = self._size(self.input)
+        if n is None:
+            n = self._size(self.output)
+        if n is None:
+            raise LayoutError(f"'{self.name}' on dynamic buffers has no static layout")
+        if n % w == 0:
+            layout = Layout.fixed(LayoutKind.SCATTERED, w, n // w)
+        else:
+            layout = Layout.vector(LayoutKind.SCATTERED, w, _balanced(n, w))
+        return layout, layout
+
+
+@irdl_op_definition
+class AllGatherOp(NamedCollective):
+    name = "coll.all_gather"
+
+    def _verify_sizes(self) -> None:
+        a, b = self._size(self.input), self._size(self.output)
+        w = self.world.data
+        self._require(
+            a is None or b is None or b == w * a,
+            f"output must have world x input = {w} x {a} = {w * (a or 0)} elements, got {b}",
+        )
+
+    def layouts(self) -> tuple[Layout, Layout]:
+        w = self.world.data
+        a = self._size(self.input)
+        if a is None:
+            b = self._size(self.output)
+            if b is None:
+                raise LayoutError(f"'{self.name}' on dynamic buffers has no static layout")
+            a = b // w
+        return Layout.fixed(LayoutKind.PACKED, w, a), Layout.fixed(LayoutKind.SCATTERED, w, a)
+
+
+@irdl_op_definition
+class ReduceScatterOp(NamedCollective):
+    name = "coll.reduce_scatter"
+    REDUCES: ClassVar[bool] = True
+
+    def _verify_sizes(self) -> None:
+        a, b = self._size(self.input), self._size(self.output)
+        w = self.world.data
+        self._require(
+            a is None or b is None or a == w * b,
+            f"input must have world x output = {w} x {b} = {w * (b or 0)} elements, got {a}",
+        )
+
+    def layouts(self) -> tuple[Layout, Layout]:
+        w = self.world.data
+        b = self._size(self.output)
+        if b is None:
+            a = self._size(self.input)
+            if a is None:
+                raise LayoutError(f"'{self.name}' on dynamic buffers has no static layout")
+            b = a // w
+        return Layout.fixed(LayoutKind.SCATTERED, w, b), Layout.fixed(LayoutKind.PACKED, w, b)
+
+
+@irdl_op_definition
+class AllToAllOp(NamedCollective):
+    name = "coll.all_to_all"
+
+    def _verify_sizes(self) -> None:
+        a, b = self._size(self.input), self._size(self.output)
+        w = self.world.data
+        self._require(
+            a is None or b is None or a == b,
+            f"input and output must have the same number of elements, got {a} and {b}",
+        )
+        n = a if a is not None else b
+        self._require(
+            n is None or n % w == 0,
+            f"buffer of {n} elements is not divisible by world size {w}",
+        )
+
+    def layouts(self) -> tuple[Layout, Layout]:
+        w = self.world.data
+        n = self._size(self.input)
+        if n is None:
+            n = self._size(self.output)
+        if n is None:
+            raise LayoutError(f"'{self.name}' on dynamic buffers has no static layout")
+        c = n // w
+        return Layout.fixed(LayoutKind.ADDRESSED, w, c), Layout.fixed(LayoutKind.TRANSPOSED, w, c)
+
+
+class VariableCollective(NamedCollective):
+    VARIABLE: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind]
+    OUT_KIND: ClassVar[LayoutKind]
+    IN_EXACT: ClassVar[bool] = False
+    OUT_EXACT: ClassVar[bool] = False
+
+    def layouts(self) -> tuple[Layout, Layout]:
+        w = self.world.data
+        counts = self._counts()
+        return (
+            Layout.vector(self.IN_KIND, w, counts),
+            Layout.vector(self.OUT_KIND, w, counts),
+        )
+
+    def _verify_sizes(self) -> None:
+        if self.static_counts is None:
+            return
+        inp, out = self.layouts()
+        _verify_extent(self, "input", self.input, inp, exact=self.IN_EXACT)
+        _verify_extent(self, "output", self.output, out, exact=self.OUT_EXACT)
+
+
+@irdl_op_definition
+class AllGatherVOp(VariableCollective):
+    name = "coll.all_gather_v"
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
+    OUT_EXACT: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class ReduceScatterVOp(VariableCollective):
+    name = "coll.reduce_scatter_v"
+    REDUCES: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
+    IN_EXACT: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class AllToAllVOp(VariableCollective):
+    name = "coll.all_to_all_v"
+    MATRIX: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.ADDRESSED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.TRANSPOSED
+
+
+NAMED_COLLECTIVES: tuple[type[NamedCollective], ...] = (
+    AllReduceOp,
+    AllGatherOp,
+    ReduceScatterOp,
+    AllToAllOp,
+    AllGatherVOp,
+    ReduceScatterVOp,
+    AllToAllVOp,
+)
+
+Coll = Dialect(
+    "coll",
+    [CollectiveOp, *NAMED_COLLECTIVES],
+    [LayoutAttr, ConsumeAttr, ReduceKindAttr],
+)

@@ -1,0 +1,1 @@
+"""Progressive lowering passes, one per file."""

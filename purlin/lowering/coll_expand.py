@@ -1,0 +1,46 @@
+"""`coll-expand`: every named collective becomes its generic `coll.collective`."""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from purlin.dialects.coll import CollectiveOp, LayoutAttr, NamedCollective
+from purlin.layouts import LayoutError
+
+
+class ExpandNamedCollective(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: NamedCollective, rewriter: PatternRewriter) -> None:
+        try:
+            inp, out = op.layouts()
+        except LayoutError as e:
+            raise PassFailedException(f"coll-expand: cannot expand '{op.name}': {e}") from e
+        rewriter.replace(
+            op,
+            CollectiveOp(
+                op.input,
+                op.output,
+                LayoutAttr.from_layout(inp),
+                LayoutAttr.from_layout(out),
+                op.consume_attr(),
+                deterministic=op.deterministic is not None,
+                counts=op.counts,
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class CollExpandPass(ModulePass):
+    name = "coll-expand"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(ExpandNamedCollective(), apply_recursively=False).rewrite_module(op)

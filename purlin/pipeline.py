@@ -1,0 +1,7 @@
+"""The default lowering pipeline, in the order passes apply."""
+
+FULL_PIPELINE: tuple[str, ...] = ("coll-expand",)
+
+
+def pipeline_spec(passes: tuple[str, ...] = FULL_PIPELINE) -> str:
+    return ",".join(passes)

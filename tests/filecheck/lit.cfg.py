@@ -1,0 +1,15 @@
+import os
+import sys
+
+import lit.formats
+
+config.name = "purlin"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["lit.cfg.py", "inputs"]
+
+# Tools come from the interpreter's environment (the repository's venv).
+bindir = os.path.dirname(sys.executable)
+config.environment["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+config.substitutions.append(("%python", sys.executable))
