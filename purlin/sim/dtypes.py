@@ -1,0 +1,213 @@
+"""Element types of the simulator: names, numpy dtypes, xDSL types, inputs, comparison.
+
+Names are those of `purlin.dialects.coll.SUPPORTED_DTYPES`. Reductions
+accumulate in f32 and round once to the element type; copies are bit-exact.
+Random inputs are chosen so that f32 accumulation of them is exact in any
+order, which makes a correct implementation agree with the reference bit for
+bit; `compare` still allows the rounding slack a reordered reduction may show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+from xdsl.ir import Attribute
+
+from purlin.dialects.coll import SUPPORTED_DTYPES
+
+NUMPY_DTYPES: dict[str, np.dtype] = {
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32),
+    "fp8e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "fp8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+}
+
+DTYPE_NAMES: tuple[str, ...] = tuple(NUMPY_DTYPES)
+
+_ELEMENT_TYPES: dict[str, type[Attribute]] = {
+    name: cls for cls, name in SUPPORTED_DTYPES.items()
+}
+
+# Same-width unsigned integers, to compare and generate raw bit patterns.
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+_F32_EPS = 2.0**-23
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    try:
+        return NUMPY_DTYPES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown dtype '{name}', expected one of {', '.join(DTYPE_NAMES)}"
+        ) from None
+
+
+def element_type(name: str) -> Attribute:
+    """The xDSL element type of dtype `name` (e.g. bf16 -> BFloat16Type())."""
+    numpy_dtype(name)
+    return _ELEMENT_TYPES[name]()
+
+
+def dtype_of_element_type(elem: Attribute) -> str:
+    """The dtype name of an xDSL element type; ValueError when unsupported."""
+    name = SUPPORTED_DTYPES.get(type(elem))
+    if name is None:
+        raise ValueError(f"element type {elem} is not supported")
+    return name
+
+
+def dtype_of_array(a: np.ndarray) -> str:
+    for name, dt in NUMPY_DTYPES.items():
+        if a.dtype == dt:
+            return name
+    raise ValueError(f"numpy dtype {a.dtype} is not a supported element type")
+
+
+def itemsize(name: str) -> int:
+    return numpy_dtype(name).itemsize
+
+
+# -- inputs -------------------------------------------------------------------
+
+
+def random_array(rng: np.random.Generator, dtype: str, n: int, op: str | None) -> np.ndarray:
+    """`n` random elements of `dtype` suited to reduction `op` (None: a copy).
+
+    sum: multiples of 1/2 small enough for the dtype (|x| <= 2 for fp8,
+    <= 8 otherwise), so f32 sums are exact in any order.
+    prod: +-1/2, +-1, +-2, mostly +-1; f32 products of these are exact and
+    16 ranks stay inside f16's range except with negligible probability.
+    max/min: a sign mix of normal values.
+    copy: random finite bit patterns, subnormals included, to catch any
+    copy that goes through arithmetic.
+    """
+    dt = numpy_dtype(dtype)
+    if op == "sum":
+        half_range = 4 if dtype.startswith("fp8") else 16
+        return (rng.integers(-half_range, half_range + 1, n) / 2).astype(dt)
+    if op == "prod":
+        exps = rng.choice([-1, 0, 1], size=n, p=[0.15, 0.7, 0.15])
+        signs = rng.choice([-1.0, 1.0], size=n)
+        return (signs * np.exp2(exps)).astype(dt)
+    if op in ("max", "min"):
+        return (rng.standard_normal(n) * 4).astype(dt)
+    if op is not None:
+        raise ValueError(f"unknown reduction '{op}'")
+    bits = rng.integers(0, 1 << (8 * dt.itemsize), n, dtype=np.uint64)
+    out = bits.astype(_BITS[dt.itemsize]).view(dt)
+    bad = ~np.isfinite(out.astype(np.float32))
+    out[bad] = rng.standard_normal(int(bad.sum())).astype(dt)
+    return out
+
+
+def random_inputs(
+    dtype: str, sizes: Sequence[int], op: str | None, seed: int | np.random.Generator
+) -> list[np.ndarray]:
+    """One random array per rank, `sizes[r]` elements on rank r."""
+    rng = np.random.default_rng(seed)
+    return [random_array(rng, dtype, n, op) for n in sizes]
+
+
+def filler(dtype: str, n: int) -> np.ndarray:
+    """An output buffer before the collective: NaN, so a missed write shows."""
+    return np.full(n, np.nan, dtype=np.float32).astype(numpy_dtype(dtype))
+
+
+# -- comparison -----------------------------------------------------------------
+
+
+def tolerance(dtype: str, op: str | None, contributions: int, scale: float = 1.0) -> tuple[float, float]:
+    """(rtol, atol) for a result reduced from `contributions` values of magnitude <= `scale`.
+
+    Reducing in another order than rank order moves an f32 sum by at most
+    contributions^2 * scale f32 half-ulps (a product by contributions relative
+    f32 ulps); the one rounding to `dtype` may then land one dtype ulp away.
+    Copies, max and min are exact.
+    """
+    if op in (None, "max", "min") or contributions <= 1:
+        return 0.0, 0.0
+    info = ml_dtypes.finfo(numpy_dtype(dtype))
+    if op == "sum":
+        return float(info.eps), float(info.smallest_subnormal) + contributions**2 * _F32_EPS / 2 * scale
+    return float(info.eps) + contributions * _F32_EPS, float(info.smallest_subnormal)
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    rank: int
+    offset: int
+    actual: str
+    expected: str
+    what: str = ""
+
+    def __str__(self) -> str:
+        where = f" of {self.what}" if self.what else ""
+        return (
+            f"rank {self.rank} offset {self.offset}{where}: "
+            f"got {self.actual}, expected {self.expected}"
+        )
+
+
+def _format(a: np.ndarray, i: int) -> str:
+    if i >= a.size:
+        return "<missing>"
+    value = a[i]
+    if a.dtype.itemsize in _BITS:
+        bits = a[i : i + 1].view(_BITS[a.dtype.itemsize])[0]
+        return f"{value} (0x{int(bits):0{2 * a.dtype.itemsize}x})"
+    return str(value)
+
+
+def first_difference(
+    actual: np.ndarray, expected: np.ndarray, op: str | None, rtol: float, atol: float
+) -> int | None:
+    """Offset of the first element that differs, or None."""
+    n = min(actual.size, expected.size)
+    a, e = actual[:n], expected[:n]
+    if op is None:
+        width = _BITS[a.dtype.itemsize]
+        bad = a.view(width) != e.view(width)
+    else:
+        af, ef = a.astype(np.float32), e.astype(np.float32)
+        both_nan = np.isnan(af) & np.isnan(ef)
+        with np.errstate(invalid="ignore", over="ignore"):
+            close = (af == ef) | (np.abs(af - ef) <= atol + rtol * np.abs(ef))
+        bad = ~(close | both_nan)
+    hits = np.flatnonzero(bad)
+    if hits.size:
+        return int(hits[0])
+    if actual.size != expected.size or actual.dtype != expected.dtype:
+        return n
+    return None
+
+
+def compare(
+    actual: Sequence[np.ndarray],
+    expected: Sequence[np.ndarray],
+    dtype: str,
+    op: str | None = None,
+    contributions: int = 1,
+    scale: float = 1.0,
+    what: str = "",
+) -> Mismatch | None:
+    """The first (rank, offset) where per-rank `actual` and `expected` differ.
+
+    op None means a copy: bits must match. For reductions the tolerance is
+    `tolerance(dtype, op, contributions, scale)`; NaN matches NaN.
+    """
+    if len(actual) != len(expected):
+        raise ValueError(f"{len(actual)} ranks of results but {len(expected)} expected")
+    rtol, atol = tolerance(dtype, op, contributions, scale)
+    for rank, (a, e) in enumerate(zip(actual, expected)):
+        if a.dtype != e.dtype:
+            raise ValueError(f"rank {rank}: result dtype {a.dtype} but expected {e.dtype}")
+        a, e = a.reshape(-1), e.reshape(-1)
+        offset = first_difference(a, e, op, rtol, atol)
+        if offset is not None:
+            return Mismatch(rank, offset, _format(a, offset), _format(e, offset), what)
+    return None
