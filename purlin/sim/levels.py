@@ -1,0 +1,63 @@
+"""The registry of simulation levels.
+
+A level runs a module on per-rank buffers:
+
+    run(module, args, *, world, seed, options) -> None
+
+`module` is the module as written (named collectives and/or coll.collective);
+the level lowers it as far as it needs with `purlin.sim.ir.lower`. args[i][r]
+is the numpy buffer of entry-function argument i on rank r; the level writes
+results into them in place. `seed` drives any scheduling choices a level
+makes (interleavings, delays); `options` carries level-specific settings
+("entry" names the function to run). A level raises `purlin.sim.SimError`
+when the module cannot be executed.
+
+A new level registers itself by adding an entry, e.g. for SNAC:
+
+    def _snac(module, args, *, world, seed, options):
+        lowered = lower(module, "coll-expand,convert-coll-to-snac")
+        snac_exec.run(lowered, args, world=world, seed=seed, options=options)
+
+    LEVELS["snac"] = _snac
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from purlin.sim import SimError, coll_level
+
+
+class LevelRunner(Protocol):
+    def __call__(
+        self,
+        module: ModuleOp,
+        args: list[list[np.ndarray]],
+        *,
+        world: int,
+        seed: int,
+        options: dict[str, Any],
+    ) -> None: ...
+
+
+LEVELS: dict[str, LevelRunner] = {
+    "coll": coll_level.run,
+}
+
+# Levels that exist in the design; `get_level` tells a missing one from a typo.
+KNOWN_LEVELS: tuple[str, ...] = ("coll", "snac", "atom", "plan")
+
+
+def get_level(name: str) -> LevelRunner:
+    """The runner of level `name`; SimError when it is not (yet) available."""
+    runner = LEVELS.get(name)
+    if runner is None:
+        if name in KNOWN_LEVELS:
+            raise SimError(f"level {name} is not available")
+        raise SimError(
+            f"unknown level '{name}', expected one of {', '.join(KNOWN_LEVELS)}"
+        )
+    return runner
