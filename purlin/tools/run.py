@@ -1,0 +1,309 @@
+"""`purlin-run`: run a collective in the multi-rank simulator and check it.
+
+    purlin-run --collective all_reduce --world 8 --bytes 4096 --dtype bf16 [--op sum]
+    purlin-run FILE.mlir [--world 8] [--counts ...]
+
+The first form builds the named collective on random inputs and compares the
+chosen level with the independent numpy reference. The second runs the
+entry function of FILE on random buffers and compares the chosen level with
+the coll level (the layout semantics of the IR).
+
+One summary line on stdout. Exit status: 0 results match, 1 they differ (or
+the level failed), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerType, ModuleOp
+from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
+
+from purlin.dialects.coll import CollectiveOp, NamedCollective
+from purlin.sim import SimError, levels
+from purlin.sim.collectives import COLLECTIVES, Case, CaseError, counts_for
+from purlin.sim.dtypes import (
+    DTYPE_NAMES,
+    Mismatch,
+    compare,
+    dtype_of_array,
+    dtype_of_element_type,
+    itemsize,
+    random_array,
+)
+from purlin.sim.ir import arg_numpy_dtype, arg_types, entry_function, parse_module
+
+
+class UsageError(Exception):
+    """Bad command line or input file: exit 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="purlin-run",
+        description="Run a collective in the multi-rank simulator and compare it with the reference.",
+    )
+    ap.add_argument("file", nargs="?", type=Path, help="an .mlir file to run instead of --collective")
+    ap.add_argument("--collective", choices=list(COLLECTIVES), help="named collective to build")
+    ap.add_argument("--world", type=int, help="number of ranks")
+    ap.add_argument(
+        "--bytes",
+        type=int,
+        help="bytes of the larger buffer of one rank (all_reduce: the buffer; all_gather: "
+        "the output; reduce_scatter: the input; all_to_all: the buffer; V forms: about that)",
+    )
+    ap.add_argument("--dtype", choices=DTYPE_NAMES, help="element type")
+    ap.add_argument("--op", choices=["sum", "max", "min", "prod"], help="reduction (default sum)")
+    ap.add_argument("--level", default="coll", help="simulation level: coll or snac (default coll)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of inputs, counts and schedules")
+    ap.add_argument(
+        "--counts",
+        nargs="+",
+        help="counts of a V collective: 'c0,c1,..', or for all_to_all_v a matrix with rows "
+        "(senders) separated by ';'; in FILE mode the values of the i64 counts argument",
+    )
+    ap.add_argument(
+        "--dynamic", action="store_true", help="pass the counts as a run-time argument"
+    )
+    ap.add_argument("--entry", help="function of FILE to run (default: its only one)")
+    return ap
+
+
+def _parse_counts(tokens: Sequence[str]) -> list[list[int]]:
+    """Rows of integers from tokens like '1,2;3,4' or '1' '2'."""
+    text = ",".join(tokens)
+    try:
+        return [
+            [int(v) for v in row.split(",") if v.strip()]
+            for row in text.split(";")
+            if row.strip(" ,")
+        ]
+    except ValueError:
+        raise UsageError(f"--counts must be integers, got '{' '.join(tokens)}'") from None
+
+
+def _named_case(args: argparse.Namespace) -> Case:
+    missing = [f"--{a}" for a in ("world", "dtype") if getattr(args, a) is None]
+    if missing:
+        raise UsageError(f"--collective needs {' and '.join(missing)}")
+    info = COLLECTIVES[args.collective]
+    w = args.world
+    if w < 1:
+        raise UsageError(f"--world must be at least 1, got {w}")
+    if args.bytes is None and not (info.variable and args.counts):
+        raise UsageError("--collective needs --bytes")
+    if args.bytes is not None and args.bytes < 0:
+        raise UsageError(f"--bytes must be non-negative, got {args.bytes}")
+    if not info.variable and (args.counts or args.dynamic):
+        raise UsageError(f"{args.collective} takes no counts; use the _v form")
+    op = args.op
+    if info.reduces and op is None:
+        op = "sum"
+    n = (args.bytes or 0) // itemsize(args.dtype)
+    counts = None
+    count = 0
+    if info.variable:
+        if args.counts:
+            rows = _parse_counts(args.counts)
+            flat = [c for row in rows for c in row]
+            if info.matrix:
+                if len(flat) != w * w or (len(rows) > 1 and any(len(r) != w for r in rows)):
+                    raise UsageError(
+                        f"{args.collective} on world {w} needs a {w}x{w} count matrix "
+                        f"(rows separated by ';'), got {'; '.join(map(str, rows))}"
+                    )
+                counts = [flat[i * w : (i + 1) * w] for i in range(w)]
+            else:
+                counts = flat
+                if len(flat) != w:
+                    raise UsageError(
+                        f"{args.collective} on world {w} needs {w} counts, got {len(flat)}"
+                    )
+        else:
+            counts = counts_for(args.collective, w, n, args.seed)
+    else:
+        count = n if args.collective == "all_reduce" else n // w
+    try:
+        return Case(args.collective, w, args.dtype, op, count, counts, args.dynamic)
+    except CaseError as e:
+        raise UsageError(str(e)) from None
+
+
+def _summary(label: str, world: int, dtype: str, op: str | None, nbytes: int, level: str) -> str:
+    return f"{label} world={world} dtype={dtype} op={op or '-'} bytes={nbytes} level={level}"
+
+
+def _scale(arrays: Sequence[np.ndarray]) -> float:
+    """Largest finite magnitude among the inputs, for the reduction tolerance."""
+    best = 1.0
+    for a in arrays:
+        f = np.abs(a.astype(np.float32))
+        f = f[np.isfinite(f)]
+        if f.size:
+            best = max(best, float(f.max()))
+    return best
+
+
+def _copy(args: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    return [[a.copy() for a in per_rank] for per_rank in args]
+
+
+def _run_level(
+    level: str, module: ModuleOp, args: list[list[np.ndarray]], world: int, seed: int,
+    options: dict,
+) -> float:
+    """Run and return the time taken in seconds; SimError when the level fails."""
+    runner = levels.get_level(level)
+    started = time.perf_counter()
+    try:
+        runner(module, args, world=world, seed=seed, options=options)
+    except (DiagnosticException, PassFailedException) as e:
+        raise SimError(str(e)) from None
+    return time.perf_counter() - started
+
+
+def _report(summary: str, seconds: float | None, mismatch: Mismatch | str | None) -> int:
+    timing = f" time={seconds * 1e3:.3f}ms" if seconds is not None else ""
+    if mismatch is None:
+        print(f"{summary} result=match{timing}")
+        return 0
+    kind = "mismatch" if isinstance(mismatch, Mismatch) else "error"
+    print(f"{summary} result={kind}{timing}: {mismatch}")
+    return 1
+
+
+def _run_named(args: argparse.Namespace) -> int:
+    case = _named_case(args)
+    levels.get_level(args.level)
+    summary = _summary(case.collective, case.world, case.dtype, case.op, case.bytes, args.level)
+    buffers = case.make_args(args.seed)
+    inputs = [a.copy() for a in buffers[0]]
+    expected = case.expected(buffers)
+    try:
+        seconds = _run_level(args.level, case.build_module(), buffers, case.world, args.seed, {})
+    except SimError as e:
+        return _report(summary, None, str(e))
+    mismatch = compare(
+        buffers[1], expected, case.dtype, case.op, case.contributions, _scale(inputs), "%out"
+    ) or compare(buffers[0], inputs, case.dtype, what="%in (inputs must not change)")
+    return _report(summary, seconds, mismatch)
+
+
+def _file_world(module: ModuleOp, requested: int | None) -> int:
+    worlds = set()
+    for op in module.walk():
+        if isinstance(op, NamedCollective):
+            worlds.add(op.world.data)
+        elif isinstance(op, CollectiveOp):
+            worlds.add(op.world)
+    if not worlds:
+        raise UsageError("the module holds no collective to run")
+    if len(worlds) > 1:
+        raise UsageError(f"the module mixes world sizes {sorted(worlds)}")
+    (world,) = worlds
+    if requested is not None and requested != world:
+        raise UsageError(f"--world {requested} but the module's collectives are for world {world}")
+    return world
+
+
+def _file_reduction(module: ModuleOp) -> str | None:
+    """The first reduction in the module, to shape the random inputs."""
+    for op in module.walk():
+        if isinstance(op, NamedCollective) and op.op is not None:
+            return op.op.data.value
+        if isinstance(op, CollectiveOp) and op.consume.kind is not None:
+            return op.consume.kind.value
+    return None
+
+
+def _run_file(args: argparse.Namespace) -> int:
+    if args.collective or args.bytes is not None or args.dtype or args.op or args.dynamic:
+        raise UsageError(
+            "with FILE the collective, sizes, dtype and op come from the IR; "
+            "drop --collective, --bytes, --dtype, --op and --dynamic"
+        )
+    try:
+        text = args.file.read_text()
+    except OSError as e:
+        raise UsageError(f"cannot read {args.file}: {e.strerror}") from None
+    try:
+        module = parse_module(text, str(args.file))
+    except (ParseError, DiagnosticException) as e:
+        raise UsageError(str(e).strip()) from None
+    try:
+        func = entry_function(module, args.entry)
+        types = arg_types(func)
+    except SimError as e:
+        raise UsageError(str(e)) from None
+    world = _file_world(module, args.world)
+    op = _file_reduction(module)
+    levels.get_level(args.level)
+    rng = np.random.default_rng(args.seed)
+    buffers: list[list[np.ndarray]] = []
+    for i, t in enumerate(types):
+        shape = t.get_shape()
+        if any(d < 0 for d in shape):
+            raise UsageError(f"argument {i} has dynamic shape {t}; the simulator needs static sizes")
+        try:
+            dt = arg_numpy_dtype(t)
+        except SimError as e:
+            raise UsageError(f"argument {i}: {e}") from None
+        if t.element_type == IntegerType(64):
+            if not args.counts:
+                raise UsageError(f"argument {i} ({t}) holds counts: give their values with --counts")
+            flat = [c for row in _parse_counts(args.counts) for c in row]
+            if len(flat) != int(np.prod(shape)):
+                raise UsageError(f"--counts has {len(flat)} values but argument {i} is {t}")
+            value = np.array(flat, dtype=dt).reshape(shape)
+            buffers.append([value.copy() for _ in range(world)])
+        else:
+            dtype = dtype_of_element_type(t.element_type)
+            buffers.append([random_array(rng, dtype, int(np.prod(shape)), op) for _ in range(world)])
+    data = [b for b in buffers if b[0].dtype != np.int64]
+    dtype = dtype_of_array(data[0][0]) if data else "-"
+    nbytes = max((b[0].nbytes for b in data), default=0)
+    summary = _summary(f"{args.file.name}@{func.sym_name.data}", world, dtype, op, nbytes, args.level)
+    options = {"entry": func.sym_name.data}
+    expected = _copy(buffers)
+    try:
+        levels.get_level("coll")(module, expected, world=world, seed=args.seed, options=options)
+    except SimError as e:
+        raise UsageError(f"the coll level cannot run {args.file}: {e}") from None
+    scale = _scale([a for b in data for a in b])
+    try:
+        seconds = _run_level(args.level, module, buffers, world, args.seed, options)
+    except SimError as e:
+        return _report(summary, None, str(e))
+    for i, (got, want) in enumerate(zip(buffers, expected)):
+        if got[0].dtype == np.int64:
+            continue
+        name = func.body.block.args[i].name_hint or str(i)
+        mismatch = compare(got, want, dtype_of_array(got[0]), op, world, scale, f"%{name}")
+        if mismatch:
+            return _report(summary, seconds, mismatch)
+    return _report(summary, seconds, None)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    try:
+        if (args.file is None) == (args.collective is None):
+            raise UsageError("give either FILE or --collective NAME")
+        return _run_file(args) if args.file is not None else _run_named(args)
+    except (UsageError, SimError) as e:
+        print(f"purlin-run: error: {e}", file=sys.stderr)
+        return 2
+
+
+def main_exit() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    main_exit()
