@@ -7,6 +7,7 @@ point at the source, one line each instead of a dump of the module.
 
 from __future__ import annotations
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
@@ -14,12 +15,20 @@ from xdsl.utils.exceptions import VerifyException
 
 
 class LocatedParser(Parser):
+    """`line_offset` is the line the input starts at in its file (for --split-input-file)."""
+
+    def __init__(self, ctx: Context, input: str | bytes, name: str, line_offset: int = 0):
+        super().__init__(ctx, input, name)
+        self.line_offset = line_offset
+
     def parse_operation(self) -> Operation:
         where = self._current_token.span.get_location()
         op = super().parse_operation()
         if not isinstance(op.location, FileLineColLoc):
             op.location = FileLineColLoc(
-                StringAttr(where.file), IntAttr(where.line), IntAttr(where.col)
+                StringAttr(where.file),
+                IntAttr(where.line + self.line_offset),
+                IntAttr(where.col),
             )
         return op
 

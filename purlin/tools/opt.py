@@ -4,6 +4,7 @@ Bad input (syntax, verifier failures, unknown passes or options) is reported
 as a diagnostic on stderr with a non-zero exit, never as a traceback.
 """
 
+import argparse
 import sys
 import time
 from collections.abc import Sequence
@@ -12,7 +13,12 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    PassFailedException,
+)
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from purlin.diagnostics import LocatedParser, verify_located
@@ -33,15 +39,29 @@ class PurlinOptMain(xDSLOptMain):
         for name, factory in PASSES.items():
             self.register_pass(name, factory)
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        # One per line: purlin's passes are otherwise lost, hyphen-wrapped, among xDSL's.
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.epilog = "purlin passes:\n" + "\n".join(f"  {name}" for name in PASSES)
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
             return LocatedParser(
-                self.ctx, io.read(), self.get_input_name()
+                self.ctx, io.read(), self.get_input_name(), self._chunk_offset
             ).parse_module(not self.args.no_implicit_module)
 
         self.available_frontends["mlir"] = parse_mlir
+
+    _chunk_offset = 0
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
+        # xDSL drops the chunk's line offset for frontends; keep it so that
+        # diagnostics under --split-input-file point at lines of the file.
+        self._chunk_offset = start_offset
+        return super().parse_chunk(chunk, file_extension, start_offset)
 
     def setup_pipeline(self) -> None:
         """As xDSL's, but verification failures are located diagnostics."""
@@ -61,7 +81,19 @@ class PurlinOptMain(xDSLOptMain):
                 print("\n\n")
             started = time.perf_counter()
 
-        self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, between)
+        try:
+            self.pipeline = PassPipeline.parse_spec(
+                self.available_passes, self.args.passes, between
+            )
+        except ArgSpecParseError as e:
+            # A BaseException in xDSL: it would escape main's handlers as a traceback.
+            raise ValueError(str(e)) from None
+        except ValueError as e:
+            # xDSL's message names neither the pipeline nor where to look.
+            raise ValueError(
+                f"invalid pass pipeline '{self.args.passes}': {e}; "
+                f"purlin's passes are {', '.join(PASSES)} (--help lists all)"
+            ) from None
 
 
 def _fail(message: str) -> int:
