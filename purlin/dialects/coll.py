@@ -131,39 +131,13 @@ class LayoutAttr(ParametrizedAttribute):
         )
 
     def to_layout(self) -> Layout:
-        kind_s = self.kind.data
-        variable = kind_s.endswith(_V_SUFFIX)
-        kind = LayoutKind(kind_s.removesuffix(_V_SUFFIX))
-        w = self.world.data
-        vals = [v.data for v in self.data.data]
-        if kind == LayoutKind.NAMED:
-            slices: list[Slice] = []
-            i = 0
-            while i < len(vals):
-                r, off, size, n = vals[i : i + 4]
-                slices.append(Slice(r, off, size, tuple(vals[i + 4 : i + 4 + n])))
-                i += 4 + n
-            return Layout.named(w, slices)
-        if not variable:
-            return Layout.fixed(kind, w, vals[0])
-        if self.dynamic.data:
-            return Layout.vector(kind, w, None)
-        if kind in (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED):
-            rows = [vals[i * w : (i + 1) * w] for i in range(w)] if w else []
-            return Layout.vector(kind, w, rows)
-        return Layout.vector(kind, w, vals)
+        return _decode(
+            self.kind.data, self.world.data, [v.data for v in self.data.data], self.dynamic.data
+        )
 
     def verify(self) -> None:
-        kind_s = self.kind.data
-        base = kind_s.removesuffix(_V_SUFFIX)
-        if base not in LayoutKind.__members__.values() or kind_s == "named_v":
-            raise VerifyException(f"unknown layout kind '{kind_s}'")
-        try:
-            self.to_layout().check()
-        except LayoutError as e:
-            raise VerifyException(f"invalid {kind_s} layout: {e}") from e
-        except (ValueError, IndexError) as e:
-            raise VerifyException(f"malformed {kind_s} layout data") from e
+        if why := _layout_problem(self.kind.data, self.world.data, self.data, self.dynamic.data):
+            raise VerifyException(why)
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
@@ -199,17 +173,19 @@ class LayoutAttr(ParametrizedAttribute):
                 )
                 if any(len(row) != world for row in rows) or len(rows) != world:
                     parser.raise_error(
-                        f"{kind_s} counts must be a {world}x{world} matrix", pos, parser.pos
+                        f"invalid {kind_s} layout: counts must be a {world}x{world} matrix "
+                        "(row = sender)",
+                        pos,
+                        parser.pos,
                     )
                 data = [c for row in rows for c in row]
             else:
                 data = _parse_int_list(parser)
-        return (
-            StringAttr(kind_s),
-            IntAttr(world),
-            ArrayAttr(IntAttr(v) for v in data),
-            IntAttr(dynamic),
-        )
+            array = ArrayAttr(IntAttr(v) for v in data)
+            # Checked here too so that a bad layout is reported where it is written.
+            if why := _layout_problem(kind_s, world, array, dynamic):
+                parser.raise_error(why, pos, parser.pos)
+        return (StringAttr(kind_s), IntAttr(world), array, IntAttr(dynamic))
 
     def print_parameters(self, printer: Printer) -> None:
         layout = self.to_layout()
@@ -231,6 +207,45 @@ class LayoutAttr(ParametrizedAttribute):
         else:
             printer.print_string("[" + ", ".join(map(str, layout.counts)) + "]")  # type: ignore[arg-type]
         printer.print_string(">")
+
+
+def _decode(kind_s: str, w: int, vals: list[int], dynamic: int) -> Layout:
+    """The layout that a LayoutAttr's flattened parameters stand for."""
+    variable = kind_s.endswith(_V_SUFFIX)
+    kind = LayoutKind(kind_s.removesuffix(_V_SUFFIX))
+    if kind == LayoutKind.NAMED:
+        slices: list[Slice] = []
+        i = 0
+        while i < len(vals):
+            r, off, size, n = vals[i : i + 4]
+            if n < 1 or i + 4 + n > len(vals):
+                raise ValueError("truncated named slice")
+            slices.append(Slice(r, off, size, tuple(vals[i + 4 : i + 4 + n])))
+            i += 4 + n
+        return Layout.named(w, slices)
+    if not variable:
+        return Layout.fixed(kind, w, vals[0])
+    if dynamic:
+        return Layout.vector(kind, w, None)
+    if kind in (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED):
+        if len(vals) != w * w:
+            raise ValueError("count matrix of the wrong size")
+        return Layout.vector(kind, w, [vals[i * w : (i + 1) * w] for i in range(w)])
+    return Layout.vector(kind, w, vals)
+
+
+def _layout_problem(kind_s: str, world: int, data: ArrayAttr[IntAttr], dynamic: int) -> str | None:
+    """What is wrong with a layout attribute's parameters, or None."""
+    base = kind_s.removesuffix(_V_SUFFIX)
+    if base not in LayoutKind.__members__.values() or kind_s == "named_v":
+        return f"unknown layout kind '{kind_s}'"
+    try:
+        _decode(kind_s, world, [v.data for v in data.data], dynamic).check()
+    except LayoutError as e:
+        return f"invalid {kind_s} layout: {e}"
+    except (ValueError, IndexError):
+        return f"malformed {kind_s} layout data"
+    return None
 
 
 def _format_name(name: tuple[int, ...]) -> str:
@@ -291,12 +306,25 @@ class ConsumeAttr(ParametrizedAttribute):
             if parser.parse_optional_keyword("copy"):
                 return (StringAttr(""),)
             parser.parse_keyword("reduce", " (consume is 'copy' or 'reduce OP')")
-            kind = parser.parse_str_enum(ReduceKind)
-            return (StringAttr(kind.value),)
+            return (StringAttr(_parse_reduce_kind(parser, "'reduce'").value),)
 
     def print_parameters(self, printer: Printer) -> None:
         text = f"reduce {self.reduce.data}" if self.reduce.data else "copy"
         printer.print_string(f"<{text}>")
+
+
+def _parse_reduce_kind(parser: AttrParser, after: str) -> ReduceKind:
+    start = parser.pos
+    word = parser.parse_optional_identifier()
+    if word is None:
+        parser.raise_error(f"expected a reduction op after {after}: sum, max, min or prod")
+    if word not in ReduceKind.__members__.values():
+        parser.raise_error(
+            f"expected a reduction op after {after}: sum, max, min or prod, got '{word}'",
+            start,
+            parser.pos,
+        )
+    return ReduceKind(word)
 
 
 # -- shared op helpers -------------------------------------------------------
@@ -340,10 +368,27 @@ def _verify_extent(op: Operation, role: str, v: SSAValue, layout: Layout, exact:
     need = layout.max_extent()
     if (size != need) if exact else (size < need):
         relation = "exactly" if exact else "at least"
+        kind = layout.kind.value + (_V_SUFFIX if layout.variable else "")
         raise VerifyException(
-            f"'{op.name}': {role} buffer has {size} elements but the {layout.kind.value} "
-            f"layout for world {layout.world} needs {relation} {need}"
+            f"'{op.name}': {role} buffer has {size} elements but the {kind} layout "
+            f"for world {layout.world} needs {relation} {need} ({_extent_reason(layout)})"
         )
+
+
+def _extent_reason(layout: Layout) -> str:
+    """How a layout's extent is computed, for diagnostics."""
+    if layout.kind == LayoutKind.NAMED:
+        return "where the last slice on a rank ends"
+    if not layout.variable:
+        if layout.kind == LayoutKind.PACKED:
+            return "one slice per rank"
+        return f"{layout.world} slices of {layout.counts}"
+    return {
+        LayoutKind.PACKED: "the largest count",
+        LayoutKind.SCATTERED: "the sum of the counts",
+        LayoutKind.ADDRESSED: "the most any rank sends: the largest row sum of the counts",
+        LayoutKind.TRANSPOSED: "the most any rank receives: the largest column sum of the counts",
+    }[layout.kind]
 
 
 # -- generic collective ------------------------------------------------------
@@ -393,6 +438,10 @@ class CollectiveOp(IRDLOperation):
     def verify_(self) -> None:
         dtype = _verify_buffers(self, self.input, self.output)
         kind = self.consume.kind
+        if kind is None and self.deterministic is not None:
+            raise VerifyException(
+                f"'{self.name}': 'deterministic' only applies to reductions, but consume is copy"
+            )
         if kind is not None and (why := check_reduce_dtype(kind, dtype)):
             raise VerifyException(f"'{self.name}': {why}")
         inp, out = self.layouts()
@@ -401,10 +450,19 @@ class CollectiveOp(IRDLOperation):
         except LayoutError as e:
             raise VerifyException(f"'{self.name}': {e}") from e
         dynamic = inp.is_dynamic or out.is_dynamic
-        if dynamic != (self.counts is not None):
+        if dynamic and self.counts is None:
             raise VerifyException(
-                f"'{self.name}': a dynamic layout needs a counts operand and a static one "
-                f"must have none"
+                f"'{self.name}': a layout with dynamic counts '?' needs a counts operand"
+            )
+        if not dynamic and self.counts is not None:
+            raise VerifyException(
+                f"'{self.name}': a counts operand needs a layout with dynamic counts '?'"
+            )
+        if inp.is_dynamic and out.is_dynamic and inp.matrix_counts != out.matrix_counts:
+            raise VerifyException(
+                f"'{self.name}': dynamic {self.input_layout.kind.data} and "
+                f"{self.output_layout.kind.data} layouts cannot share one counts operand "
+                "(one takes a list, the other a matrix)"
             )
         if self.counts is not None:
             dyn = inp if inp.is_dynamic else out
@@ -417,12 +475,22 @@ class CollectiveOp(IRDLOperation):
         inp = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         out = parser.parse_unresolved_operand()
-        parser.parse_keyword("in")
-        in_layout = parser.parse_attribute()
-        parser.parse_keyword("out")
-        out_layout = parser.parse_attribute()
-        parser.parse_keyword("consume")
-        consume = parser.parse_attribute()
+        props: list[Attribute] = []
+        for keyword, what, typ in (
+            ("in", "input layout", LayoutAttr),
+            ("out", "output layout", LayoutAttr),
+            ("consume", "consume", ConsumeAttr),
+        ):
+            parser.parse_keyword(keyword)
+            start = parser.pos
+            props.append(parser.parse_attribute())
+            if not isinstance(props[-1], typ):
+                parser.raise_error(
+                    f"expected a #{typ.name} attribute as {what}, got {props[-1]}",
+                    start,
+                    parser.pos,
+                )
+        in_layout, out_layout, consume = props
         counts = None
         if parser.parse_optional_keyword("counts"):
             counts = parser.parse_unresolved_operand()
@@ -435,13 +503,6 @@ class CollectiveOp(IRDLOperation):
             types.append(parser.parse_type())
         names = [inp, out] + ([counts] if counts is not None else [])
         ops = [parser.resolve_operand(n, t) for n, t in zip(names, types)]
-        for what, a, typ in (
-            ("input layout", in_layout, LayoutAttr),
-            ("output layout", out_layout, LayoutAttr),
-            ("consume", consume, ConsumeAttr),
-        ):
-            if not isinstance(a, typ):
-                parser.raise_error(f"expected a #{typ.name} attribute as {what}, got {a}")
         op = cls(
             ops[0], ops[1], in_layout, out_layout, consume, deterministic,  # type: ignore[arg-type]
             ops[2] if counts is not None else None,
@@ -481,8 +542,9 @@ def _verify_counts_operand(op: Operation, counts: SSAValue, world: int, matrix: 
         or t.element_type != IntegerType(64)
     ):
         shape = "x".join(map(str, want))
+        what = "a count per sender and receiver" if matrix else "a count per rank"
         raise VerifyException(
-            f"'{op.name}': dynamic counts must be a memref<{shape}xi64>, got {t}"
+            f"'{op.name}': dynamic counts must be a memref<{shape}xi64> ({what}), got {t}"
         )
 
 
@@ -553,29 +615,43 @@ class NamedCollective(IRDLOperation):
         if w < 1:
             raise VerifyException(f"'{self.name}': world size must be at least 1, got {w}")
         dtype = _verify_buffers(self, self.input, self.output)
-        if self.REDUCES != (self.op is not None):
+        if self.REDUCES and self.op is None:
             raise VerifyException(
-                f"'{self.name}': "
-                + ("a reduction op (sum, max, min, prod) is required" if self.REDUCES
-                   else "takes no reduction op")
+                f"'{self.name}': a reduction op (sum, max, min or prod) is required"
+            )
+        if not self.REDUCES and self.op is not None:
+            raise VerifyException(
+                f"'{self.name}': is a copy and takes no reduction op, got '{self.op.data.value}'"
             )
         if self.deterministic is not None and not self.REDUCES:
-            raise VerifyException(f"'{self.name}': 'deterministic' only applies to reductions")
+            raise VerifyException(
+                f"'{self.name}': 'deterministic' only applies to reductions, and this is a copy"
+            )
         if self.op is not None and (why := check_reduce_dtype(self.op.data, dtype)):
             raise VerifyException(f"'{self.name}': {why}")
         if not self.VARIABLE:
             if self.static_counts is not None or self.counts is not None:
-                raise VerifyException(f"'{self.name}': takes no counts; use the _v form")
+                # all_reduce has no _v form: it balances uneven sizes itself.
+                hint = (
+                    " (it splits uneven sizes across ranks itself)"
+                    if isinstance(self, AllReduceOp)
+                    else f"; use '{self.name}_v' for per-rank counts"
+                )
+                raise VerifyException(f"'{self.name}': takes no counts{hint}")
         else:
             self._verify_counts()
         self._verify_sizes()
 
     def _verify_counts(self) -> None:
         w = self.world.data
-        if (self.static_counts is None) == (self.counts is None):
+        if self.static_counts is None and self.counts is None:
             raise VerifyException(
                 f"'{self.name}': needs counts, either static (counts [..]) or "
-                "dynamic (counts %operand), not both"
+                "dynamic (counts %operand)"
+            )
+        if self.static_counts is not None and self.counts is not None:
+            raise VerifyException(
+                f"'{self.name}': has both static and dynamic counts; give one of them"
             )
         if self.counts is not None:
             _verify_counts_operand(self, self.counts, w, self.MATRIX)
@@ -606,7 +682,7 @@ class NamedCollective(IRDLOperation):
     def parse(cls, parser: Parser):
         op = None
         if cls.REDUCES:
-            op = parser.parse_str_enum(ReduceKind)
+            op = _parse_reduce_kind(parser, f"'{cls.name}'")
         inp = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         out = parser.parse_unresolved_operand()
@@ -666,6 +742,9 @@ class NamedCollective(IRDLOperation):
         printer.print_list([o.type for o in self.operands], printer.print_attribute)
 
 
+_NO_STATIC_LAYOUT = "both buffers have dynamic sizes, so slice sizes are unknown; make one static"
+
+
 def _balanced(total: int, world: int) -> list[int]:
     """Split `total` elements into `world` near-equal parts, larger ones first."""
     q, r = divmod(total, world)
@@ -690,7 +769,7 @@ class AllReduceOp(NamedCollective):
         if n is None:
             n = self._size(self.output)
         if n is None:
-            raise LayoutError(f"'{self.name}' on dynamic buffers has no static layout")
+            raise LayoutError(_NO_STATIC_LAYOUT)
         if n % w == 0:
             layout = Layout.fixed(LayoutKind.SCATTERED, w, n // w)
         else:
@@ -709,6 +788,11 @@ class AllGatherOp(NamedCollective):
             a is None or b is None or b == w * a,
             f"output must have world x input = {w} x {a} = {w * (a or 0)} elements, got {b}",
         )
+        # With a dynamic input the slice size comes from the output alone.
+        self._require(
+            a is not None or b is None or b % w == 0,
+            f"output of {b} elements is not divisible by world size {w}",
+        )
 
     def layouts(self) -> tuple[Layout, Layout]:
         w = self.world.data
@@ -716,7 +800,7 @@ class AllGatherOp(NamedCollective):
         if a is None:
             b = self._size(self.output)
             if b is None:
-                raise LayoutError(f"'{self.name}' on dynamic buffers has no static layout")
+                raise LayoutError(_NO_STATIC_LAYOUT)
             a = b // w
         return Layout.fixed(LayoutKind.PACKED, w, a), Layout.fixed(LayoutKind.SCATTERED, w, a)
 
@@ -733,6 +817,11 @@ class ReduceScatterOp(NamedCollective):
             a is None or b is None or a == w * b,
             f"input must have world x output = {w} x {b} = {w * (b or 0)} elements, got {a}",
         )
+        # With a dynamic output the slice size comes from the input alone.
+        self._require(
+            b is not None or a is None or a % w == 0,
+            f"input of {a} elements is not divisible by world size {w}",
+        )
 
     def layouts(self) -> tuple[Layout, Layout]:
         w = self.world.data
@@ -740,7 +829,7 @@ class ReduceScatterOp(NamedCollective):
         if b is None:
             a = self._size(self.input)
             if a is None:
-                raise LayoutError(f"'{self.name}' on dynamic buffers has no static layout")
+                raise LayoutError(_NO_STATIC_LAYOUT)
             b = a // w
         return Layout.fixed(LayoutKind.SCATTERED, w, b), Layout.fixed(LayoutKind.PACKED, w, b)
 
@@ -768,7 +857,7 @@ class AllToAllOp(NamedCollective):
         if n is None:
             n = self._size(self.output)
         if n is None:
-            raise LayoutError(f"'{self.name}' on dynamic buffers has no static layout")
+            raise LayoutError(_NO_STATIC_LAYOUT)
         c = n // w
         return Layout.fixed(LayoutKind.ADDRESSED, w, c), Layout.fixed(LayoutKind.TRANSPOSED, w, c)
 

@@ -14,6 +14,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.dialects.coll import CollectiveOp, LayoutAttr, NamedCollective
+from purlin.diagnostics import op_error
 from purlin.layouts import LayoutError
 
 
@@ -23,7 +24,9 @@ class ExpandNamedCollective(RewritePattern):
         try:
             inp, out = op.layouts()
         except LayoutError as e:
-            raise PassFailedException(f"coll-expand: cannot expand '{op.name}': {e}") from e
+            raise PassFailedException(
+                op_error(op, f"'{op.name}': cannot expand to coll.collective: {e}")
+            ) from e
         rewriter.replace(
             op,
             CollectiveOp(
