@@ -55,7 +55,8 @@ def _parser() -> argparse.ArgumentParser:
         "--bytes",
         type=int,
         help="bytes of the larger buffer of one rank (all_reduce: the buffer; all_gather: "
-        "the output; reduce_scatter: the input; all_to_all: the buffer; V forms: about that)",
+        "the output; reduce_scatter: the input; all_to_all: the buffer; V forms: about that; "
+        "not needed for a V form given --counts)",
     )
     ap.add_argument("--dtype", choices=DTYPE_NAMES, help="element type")
     ap.add_argument("--op", choices=["sum", "max", "min", "prod"], help="reduction (default sum)")
