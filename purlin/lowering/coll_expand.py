@@ -27,18 +27,18 @@ class ExpandNamedCollective(RewritePattern):
             raise PassFailedException(
                 op_error(op, f"'{op.name}': cannot expand to coll.collective: {e}")
             ) from e
-        rewriter.replace(
-            op,
-            CollectiveOp(
-                op.input,
-                op.output,
-                LayoutAttr.from_layout(inp),
-                LayoutAttr.from_layout(out),
-                op.consume_attr(),
-                deterministic=op.deterministic is not None,
-                counts=op.counts,
-            ),
+        generic = CollectiveOp(
+            op.input,
+            op.output,
+            LayoutAttr.from_layout(inp),
+            LayoutAttr.from_layout(out),
+            op.consume_attr(),
+            deterministic=op.deterministic is not None,
+            counts=op.counts,
         )
+        # Discardable attributes (tags, hints) belong to the call, not its form.
+        generic.attributes.update(op.attributes)
+        rewriter.replace(op, generic)
 
 
 @dataclass(frozen=True)
