@@ -14,18 +14,39 @@ def _coll() -> Dialect:
     return Coll
 
 
+def _snac() -> Dialect:
+    from purlin.dialects.snac import Snac
+
+    return Snac
+
+
 def _coll_expand() -> type[ModulePass]:
     from purlin.lowering.coll_expand import CollExpandPass
 
     return CollExpandPass
 
 
+def _convert_coll_to_snac() -> type[ModulePass]:
+    from purlin.lowering.convert_coll_to_snac import ConvertCollToSnacPass
+
+    return ConvertCollToSnacPass
+
+
+def _snac_verify() -> type[ModulePass]:
+    from purlin.lowering.snac_verify import SnacVerifyPass
+
+    return SnacVerifyPass
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "coll": _coll,
+    "snac": _snac,
 }
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "coll-expand": _coll_expand,
+    "convert-coll-to-snac": _convert_coll_to_snac,
+    "snac-verify": _snac_verify,
 }
 
 PURLIN_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES)

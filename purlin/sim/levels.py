@@ -12,13 +12,7 @@ makes (interleavings, delays); `options` carries level-specific settings
 ("entry" names the function to run). A level raises `purlin.sim.SimError`
 when the module cannot be executed.
 
-A new level registers itself by adding an entry, e.g. for SNAC:
-
-    def _snac(module, args, *, world, seed, options):
-        lowered = lower(module, "coll-expand,convert-coll-to-snac")
-        snac_exec.run(lowered, args, world=world, seed=seed, options=options)
-
-    LEVELS["snac"] = _snac
+A new level registers itself by adding an entry to LEVELS.
 """
 
 from __future__ import annotations
@@ -28,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from purlin.sim import SimError, coll_level
+from purlin.sim import SimError, coll_level, snac_level
 
 
 class LevelRunner(Protocol):
@@ -45,6 +39,7 @@ class LevelRunner(Protocol):
 
 LEVELS: dict[str, LevelRunner] = {
     "coll": coll_level.run,
+    "snac": snac_level.run,
 }
 
 # Levels that exist in the design; `get_level` tells a missing one from a typo.

@@ -72,6 +72,11 @@ def _parser() -> argparse.ArgumentParser:
         "--dynamic", action="store_true", help="pass the counts as a run-time argument"
     )
     ap.add_argument("--entry", help="function of FILE to run (default: its only one)")
+    ap.add_argument(
+        "--lowering", default="",
+        help="options of convert-coll-to-snac for levels below coll, e.g. "
+        "'regime=throughput strategy=composed chunk-bytes=64 slots=2'",
+    )
     return ap
 
 
@@ -154,6 +159,10 @@ def _copy(args: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
     return [[a.copy() for a in per_rank] for per_rank in args]
 
 
+def _options(args: argparse.Namespace) -> dict:
+    return {"lowering": args.lowering} if args.lowering else {}
+
+
 def _run_level(
     level: str, module: ModuleOp, args: list[list[np.ndarray]], world: int, seed: int,
     options: dict,
@@ -186,7 +195,9 @@ def _run_named(args: argparse.Namespace) -> int:
     inputs = [a.copy() for a in buffers[0]]
     expected = case.expected(buffers)
     try:
-        seconds = _run_level(args.level, case.build_module(), buffers, case.world, args.seed, {})
+        seconds = _run_level(
+            args.level, case.build_module(), buffers, case.world, args.seed, _options(args)
+        )
     except SimError as e:
         return _report(summary, None, str(e))
     mismatch = compare(
@@ -269,7 +280,7 @@ def _run_file(args: argparse.Namespace) -> int:
     dtype = dtype_of_array(data[0][0]) if data else "-"
     nbytes = max((b[0].nbytes for b in data), default=0)
     summary = _summary(f"{args.file.name}@{func.sym_name.data}", world, dtype, op, nbytes, args.level)
-    options = {"entry": func.sym_name.data}
+    options = {**_options(args), "entry": func.sym_name.data}
     expected = _copy(buffers)
     try:
         levels.get_level("coll")(module, expected, world=world, seed=args.seed, options=options)

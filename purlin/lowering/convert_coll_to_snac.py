@@ -1,0 +1,284 @@
+"""`convert-coll-to-snac`: derive the Stage-Notify-Consume protocol from layouts.
+
+Each `coll.collective` becomes one rank-generic `snac.program`:
+- copy collectives: one phase, sources to destinations;
+- reductions, direct: one phase, every destination reduces all sources;
+- reductions, composed: reduce to one owner per name, then the owner's result
+  is copied to the other destinations (two-shot all_reduce, in one kernel).
+Each phase is either pulled through staging (throughput: chunked, cyclic over
+slots) or pushed as 16-byte packets (latency). The regime and strategy come
+from `purlin.cost_model` unless forced by the pass options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.rewriter import InsertPoint
+from xdsl.context import Context
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from purlin.cost_model import THRESHOLDS, choose
+from purlin.diagnostics import op_error
+from purlin.dialects import snac
+from purlin.dialects.coll import CollectiveOp, ConsumeAttr, LayoutAttr, dtype_name
+from purlin.layouts import Layout
+from purlin.protocol import PhasePlan, owner_layouts
+
+PACKET_DATA_BYTES = 8
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    name: str
+    source: snac.PhaseSource
+    src: Layout
+    dst: Layout
+    consume: ConsumeAttr
+    forward_of: str | None = None  # composed: staged by the reducer of this phase
+
+
+def _bytes_per_rank(layout: Layout, itemsize: int) -> int | None:
+    if layout.is_dynamic:
+        return None
+    return layout.max_extent() * itemsize
+
+
+class LowerCollective(RewritePattern):
+    def __init__(self, opts: ConvertCollToSnacPass):
+        self.opts = opts
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CollectiveOp, rewriter: PatternRewriter) -> None:
+        o = self.opts
+        inp, out = op.layouts()
+        world = op.world
+        assert isinstance(op.input.type, MemRefType)
+        elem = op.input.type.element_type
+        itemsize = _itemsize(elem)
+        reducing = op.consume.kind is not None
+        dynamic = inp.is_dynamic or out.is_dynamic
+        choice = choose(
+            o.arch,
+            world,
+            _bytes_per_rank(inp, itemsize),
+            None if dynamic else sum(out.name_sizes.values()) * itemsize,
+            reducing,
+            dynamic,
+        )
+        regime = choice.regime if o.regime == "auto" else snac.Regime(o.regime)
+        strategy = choice.strategy
+        if o.strategy != "auto":
+            strategy = snac.Strategy(o.strategy)
+            if reducing == (strategy == snac.Strategy.COPY):
+                raise PassFailedException(
+                    op_error(op, f"strategy '{o.strategy}' does not apply to a "
+                             f"{'reduction' if reducing else 'copy'} collective")
+                )
+        shared = not dynamic and any(
+            len(out.slices_named(n)) > 1 for n in out.name_sizes
+        )
+        if strategy == snac.Strategy.COMPOSED and not shared:
+            if o.strategy == "composed":
+                raise PassFailedException(
+                    op_error(op, "the composed strategy needs static counts and a slice that "
+                             "several ranks receive; use strategy=direct")
+                )
+            strategy = snac.Strategy.DIRECT
+        chunk_bytes = o.chunk_bytes if o.chunk_bytes > 0 else choice.chunk_bytes
+        slots = o.slots if o.slots > 0 else choice.slots
+        chunk = max(1, chunk_bytes // itemsize)
+        if regime == snac.Regime.LATENCY:
+            if chunk_bytes % PACKET_DATA_BYTES:
+                raise PassFailedException(
+                    op_error(op, f"packets carry {PACKET_DATA_BYTES}-byte payloads; "
+                             f"chunk-bytes {chunk_bytes} is not a multiple")
+                )
+
+        phases: list[PhaseSpec]
+        if strategy == snac.Strategy.COMPOSED:
+            owned, b_src, b_dst = owner_layouts(out)
+            phases = [
+                PhaseSpec("reduce", snac.PhaseSource.INPUT, inp, owned, op.consume),
+                PhaseSpec("forward", snac.PhaseSource.OUTPUT, b_src, b_dst,
+                          ConsumeAttr.copy(), forward_of="reduce"),
+            ]
+        else:
+            phases = [PhaseSpec("exchange", snac.PhaseSource.INPUT, inp, out, op.consume)]
+
+        body = Block()
+        b = Builder(InsertPoint.at_end(body))
+        decl: list[tuple[PhaseSpec, str]] = []
+        for p in phases:
+            buf = f"{p.name}_buf"
+            if regime == snac.Regime.LATENCY:
+                elems = _window_elems(p, chunk, op, world)
+                b.insert(snac.BufferOp(buf, snac.BufferKind.PACKETS, 2, world, elems, elem))
+            else:
+                b.insert(snac.BufferOp(buf, snac.BufferKind.STAGING, 2, slots, chunk, elem))
+            b.insert(snac.SignalsOp(f"{p.name}_ready", world))
+            b.insert(snac.SignalsOp(f"{p.name}_free", world))
+            b.insert(
+                snac.PhaseOp(
+                    p.name, p.source, LayoutAttr.from_layout(p.src), LayoutAttr.from_layout(p.dst),
+                    p.consume, chunk if regime == snac.Regime.THROUGHPUT else 0,
+                    buf, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
+                )
+            )
+            decl.append((p, buf))
+
+        gen = _Gen(b, regime, choice.blocks)
+        gen.prologue([p.name for p in phases])
+        if strategy == snac.Strategy.COMPOSED:
+            gen.producer_role("reduce")
+            gen.consumer_role("reduce", snac.RoleKind.REDUCER, forward="forward")
+            gen.consumer_role("forward", snac.RoleKind.CONSUMER)
+        else:
+            gen.producer_role("exchange")
+            gen.consumer_role("exchange", snac.RoleKind.CONSUMER)
+        b.insert(snac.AdvanceOp(gen.adv))
+
+        program = snac.ProgramOp(
+            op.input, op.output, op.counts, world, regime, strategy, Region(body)
+        )
+        rewriter.replace(op, program)
+
+
+_ITEMSIZE = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "fp8e5m2": 1}
+
+
+def _itemsize(elem) -> int:
+    name = dtype_name(elem)
+    assert name is not None, "coll verifier admits only supported dtypes"
+    return _ITEMSIZE[name]
+
+
+def _window_elems(p: PhaseSpec, chunk: int, op: CollectiveOp, world: int) -> int:
+    """A packet window holds, per source, everything that source pushes in a call."""
+    if p.src.is_dynamic:
+        # Dynamic sizes are bounded by the buffers the program was given.
+        assert isinstance(op.input.type, MemRefType) and isinstance(op.output.type, MemRefType)
+        bound = max(op.input.type.get_shape()[0], op.output.type.get_shape()[0])
+        if bound < 0:
+            raise PassFailedException(
+                op_error(op, "latency regime needs static buffer sizes to size the packet window")
+            )
+        return bound
+    plan = PhasePlan(world, p.src, p.dst, p.consume.kind is not None, 0, True,
+                     keep_unread=p.source == snac.PhaseSource.OUTPUT)
+    return max((plan.unit_elems(r) for r in range(world)), default=0)
+
+
+class _Gen:
+    """Emits the rank-generic body: loops over units and groups, not peers."""
+
+    def __init__(self, b: Builder, regime: snac.Regime, blocks: int):
+        self.b = b
+        self.regime = regime
+        self.blocks = blocks
+
+    def _const(self, b: Builder, v: int) -> SSAValue:
+        return b.insert(arith.ConstantOp.from_int_and_width(v, IndexType())).result
+
+    def prologue(self, phases: list[str]) -> None:
+        b = self.b
+        self.rank = b.insert(snac.RankOp()).result
+        ep = b.insert(snac.EpochOp())
+        self.epoch, self.prev = ep.epoch, ep.prev
+        self.half = b.insert(snac.HalfOp(self.epoch)).result
+        self.c0 = self._const(b, 0)
+        self.c1 = self._const(b, 1)
+        most = b.insert(snac.MaxUnitsOp(phases[0])).result
+        for name in phases[1:]:
+            other = b.insert(snac.MaxUnitsOp(name)).result
+            most = b.insert(arith.MaxUIOp(most, other)).result
+        # Odd, so the staging half alternates; at least 1 for packet flags.
+        self.adv = b.insert(arith.OrIOp(most, self.c1)).result
+        self.next_epoch = b.insert(arith.AddiOp(self.epoch, self.adv)).result
+        self.flag = b.insert(arith.AddiOp(self.epoch, self.c1)).result
+
+    def _role(self, kind: snac.RoleKind) -> Builder:
+        block = Block()
+        self.b.insert(snac.RoleOp(kind, self.blocks, Region(block)))
+        return Builder(InsertPoint.at_end(block))
+
+    def _loop(self, b: Builder, count: SSAValue) -> tuple[Builder, SSAValue]:
+        block = Block(arg_types=[IndexType()])
+        loop = b.insert(scf.ForOp(self.c0, count, self.c1, [], Region(block)))
+        inner = Builder(InsertPoint.at_end(loop.body.block))
+        return inner, loop.body.block.args[0]
+
+    def _produce(self, b: Builder, phase: str, unit: SSAValue) -> None:
+        b.insert(snac.ReclaimOp(phase, unit, self.rank, self.epoch, self.prev))
+        if self.regime == snac.Regime.LATENCY:
+            b.insert(snac.PutOp(phase, unit, self.rank, self.half, self.flag))
+            return
+        b.insert(snac.StageOp(phase, unit, self.rank, self.half))
+        u1 = b.insert(arith.AddiOp(unit, self.c1)).result
+        value = b.insert(arith.AddiOp(self.epoch, u1)).result
+        b.insert(snac.NotifyOp(phase, unit, self.rank, value))
+
+    def producer_role(self, phase: str) -> None:
+        b = self._role(snac.RoleKind.PRODUCER)
+        n = b.insert(snac.UnitsOp(phase, self.rank)).result
+        body, u = self._loop(b, n)
+        self._produce(body, phase, u)
+        body.insert(scf.YieldOp())
+
+    def consumer_role(self, phase: str, kind: snac.RoleKind, forward: str | None = None) -> None:
+        b = self._role(kind)
+        n = b.insert(snac.GroupsOp(phase, self.rank)).result
+        body, g = self._loop(b, n)
+        token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch)).token
+        body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
+        if forward is not None:
+            # The owner's reduced chunk g is unit g of the forwarding phase.
+            self._produce(body, forward, g)
+        if self.regime == snac.Regime.THROUGHPUT:
+            body.insert(snac.AckOp(phase, g, self.rank, self.epoch))
+        body.insert(scf.YieldOp())
+        b.insert(snac.FinishOp(phase, self.rank, self.next_epoch))
+
+
+@dataclass(frozen=True)
+class ConvertCollToSnacPass(ModulePass):
+    """Options: arch (sm_80|sm_90|sm_100), regime (auto|latency|throughput),
+    strategy (auto|copy|direct|composed), chunk-bytes and slots (0: from the
+    cost model)."""
+
+    name = "convert-coll-to-snac"
+
+    arch: str = "sm_90"
+    regime: str = "auto"
+    strategy: str = "auto"
+    chunk_bytes: int = 0
+    slots: int = 0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _check_choice("arch", self.arch, THRESHOLDS)
+        _check_choice("regime", self.regime, ["auto", *snac.Regime])
+        _check_choice("strategy", self.strategy, ["auto", *snac.Strategy])
+        if self.chunk_bytes < 0 or self.slots < 0:
+            raise PassFailedException(
+                f"{self.name}: chunk-bytes and slots must be non-negative"
+            )
+        PatternRewriteWalker(LowerCollective(self), apply_recursively=False).rewrite_module(op)
+
+
+def _check_choice(option: str, value: str, allowed) -> None:
+    allowed = [str(a) for a in allowed]
+    if value not in allowed:
+        raise PassFailedException(
+            f"convert-coll-to-snac: unknown {option} '{value}', expected one of {', '.join(allowed)}"
+        )

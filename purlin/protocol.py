@@ -1,0 +1,184 @@
+"""The exchange plan: what each rank stages, waits for and consumes.
+
+A SNAC program is rank-generic: its ops say "stage my unit u", "wait for my
+group g". This module answers, for a concrete world and layouts, which bytes
+unit u and group g are and which peers they involve. The lowering, the
+simulator, `snac-verify` and the runtime all call it, so the protocol has one
+definition.
+
+Vocabulary:
+- A *phase* moves slices from a source layout (on the input, or on the output
+  of an earlier phase) to a destination layout, by copy or N-to-1 reduce.
+- A *unit* is one chunk of one named slice that a producer makes visible to
+  remote consumers (staged or pushed as packets). Producer s numbers its
+  units u = 0, 1, ...; unit u is announced with flag epoch + u + 1.
+- A *group* is one chunk of one destination slice on a consumer, with its
+  sources in the order they are reduced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from purlin.layouts import Layout, Name, Slice
+
+
+@dataclass(frozen=True)
+class Source:
+    rank: int
+    offset: int  # element offset of the chunk in the source rank's buffer
+    unit: int | None  # unit index on that rank, None when read locally
+
+
+@dataclass(frozen=True)
+class Unit:
+    producer: int
+    index: int
+    name: Name
+    lo: int  # chunk range inside the named slice
+    hi: int
+    src_offset: int
+    consumers: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo
+
+
+@dataclass(frozen=True)
+class Group:
+    consumer: int
+    index: int
+    name: Name
+    lo: int
+    hi: int
+    dst_offset: int
+    sources: tuple[Source, ...]
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo
+
+    @property
+    def remote(self) -> tuple[Source, ...]:
+        return tuple(s for s in self.sources if s.unit is not None)
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    """Units and groups of one phase, for every rank."""
+
+    world: int
+    src: Layout
+    dst: Layout
+    reduce: bool
+    chunk: int  # elements per unit; 0 means one unit per slice
+    ordered: bool  # reduce in rank order (deterministic) or from own rank on
+    # Forwarding phases make a unit of every source slice, read or not, so
+    # unit g is the reducer's group g.
+    keep_unread: bool = False
+    units: tuple[tuple[Unit, ...], ...] = field(init=False)
+    groups: tuple[tuple[Group, ...], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        units, groups = _build(self)
+        object.__setattr__(self, "units", units)
+        object.__setattr__(self, "groups", groups)
+
+    @cached_property
+    def max_units(self) -> int:
+        return max((len(u) for u in self.units), default=0)
+
+    @cached_property
+    def max_unit_elems(self) -> int:
+        return max((u.size for us in self.units for u in us), default=0)
+
+    def unit_elems(self, rank: int) -> int:
+        return sum(u.size for u in self.units[rank])
+
+    def unit_readers(self, rank: int, index: int) -> tuple[int, ...]:
+        return self.units[rank][index].consumers
+
+
+def _chunks(size: int, chunk: int) -> list[tuple[int, int]]:
+    if size == 0:
+        return []
+    step = chunk if chunk > 0 else size
+    return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+
+
+def _build(plan: PhasePlan):
+    w = plan.world
+    # Which remote ranks read each (source rank, name): a source is read by
+    # every destination of its name, except copies that have another source.
+    readers: dict[tuple[int, Name], set[int]] = {}
+    for name, size in plan.dst.name_sizes.items():
+        sources = plan.src.slices_named(name)
+        for d in plan.dst.slices_named(name):
+            for s in sources:
+                if s.rank != d.rank:
+                    readers.setdefault((s.rank, name), set()).add(d.rank)
+    units: list[tuple[Unit, ...]] = []
+    index_of: dict[tuple[int, Name, int], int] = {}
+    for rank in range(w):
+        mine: list[Unit] = []
+        for sl in sorted(plan.src.slices(rank), key=lambda s: s.name):
+            who = readers.get((rank, sl.name), set())
+            if not who and not plan.keep_unread:
+                continue
+            for lo, hi in _chunks(sl.size, plan.chunk):
+                index_of[(rank, sl.name, lo)] = len(mine)
+                mine.append(
+                    Unit(rank, len(mine), sl.name, lo, hi, sl.offset + lo, tuple(sorted(who)))
+                )
+        units.append(tuple(mine))
+    groups: list[tuple[Group, ...]] = []
+    for rank in range(w):
+        mine_g: list[Group] = []
+        for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
+            sources = _ordered(plan.src.slices_named(d.name), rank, w, plan.ordered)
+            for lo, hi in _chunks(d.size, plan.chunk):
+                srcs = tuple(
+                    Source(
+                        s.rank,
+                        s.offset + lo,
+                        None if s.rank == rank else index_of[(s.rank, d.name, lo)],
+                    )
+                    for s in sources
+                )
+                mine_g.append(Group(rank, len(mine_g), d.name, lo, hi, d.offset + lo, srcs))
+        groups.append(tuple(mine_g))
+    return tuple(units), tuple(groups)
+
+
+def _ordered(sources: list[Slice], me: int, world: int, ordered: bool) -> list[Slice]:
+    """Reduction order: rank order when deterministic, else starting at `me`
+    so that ranks do not all read the same peer first."""
+    if ordered:
+        return sorted(sources, key=lambda s: s.rank)
+    return sorted(sources, key=lambda s: (s.rank - me) % world)
+
+
+def owner_layouts(dst: Layout) -> tuple[Layout, Layout, Layout]:
+    """Split a reduction into reduce-to-owner then copy-from-owner.
+
+    The owner of the k-th name (in name order) is its (k mod n)-th
+    destination, which for all_reduce makes rank i own slice i. Returns the
+    owner layout (phase A destinations), and the source and destination
+    layouts of phase B (owners' outputs to the other destinations).
+    """
+    owned: list[Slice] = []
+    rest: list[Slice] = []
+    for k, name in enumerate(sorted(dst.name_sizes)):
+        dests = sorted(dst.slices_named(name), key=lambda s: s.rank)
+        owner = dests[k % len(dests)]
+        owned.append(owner)
+        rest += [d for d in dests if d.rank != owner.rank]
+    w = dst.world
+    return Layout.named(w, owned), Layout.named(w, owned), Layout.named(w, rest)
+
+
+def odd_at_least(n: int) -> int:
+    """Epoch advance: at least n, and odd so the staging half alternates."""
+    return n if n % 2 else n + 1
