@@ -38,6 +38,8 @@ class ExpandNamedCollective(RewritePattern):
         )
         # Discardable attributes (tags, hints) belong to the call, not its form.
         generic.attributes.update(op.attributes)
+        # Later passes report errors at the source op.
+        generic.location = op.location
         rewriter.replace(op, generic)
 
 

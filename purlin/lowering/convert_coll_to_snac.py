@@ -152,6 +152,8 @@ class LowerCollective(RewritePattern):
         program = snac.ProgramOp(
             op.input, op.output, op.counts, world, regime, strategy, Region(body)
         )
+        program.location = op.location
+        program.attributes.update(op.attributes)
         rewriter.replace(op, program)
 
 
@@ -206,7 +208,9 @@ class _Gen:
         # Odd, so the staging half alternates; at least 1 for packet flags.
         self.adv = b.insert(arith.OrIOp(most, self.c1)).result
         self.next_epoch = b.insert(arith.AddiOp(self.epoch, self.adv)).result
-        self.flag = b.insert(arith.AddiOp(self.epoch, self.c1)).result
+        if self.regime == snac.Regime.LATENCY:
+            # Every packet of this call carries the same flag.
+            self.flag = b.insert(arith.AddiOp(self.epoch, self.c1)).result
 
     def _role(self, kind: snac.RoleKind) -> Builder:
         block = Block()

@@ -20,9 +20,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -31,6 +30,10 @@ from purlin.dialects import snac
 from purlin.dialects.coll import ReduceKind
 from purlin.layouts import Layout
 from purlin.protocol import PhasePlan
+
+if TYPE_CHECKING:
+    # numpy is imported where data moves, so snac-verify starts fast.
+    import numpy as np
 
 
 class SnacExecutionError(Exception):
@@ -227,6 +230,8 @@ class Execution:
             )
         if not self.w.data:
             return
+        import numpy as np
+
         for r in range(self.w.world):
             key = (buf.sym_name.data, r)
             if key not in self.w.buffers:
@@ -302,10 +307,17 @@ class Execution:
         for t in live:
             assert t.pending is not None
             waits[t.tid] = t.pending[1]()
-        # A wait whose writer has finished its call can never be satisfied.
+        stored = self._stored_signals()
         for t in live:
             for sym, owner, writer, need, have in waits[t.tid]:
-                if not any(o.rank == writer and not o.done for o in threads):
+                if sym not in stored:
+                    lines.append(
+                        f"missing notify: {t.name} waits for {sym}[{writer}] on rank {owner} "
+                        f">= {need} (epoch {self.w.epoch[t.rank]}), but no op of the program "
+                        f"stores to {sym}"
+                    )
+                # A wait whose writer has finished its call can never be satisfied.
+                elif not any(o.rank == writer and not o.done for o in threads):
                     lines.append(
                         f"missing notify: {t.name} waits for {sym}[{writer}] on rank {owner} "
                         f">= {need} (epoch {self.w.epoch[t.rank]}), but rank {writer} finished "
@@ -317,7 +329,20 @@ class Execution:
                 f"{t.name} waiting for {w[0]}[{w[2]}] >= {w[3]} (has {w[4]})" for t, w in cycle
             )
             lines.append(f"deadlock: cycle of waits at epoch {self.w.epoch[0]}: {desc} -> back")
-        return Deadlock(f"{where(self.program)}: " + "; ".join(lines))
+        more = f" (and {len(lines) - 1} more blocked waits)" if len(lines) > 1 else ""
+        return Deadlock(f"{where(self.program)}: {lines[0]}{more}")
+
+    def _stored_signals(self) -> set[str]:
+        """Signals (and packet windows) some op of the program writes."""
+        stored: set[str] = set()
+        for op in self.program.body.walk():
+            if isinstance(op, snac.NotifyOp):
+                stored.add(self._phase(op).ready)
+            elif isinstance(op, (snac.AckOp, snac.FinishOp)):
+                stored.add(self._phase(op).free)
+            elif isinstance(op, snac.PutOp):
+                stored.add(f"@{self._phase(op).buffer.sym_name.data} packets")
+        return stored
 
     # -- block and op evaluation ------------------------------------------
 
@@ -681,6 +706,8 @@ def _find_cycle(live: list[Thread], waits) -> list[tuple[Thread, tuple]]:
 
 
 def _reduce(kind: ReduceKind, pieces: list[np.ndarray]) -> np.ndarray:
+    import numpy as np
+
     acc = pieces[0].astype(np.float32)
     for p in pieces[1:]:
         q = p.astype(np.float32)

@@ -1,12 +1,20 @@
 """`purlin-examples`: the main job. Lowers every example through the full
-pipeline and prints the result."""
+pipeline, prints the result, then runs it on the multi-rank simulator at the
+lowest level against the reference.
+
+An example whose counts are dynamic gives them in a `// counts: ...` line.
+"""
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
-from purlin.pipeline import pipeline_spec
+from purlin.pipeline import LOWEST_LEVEL, pipeline_spec
 from purlin.tools.opt import main as opt_main
+from purlin.tools.run import main as run_main
+
+COUNTS = re.compile(r"^//\s*counts:\s*(.+)$", re.M)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,9 +26,18 @@ def main(argv: list[str] | None = None) -> int:
         print("error: no example files given and none in examples/", file=sys.stderr)
         return 1
     status = 0
+    summaries = []
     for f in files:
         print(f"// ===== {f} | {pipeline_spec()} =====", flush=True)
         status |= opt_main([str(f), "-p", pipeline_spec()])
+        sys.stdout.flush()
+        run_args = [str(f), "--level", LOWEST_LEVEL]
+        if m := COUNTS.search(f.read_text()):
+            run_args += ["--counts", m.group(1).replace(" ", "")]
+        summaries.append(run_args)
+    print(f"// ===== simulated at the {LOWEST_LEVEL} level against the reference =====", flush=True)
+    for run_args in summaries:
+        status |= run_main(run_args)
         sys.stdout.flush()
     return status
 

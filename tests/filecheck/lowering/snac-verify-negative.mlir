@@ -1,0 +1,267 @@
+// RUN: purlin-opt %s --split-input-file --verify-diagnostics -p snac-verify | filecheck %s
+// Hand-written SNAC programs that break the protocol; snac-verify names the ranks,
+// buffer and epoch involved. The base is a 3-rank all_gather with one staging slot.
+
+// Missing notify: the producer stages but never announces its units.
+// CHECK: snac-verify: {{.*}}snac-verify-negative.mlir:{{[0-9]+}}:5: missing notify: rank 0 (consumer) waits for exchange_ready[1] on rank 0 >= 1 (epoch 0), but no op of the program stores to exchange_ready
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
+      snac.buffer @exchange_buf staging halves 2 slots 1 elems 4 : f32
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 4 via @exchange_buf ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      snac.role producer blocks 16 {
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          snac.reclaim @exchange unit %10 of %0 epoch %1 prev %2 acquire system
+          snac.stage @exchange unit %10 of %0 half %3
+          %11 = arith.addi %10, %5 : index
+          %12 = arith.addi %1, %11 : index
+        }
+      }
+      snac.role consumer blocks 16 {
+        %13 = snac.groups @exchange of %0
+        scf.for %14 = %4 to %13 step %5 {
+          %15 = snac.wait @exchange group %14 of %0 epoch %1 acquire system
+          snac.consume @exchange group %14 of %0 half %3 after %15
+          snac.ack @exchange group %14 of %0 epoch %1 release system
+        }
+        snac.finish @exchange of %0 value %8 release system
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+
+// -----
+
+// Read before wait: every group is consumed with the token of the wait for group 0.
+// CHECK: snac-verify: {{.*}}: rank 0 consumes group 1 of phase 'exchange' with the token of a wait for group 0 of phase 'exchange'
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
+      snac.buffer @exchange_buf staging halves 2 slots 1 elems 4 : f32
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 4 via @exchange_buf ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      snac.role producer blocks 16 {
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          snac.reclaim @exchange unit %10 of %0 epoch %1 prev %2 acquire system
+          snac.stage @exchange unit %10 of %0 half %3
+          %11 = arith.addi %10, %5 : index
+          %12 = arith.addi %1, %11 : index
+          snac.notify @exchange unit %10 of %0 value %12 release system
+        }
+      }
+      snac.role consumer blocks 16 {
+        %13 = snac.groups @exchange of %0
+        %15 = snac.wait @exchange group %4 of %0 epoch %1 acquire system
+        scf.for %14 = %4 to %13 step %5 {
+          snac.consume @exchange group %14 of %0 half %3 after %15
+          snac.ack @exchange group %14 of %0 epoch %1 release system
+        }
+        snac.finish @exchange of %0 value %8 release system
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+
+// -----
+
+// Read before wait: a relaxed wait does not order the staged data before the read.
+// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (consumer) reads @exchange_buf of rank {{[0-9]}} half 0 slot 0 (unit {{[0-9]}}, epoch 0) without synchronising with its producer
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
+      snac.buffer @exchange_buf staging halves 2 slots 1 elems 4 : f32
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 4 via @exchange_buf ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      snac.role producer blocks 16 {
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          snac.reclaim @exchange unit %10 of %0 epoch %1 prev %2 acquire system
+          snac.stage @exchange unit %10 of %0 half %3
+          %11 = arith.addi %10, %5 : index
+          %12 = arith.addi %1, %11 : index
+          snac.notify @exchange unit %10 of %0 value %12 release system
+        }
+      }
+      snac.role consumer blocks 16 {
+        %13 = snac.groups @exchange of %0
+        scf.for %14 = %4 to %13 step %5 {
+          %15 = snac.wait @exchange group %14 of %0 epoch %1 relaxed system
+          snac.consume @exchange group %14 of %0 half %3 after %15
+          snac.ack @exchange group %14 of %0 epoch %1 release system
+        }
+        snac.finish @exchange of %0 value %8 release system
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+
+// -----
+
+// Reused half: without reclaim, the single slot is rewritten while a peer still reads it.
+// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (producer) overwrites @exchange_buf of rank {{[0-9]}} half 0 slot 0 with unit 1 of epoch 0 while rank {{[0-9]}} (consumer) at epoch 0 may still read it
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
+      snac.buffer @exchange_buf staging halves 2 slots 1 elems 4 : f32
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 4 via @exchange_buf ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      snac.role producer blocks 16 {
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          snac.stage @exchange unit %10 of %0 half %3
+          %11 = arith.addi %10, %5 : index
+          %12 = arith.addi %1, %11 : index
+          snac.notify @exchange unit %10 of %0 value %12 release system
+        }
+      }
+      snac.role consumer blocks 16 {
+        %13 = snac.groups @exchange of %0
+        scf.for %14 = %4 to %13 step %5 {
+          %15 = snac.wait @exchange group %14 of %0 epoch %1 acquire system
+          snac.consume @exchange group %14 of %0 half %3 after %15
+          snac.ack @exchange group %14 of %0 epoch %1 release system
+        }
+        snac.finish @exchange of %0 value %8 release system
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+
+// -----
+
+// Reused half: advancing by an even amount keeps every call on the same half.
+// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (producer) overwrites @exchange_buf of rank {{[0-9]}} half 0 slot 0 with unit {{[0-9]}} of epoch {{[0-9]}} while rank {{[0-9]}} (consumer) at epoch {{[0-9]}} may still read it
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
+      snac.buffer @exchange_buf staging halves 2 slots 1 elems 4 : f32
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 4 via @exchange_buf ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      snac.role producer blocks 16 {
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          snac.reclaim @exchange unit %10 of %0 epoch %1 prev %2 acquire system
+          snac.stage @exchange unit %10 of %0 half %3
+          %11 = arith.addi %10, %5 : index
+          %12 = arith.addi %1, %11 : index
+          snac.notify @exchange unit %10 of %0 value %12 release system
+        }
+      }
+      snac.role consumer blocks 16 {
+        %13 = snac.groups @exchange of %0
+        scf.for %14 = %4 to %13 step %5 {
+          %15 = snac.wait @exchange group %14 of %0 epoch %1 acquire system
+          snac.consume @exchange group %14 of %0 half %3 after %15
+          snac.ack @exchange group %14 of %0 epoch %1 release system
+        }
+        snac.finish @exchange of %0 value %8 release system
+      }
+      snac.advance %6
+    }
+    func.return
+  }
+}
+
+
+// -----
+
+// Deadlock: one role consumes before it produces, so every rank waits for the others.
+// CHECK: snac-verify: {{.*}}: deadlock: cycle of waits at epoch 0: rank {{[0-9]}} (consumer) waiting for exchange_ready[{{[0-9]}}] >= 1 (has 0) -> rank {{[0-9]}} (consumer) waiting for exchange_ready[{{[0-9]}}] >= 1 (has 0) -> back
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
+      snac.buffer @exchange_buf staging halves 2 slots 1 elems 4 : f32
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 4 via @exchange_buf ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      snac.role consumer blocks 16 {
+        %13 = snac.groups @exchange of %0
+        scf.for %14 = %4 to %13 step %5 {
+          %15 = snac.wait @exchange group %14 of %0 epoch %1 acquire system
+          snac.consume @exchange group %14 of %0 half %3 after %15
+          snac.ack @exchange group %14 of %0 epoch %1 release system
+        }
+        snac.finish @exchange of %0 value %8 release system
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          snac.reclaim @exchange unit %10 of %0 epoch %1 prev %2 acquire system
+          snac.stage @exchange unit %10 of %0 half %3
+          %11 = arith.addi %10, %5 : index
+          %12 = arith.addi %1, %11 : index
+          snac.notify @exchange unit %10 of %0 value %12 release system
+        }
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
