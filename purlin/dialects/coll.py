@@ -47,7 +47,14 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.layouts import Layout, LayoutError, LayoutKind, Slice, check_collective
+from purlin.layouts import (
+    Layout,
+    LayoutError,
+    LayoutKind,
+    Slice,
+    check_collective,
+    format_name,
+)
 
 # -- element types -----------------------------------------------------------
 
@@ -193,7 +200,7 @@ class LayoutAttr(ParametrizedAttribute):
         printer.print_string(f"<{kind_s}, world {layout.world}, ")
         if layout.kind == LayoutKind.NAMED:
             body = ", ".join(
-                f"({s.rank}, {s.offset}, {s.size}, {_format_name(s.name)})"
+                f"({s.rank}, {s.offset}, {s.size}, {format_name(s.name)})"
                 for s in layout.slices_
             )
             printer.print_string(f"[{body}]")
@@ -247,9 +254,6 @@ def _layout_problem(kind_s: str, world: int, data: ArrayAttr[IntAttr], dynamic: 
         return f"malformed {kind_s} layout data"
     return None
 
-
-def _format_name(name: tuple[int, ...]) -> str:
-    return str(name[0]) if len(name) == 1 else "(" + ", ".join(map(str, name)) + ")"
 
 
 def _parse_int_list(parser: AttrParser) -> list[int]:
