@@ -203,7 +203,7 @@ class ProgramOp(IRDLOperation):
         if not isinstance(found, kind):
             raise _err(
                 user,
-                f"'{ref.string_value()}' does not name a {kind.name} in the enclosing snac.program",
+                f"'@{ref.string_value()}' does not name a {kind.name} in the enclosing snac.program",
             )
         return found
 
@@ -213,15 +213,16 @@ class ProgramOp(IRDLOperation):
         assert isinstance(self.input.type, MemRefType)
         elem = self.input.type.element_type
         if dtype_name(elem) is None:
-            raise _err(self, f"element type {elem} is not supported")
-        for op in self.body.walk():
-            if isinstance(op, PhaseOp):
-                w = op.src_layout.world.data
-                if w != self.world_size:
-                    raise _err(
-                        op,
-                        f"phase layouts are for world {w} but the program for world {self.world_size}",
-                    )
+            raise _err(
+                self,
+                f"element type {elem} is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2",
+            )
+        assert isinstance(self.output.type, MemRefType)
+        if self.output.type.element_type != elem:
+            raise _err(
+                self,
+                f"input and output element types differ ({elem} vs {self.output.type.element_type})",
+            )
 
 
 @irdl_op_definition
@@ -338,6 +339,13 @@ class PhaseOp(IRDLOperation):
 
     def verify_(self) -> None:
         prog = self.program()
+        for layout in (self.src_layout, self.dst_layout):
+            w = layout.world.data
+            if w != prog.world_size:
+                raise _err(
+                    self,
+                    f"phase layouts are for world {w} but the program for world {prog.world_size}",
+                )
         buf = prog.lookup(self.buffer, BufferOp, self)
         assert isinstance(buf, BufferOp)
         for ref in (self.ready, self.free):
@@ -346,7 +354,7 @@ class PhaseOp(IRDLOperation):
             if sig.slots.value.data != prog.world_size:
                 raise _err(
                     self,
-                    f"signals '{ref.string_value()}' have {sig.slots.value.data} slots, "
+                    f"signals '@{ref.string_value()}' have {sig.slots.value.data} slots, "
                     f"expected one per rank ({prog.world_size})",
                 )
         if self.chunk.value.data < 0:
@@ -355,7 +363,7 @@ class PhaseOp(IRDLOperation):
         if buf.elem_type != prog.input.type.element_type:
             raise _err(
                 self,
-                f"buffer '{self.buffer.string_value()}' holds {buf.elem_type} but the program "
+                f"buffer '@{self.buffer.string_value()}' holds {buf.elem_type} but the program "
                 f"moves {prog.input.type.element_type}",
             )
         kind = self.consume.kind
@@ -702,7 +710,7 @@ def _check_buffer_kind(op: Operation, kind: BufferKind) -> None:
     if buf.kind.data != kind:
         raise _err(
             op,
-            f"phase '{phase.sym_name.data}' moves through a {buf.kind.data.value} buffer, "
+            f"phase '@{phase.sym_name.data}' moves through a {buf.kind.data.value} buffer, "
             f"expected a {kind.value} buffer",
         )
 
