@@ -1,0 +1,490 @@
+// RUN: purlin-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: purlin-opt %s --split-input-file --verify-diagnostics | filecheck %s --check-prefix=FAILS
+
+// Every case must fail: none prints its module.
+// FAILS-NOT: builtin.module
+
+// One case per verifier rule of the snac dialect, each with its exact message.
+
+// -- snac.program -------------------------------------------------------------
+
+func.func @world_zero(%a: memref<8xf32>) {
+  snac.program %a, %a world 0 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': world size must be at least 1, got 0
+    %r = snac.rank
+  }
+  func.return
+}
+
+// -----
+
+func.func @world_negative(%a: memref<8xf32>) {
+  snac.program %a, %a world -4 regime latency strategy copy : memref<8xf32>, memref<8xf32> {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': world size must be at least 1, got -4
+    %r = snac.rank
+  }
+  func.return
+}
+
+// -----
+
+func.func @unsupported_element_type(%a: memref<8xf64>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf64>, memref<8xf64> {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': element type f64 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2
+    %r = snac.rank
+  }
+  func.return
+}
+
+// -----
+
+func.func @integer_element_type(%a: memref<8xi32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xi32>, memref<8xi32> {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': element type i32 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2
+    %r = snac.rank
+  }
+  func.return
+}
+
+// -----
+
+func.func @element_types_differ(%a: memref<8xf32>, %b: memref<8xbf16>) {
+  snac.program %a, %b world 2 regime throughput strategy copy : memref<8xf32>, memref<8xbf16> {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': input and output element types differ (f32 vs bf16)
+    %r = snac.rank
+  }
+  func.return
+}
+
+// -----
+
+// The phase's layouts, both of them, are for the program's world.
+func.func @phase_for_another_world(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 4, 2> to <scattered, world 4, 2> consume <copy> chunk 4 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': phase layouts are for world 4 but the program for world 2
+  }
+  func.return
+}
+
+// -----
+
+func.func @phase_destination_for_another_world(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 1, 8> consume <copy> chunk 4 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': phase layouts are for world 1 but the program for world 2
+  }
+  func.return
+}
+
+// -- snac.buffer --------------------------------------------------------------
+
+// -----
+
+func.func @buffer_one_half(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 1 slots 1 elems 4 : f32
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.buffer': buffers are double-buffered (halves 2), got halves 1
+  }
+  func.return
+}
+
+// -----
+
+func.func @buffer_three_halves(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime latency strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b packets halves 3 slots 2 elems 4 : f32
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.buffer': buffers are double-buffered (halves 2), got halves 3
+  }
+  func.return
+}
+
+// -----
+
+func.func @buffer_no_slots(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 0 elems 4 : f32
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.buffer': needs at least one slot and non-negative elems, got slots 0, elems 4
+  }
+  func.return
+}
+
+// -----
+
+func.func @buffer_negative_elems(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems -8 : f32
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.buffer': needs at least one slot and non-negative elems, got slots 1, elems -8
+  }
+  func.return
+}
+
+// -- snac.phase ---------------------------------------------------------------
+
+// -----
+
+func.func @phase_outside_program(%a: memref<8xf32>) {
+  snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.phase': must be directly inside a snac.program
+  func.return
+}
+
+// -----
+
+func.func @phase_inside_role(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.role producer blocks 1 {
+      snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:7: error: 'snac.phase': must be directly inside a snac.program
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @phase_missing_buffer(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @nope ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': '@nope' does not name a snac.buffer in the enclosing snac.program
+  }
+  func.return
+}
+
+// -----
+
+func.func @phase_buffer_is_signals(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @s ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': '@s' does not name a snac.buffer in the enclosing snac.program
+  }
+  func.return
+}
+
+// -----
+
+func.func @phase_ready_is_buffer(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @b free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': '@b' does not name a snac.signals in the enclosing snac.program
+  }
+  func.return
+}
+
+// -----
+
+func.func @phase_missing_free(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @gone
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': '@gone' does not name a snac.signals in the enclosing snac.program
+  }
+  func.return
+}
+
+// -----
+
+func.func @signals_not_one_per_rank(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.signals @f slots 3
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @f
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': signals '@f' have 3 slots, expected one per rank (2)
+  }
+  func.return
+}
+
+// -----
+
+func.func @negative_chunk(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk -1 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': chunk must be non-negative, got -1
+  }
+  func.return
+}
+
+// -----
+
+func.func @buffer_element_type_differs(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : bf16
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': buffer '@b' holds bf16 but the program moves f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @prod_on_fp8(%a: memref<8xf8E4M3FN>) {
+  snac.program %a, %a world 2 regime throughput strategy direct : memref<8xf8E4M3FN>, memref<8xf8E4M3FN> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f8E4M3FN
+    snac.signals @s slots 2
+    snac.phase @p from input <scattered, world 2, 4> to <scattered, world 2, 4> consume <reduce prod> chunk 4 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': reduction 'prod' is not supported for fp8e4m3 (it saturates); use f16, bf16 or f32
+  }
+  func.return
+}
+
+// -- queries and roles --------------------------------------------------------
+
+// -----
+
+func.func @units_of_missing_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    %r = snac.rank
+    %n = snac.units @nope of %r
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.units': '@nope' does not name a snac.phase in the enclosing snac.program
+  }
+  func.return
+}
+
+// -----
+
+func.func @groups_of_a_buffer(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    %r = snac.rank
+    %n = snac.groups @b of %r
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.groups': '@b' does not name a snac.phase in the enclosing snac.program
+  }
+  func.return
+}
+
+// -----
+
+func.func @max_units_outside_program(%a: memref<8xf32>) {
+  %n = snac.max_units @p
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.max_units': must be inside a snac.program
+  func.return
+}
+
+// -----
+
+func.func @role_without_blocks(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.role consumer blocks 0 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.role': a role needs at least one block, got 0
+      %r = snac.rank
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @role_outside_program(%a: memref<8xf32>) {
+  snac.role producer blocks 1 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.role': must be directly inside a snac.program
+    %r = snac.rank
+  }
+  func.return
+}
+
+// -----
+
+func.func @role_inside_role(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.role producer blocks 1 {
+      snac.role reducer blocks 1 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:7: error: 'snac.role': must be directly inside a snac.program
+        %r = snac.rank
+      }
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @advance_inside_role(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    %c1 = arith.constant 1 : index
+    snac.role producer blocks 1 {
+      snac.advance %c1
+// CHECK: invalid.mlir:[[# @LINE - 1]]:7: error: 'snac.advance': must be directly inside a snac.program, after its roles
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @advance_outside_program(%a: memref<8xf32>) {
+  %c1 = arith.constant 1 : index
+  snac.advance %c1
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.advance': must be directly inside a snac.program, after its roles
+  func.return
+}
+
+// -- memory orders: each signal op admits only the orders its protocol step needs
+
+// -----
+
+func.func @reclaim_release(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.reclaim @p unit %r of %r epoch %e prev %prev release system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.reclaim': memory order 'release' is not valid here, expected acquire or relaxed
+  }
+  func.return
+}
+
+// -----
+
+func.func @put_acquire(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime latency strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b packets halves 2 slots 2 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    %h = snac.half %e
+    snac.put @p unit %r of %r half %h flag %e acquire gpu
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.put': memory order 'acquire' is not valid here, expected relaxed or release
+  }
+  func.return
+}
+
+// -----
+
+func.func @notify_acquire(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.notify @p unit %r of %r value %e acquire system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.notify': memory order 'acquire' is not valid here, expected release or relaxed
+  }
+  func.return
+}
+
+// -----
+
+func.func @wait_release(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    %t = snac.wait @p group %r of %r epoch %e release gpu
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.wait': memory order 'release' is not valid here, expected acquire or relaxed
+  }
+  func.return
+}
+
+// -----
+
+func.func @ack_acquire(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.ack @p group %r of %r epoch %e acquire system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.ack': memory order 'acquire' is not valid here, expected release or relaxed
+  }
+  func.return
+}
+
+// -----
+
+func.func @finish_acquire(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.finish @p of %r value %e acquire system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.finish': memory order 'acquire' is not valid here, expected release or relaxed
+  }
+  func.return
+}
+
+// -- protocol steps name a phase, and use its buffer the way its regime does --
+
+// -----
+
+func.func @notify_missing_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.notify @nope unit %r of %r value %e release system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.notify': '@nope' does not name a snac.phase in the enclosing snac.program
+  }
+  func.return
+}
+
+// -----
+
+func.func @consume_missing_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    %h = snac.half %e
+    %t = snac.wait @p group %r of %r epoch %e acquire system
+    snac.consume @q group %r of %r half %h after %t
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.consume': '@q' does not name a snac.phase in the enclosing snac.program
+  }
+  func.return
+}
+
+// -----
+
+func.func @stage_on_packets(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime latency strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b packets halves 2 slots 2 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    %h = snac.half %e
+    snac.stage @p unit %r of %r half %h
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.stage': phase '@p' moves through a packets buffer, expected a staging buffer
+  }
+  func.return
+}
+
+// -----
+
+func.func @put_on_staging(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    %h = snac.half %e
+    snac.put @p unit %r of %r half %h flag %e relaxed system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.put': phase '@p' moves through a staging buffer, expected a packets buffer
+  }
+  func.return
+}
