@@ -100,6 +100,29 @@ class PhasePlan:
     def unit_readers(self, rank: int, index: int) -> tuple[int, ...]:
         return self.units[rank][index].consumers
 
+    def window_offsets(self, rank: int, align: int) -> list[int]:
+        """Where each unit of `rank` lands in its region of a consumer's packet
+        window: packed in unit order, each starting on a packet boundary."""
+        offsets, at = [], 0
+        for u in self.units[rank]:
+            offsets.append(at)
+            at += -(-u.size // align) * align
+        return offsets
+
+    def window_elems(self, align: int) -> int:
+        """Elements a packet window needs per source rank."""
+        return max(
+            (sum(-(-u.size // align) * align for u in us) for us in self.units), default=0
+        )
+
+
+PACKET_DATA_BYTES = 8
+
+
+def packet_elems(itemsize: int) -> int:
+    """Elements of one packet's 8 data bytes."""
+    return PACKET_DATA_BYTES // itemsize
+
 
 def _chunks(size: int, chunk: int) -> list[tuple[int, int]]:
     if size == 0:

@@ -67,8 +67,19 @@ SUPPORTED_DTYPES: dict[type[Attribute], str] = {
 }
 
 
+DTYPE_BYTES: dict[str, int] = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "fp8e5m2": 1}
+
+
 def dtype_name(elem: Attribute) -> str | None:
     return SUPPORTED_DTYPES.get(type(elem))
+
+
+def element_bytes(elem: Attribute) -> int:
+    """Size of a supported element type; verifiers admit no other."""
+    name = dtype_name(elem)
+    if name is None:
+        raise ValueError(f"unsupported element type {elem}")
+    return DTYPE_BYTES[name]
 
 
 class ReduceKind(StrEnum):

@@ -32,11 +32,9 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.cost_model import THRESHOLDS, choose
 from purlin.diagnostics import op_error
 from purlin.dialects import snac
-from purlin.dialects.coll import CollectiveOp, ConsumeAttr, LayoutAttr, dtype_name
+from purlin.dialects.coll import CollectiveOp, ConsumeAttr, LayoutAttr, element_bytes
 from purlin.layouts import Layout
-from purlin.protocol import PhasePlan, owner_layouts
-
-PACKET_DATA_BYTES = 8
+from purlin.protocol import PACKET_DATA_BYTES, PhasePlan, owner_layouts, packet_elems
 
 
 @dataclass(frozen=True)
@@ -66,7 +64,7 @@ class LowerCollective(RewritePattern):
         world = op.world
         assert isinstance(op.input.type, MemRefType)
         elem = op.input.type.element_type
-        itemsize = _itemsize(elem)
+        itemsize = element_bytes(elem)
         reducing = op.consume.kind is not None
         dynamic = inp.is_dynamic or out.is_dynamic
         choice = choose(
@@ -123,7 +121,7 @@ class LowerCollective(RewritePattern):
         for p in phases:
             buf = f"{p.name}_buf"
             if regime == snac.Regime.LATENCY:
-                elems = _window_elems(p, chunk, op, world)
+                elems = _window_elems(p, op, world, packet_elems(itemsize))
                 b.insert(snac.BufferOp(buf, snac.BufferKind.PACKETS, 2, world, elems, elem))
             else:
                 b.insert(snac.BufferOp(buf, snac.BufferKind.STAGING, 2, slots, chunk, elem))
@@ -157,16 +155,7 @@ class LowerCollective(RewritePattern):
         rewriter.replace(op, program)
 
 
-_ITEMSIZE = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "fp8e5m2": 1}
-
-
-def _itemsize(elem) -> int:
-    name = dtype_name(elem)
-    assert name is not None, "coll verifier admits only supported dtypes"
-    return _ITEMSIZE[name]
-
-
-def _window_elems(p: PhaseSpec, chunk: int, op: CollectiveOp, world: int) -> int:
+def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int) -> int:
     """A packet window holds, per source, everything that source pushes in a call."""
     if p.src.is_dynamic:
         # Dynamic sizes are bounded by the buffers the program was given.
@@ -176,10 +165,11 @@ def _window_elems(p: PhaseSpec, chunk: int, op: CollectiveOp, world: int) -> int
             raise PassFailedException(
                 op_error(op, "latency regime needs static buffer sizes to size the packet window")
             )
-        return bound
+        # Each of a source's units may start on a fresh packet.
+        return bound + world * align
     plan = PhasePlan(world, p.src, p.dst, p.consume.kind is not None, 0, True,
                      keep_unread=p.source == snac.PhaseSource.OUTPUT)
-    return max((plan.unit_elems(r) for r in range(world)), default=0)
+    return plan.window_elems(align)
 
 
 class _Gen:

@@ -27,9 +27,9 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.diagnostics import where
 from purlin.dialects import snac
-from purlin.dialects.coll import ReduceKind
+from purlin.dialects.coll import ReduceKind, element_bytes
 from purlin.layouts import Layout
-from purlin.protocol import PhasePlan
+from purlin.protocol import PhasePlan, packet_elems
 
 if TYPE_CHECKING:
     # numpy is imported where data moves, so snac-verify starts fast.
@@ -197,13 +197,8 @@ class Execution:
                 keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
             )
             buf = buffers[op.buffer.string_value()]
-            offsets = []
-            for units in plan.units:
-                acc, offs = 0, []
-                for u in units:
-                    offs.append(acc)
-                    acc += u.size
-                offsets.append(offs)
+            align = packet_elems(element_bytes(buf.elem_type))
+            offsets = [plan.window_offsets(r, align) for r in range(self.w.world)]
             self.phases[op.sym_name.data] = PhaseState(
                 op, plan, buf, op.ready.string_value(), op.free.string_value(), offsets
             )
@@ -216,7 +211,7 @@ class Execution:
             need = ph.plan.max_unit_elems
             what = "unit"
         else:
-            need = max((ph.plan.unit_elems(r) for r in range(self.w.world)), default=0)
+            need = ph.plan.window_elems(packet_elems(element_bytes(buf.elem_type)))
             what = "per-source window"
             if buf.slots.value.data < self.w.world:
                 raise SnacExecutionError(

@@ -530,7 +530,7 @@ func.func @reduce_scatter_v(%in: memref<12xbf16>, %out: memref<8xbf16>) {
 // -- all_to_all_v --------------------------------------------------------------
 
 // Dynamic counts: the cost model cannot size packets, so auto stages; a forced
-// packet window is bounded by the static buffers.
+// packet window is bounded by the static buffers, plus a packet of padding per source.
 func.func @all_to_all_v(%in: memref<64xf32>, %out: memref<64xf32>, %counts: memref<4x4xi64>) {
   coll.all_to_all_v %in, %out world 4 counts %counts : memref<64xf32>, memref<64xf32>, memref<4x4xi64>
   func.return
@@ -541,7 +541,7 @@ func.func @all_to_all_v(%in: memref<64xf32>, %out: memref<64xf32>, %counts: memr
 
 // LAT-LABEL: func.func @all_to_all_v
 // LAT-NEXT:    snac.program %in, %out counts %counts world 4 regime latency strategy copy : memref<64xf32>, memref<64xf32>, memref<4x4xi64> {
-// LAT-NEXT:      snac.buffer @exchange_buf packets halves 2 slots 4 elems 64 : f32
+// LAT-NEXT:      snac.buffer @exchange_buf packets halves 2 slots 4 elems 72 : f32
 // LAT-NEXT:      snac.signals @exchange_ready slots 4
 // LAT-NEXT:      snac.signals @exchange_free slots 4
 // LAT-NEXT:      snac.phase @exchange from input <addressed_v, world 4, ?> to <transposed_v, world 4, ?> consume <copy> chunk 0 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
