@@ -98,6 +98,24 @@ class Layout:
         bound.check()
         return bound
 
+    def clamped(self, cap: int) -> Layout:
+        """The same layout with every slice cut to at most `cap` elements
+        (offsets of named slices kept), for checks whose cost grows with size."""
+        if self.kind == LayoutKind.NAMED:
+            return Layout.named(
+                self.world,
+                [Slice(s.rank, s.offset, min(s.size, cap), s.name) for s in self.slices_],
+            )
+        if self.is_dynamic:
+            return self
+        if not self.variable:
+            assert isinstance(self.counts, int)
+            return Layout.fixed(self.kind, self.world, min(self.counts, cap))
+        if self.matrix_counts:
+            rows = [[min(c, cap) for c in row] for row in self.counts]  # type: ignore[union-attr]
+            return Layout.vector(self.kind, self.world, rows)
+        return Layout.vector(self.kind, self.world, [min(c, cap) for c in self.counts])  # type: ignore[union-attr]
+
     # -- rules ------------------------------------------------------------
 
     def check(self) -> None:

@@ -48,6 +48,9 @@ class Deadlock(SnacExecutionError):
     """No role can make progress."""
 
 
+# Most protocol steps a role takes before the scheduler picks again.
+MAX_BURST = 8
+
 # -- vector clocks -----------------------------------------------------------
 
 
@@ -168,8 +171,10 @@ class Execution:
         args: dict[SSAValue, list[np.ndarray]] | None,
         counts: Sequence | None,
         rng: random.Random,
+        shrink: bool = False,
     ):
         self.program = program
+        self.shrink = shrink
         self.w = world
         self.args = args
         self.rng = rng
@@ -191,12 +196,18 @@ class Execution:
                 continue
             src = _bind(op.src_layout.to_layout(), counts, op)
             dst = _bind(op.dst_layout.to_layout(), counts, op)
+            buf = buffers[op.buffer.string_value()]
+            if self.shrink and op.chunk.value.data > 0:
+                # The program does the same per unit at any size: one unit more
+                # than the slots per slice covers slot reuse; three calls cover
+                # half reuse.
+                cap = op.chunk.value.data * (buf.slots.value.data + 1)
+                src, dst = src.clamped(cap), dst.clamped(cap)
             plan = PhasePlan(
                 self.w.world, src, dst, op.consume.kind is not None, op.chunk.value.data,
                 op.deterministic is not None,
                 keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
             )
-            buf = buffers[op.buffer.string_value()]
             align = packet_elems(element_bytes(buf.elem_type))
             offsets = [plan.window_offsets(r, align) for r in range(self.w.world)]
             self.phases[op.sym_name.data] = PhaseState(
@@ -287,14 +298,19 @@ class Execution:
             if not runnable:
                 raise self._deadlock(live, threads)
             t = self.rng.choice(runnable)
-            if t.pending is not None:
+            # Run it for a random burst: interleavings still vary by seed,
+            # with fewer scans of the runnable set.
+            for _ in range(self.rng.randint(1, MAX_BURST)):
+                if t.pending is not None and not t.pending[0]():
+                    break
                 t.pending = None
-            try:
-                assert t.gen is not None
-                t.pending = next(t.gen)
-            except StopIteration:
-                t.done = True
-                live.remove(t)
+                try:
+                    assert t.gen is not None
+                    t.pending = next(t.gen)
+                except StopIteration:
+                    t.done = True
+                    live.remove(t)
+                    break
 
     def _deadlock(self, live: list[Thread], threads: list[Thread]) -> Deadlock:
         lines = []
@@ -660,11 +676,16 @@ class Execution:
     def _read(self, t: Thread, key: tuple, expect: tuple, op: Operation, what: str, rank: int) -> None:
         loc = self.w.location(key)
         if loc.tag != expect:
+            if loc.tag is not None and (loc.tag[3], loc.tag[2]) > (expect[3], expect[2]):
+                raise ProtocolViolation(
+                    f"{where(op)}: reused too early: {what} was overwritten with unit "
+                    f"{loc.tag[2]} of epoch {loc.tag[3]} before rank {rank} read unit "
+                    f"{expect[2]} of epoch {expect[3]} from it"
+                )
             have = "nothing" if loc.tag is None else f"unit {loc.tag[2]} of epoch {loc.tag[3]}"
             raise ProtocolViolation(
-                f"{where(op)}: rank {rank} reads {what} expecting unit {expect[2]} of epoch "
-                f"{expect[3]} from rank {expect[1]}, but it holds {have} (read before its "
-                "wait, or the slot was reused)"
+                f"{where(op)}: read before wait: rank {rank} reads {what} expecting unit "
+                f"{expect[2]} of epoch {expect[3]} from rank {expect[1]}, but it holds {have}"
             )
         if not self._hb(loc.write, t):
             raise ProtocolViolation(
@@ -746,6 +767,7 @@ def execute(
     calls: int = 1,
     seed: int = 0,
     world_state: World | None = None,
+    shrink: bool = False,
 ) -> Report:
     """Run `program` on every rank `calls` times; data moves when `args` is given.
 
@@ -754,7 +776,9 @@ def execute(
     """
     world = program.world_size
     state = world_state or World(world, data=args is not None)
-    ex = Execution(program, state, args, counts, random.Random(seed))
+    if shrink and args is not None:
+        raise SnacExecutionError("only a run without data can shrink slices")
+    ex = Execution(program, state, args, counts, random.Random(seed), shrink)
     roles = sum(isinstance(op, snac.RoleOp) for op in program.body.block.ops)
     nthreads = world * max(roles, 1)
     base = [r * max(roles, 1) for r in range(world)]
@@ -770,7 +794,7 @@ def verify_program(program: snac.ProgramOp, calls: int = 3, seeds: Sequence[int]
                    counts: Sequence | None = None) -> None:
     """Check the protocol for the program's world size without moving data."""
     for seed in seeds:
-        execute(program, counts=counts, calls=calls, seed=seed)
+        execute(program, counts=counts, calls=calls, seed=seed, shrink=True)
 
 
 def sample_counts(program: snac.ProgramOp) -> list[Sequence | None]:

@@ -28,7 +28,8 @@ def test_local_advance_is_rejected_naming_each_rank():
     (program,) = [op for op in module.walk() if isinstance(op, snac.ProgramOp)]
     advance = next(op for op in program.body.block.ops if isinstance(op, snac.AdvanceOp))
     rank = next(op for op in program.body.block.ops if isinstance(op, snac.RankOp))
-    # Advance by this rank's own unit count: 4 units on rank 0, none on rank 1.
+    # Advance by this rank's own unit count. snac-verify cuts slices to
+    # slots + 1 units: 3 units on rank 0, none on rank 1, 2 on rank 2.
     local = snac.UnitsOp("exchange", rank.result)
     program.body.block.insert_op_before(local, advance)
     advance.operands = [local.result]
@@ -36,7 +37,7 @@ def test_local_advance_is_rejected_naming_each_rank():
         SnacVerifyPass().apply(make_context(), module)
     msg = str(err.value)
     assert "epochs advance differently on different ranks" in msg
-    assert "rank 0: 4, rank 1: 0, rank 2: 2" in msg
+    assert "rank 0: 3, rank 1: 0, rank 2: 2" in msg
 
 
 def test_dynamic_counts_are_verified_with_sample_counts():
