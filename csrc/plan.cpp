@@ -1,0 +1,113 @@
+#include "purlin/plan.h"
+
+namespace purlin {
+
+namespace {
+
+struct Reader {
+  const int64_t* w;
+  int64_t n, at = 0;
+  int64_t take(const char* what) {
+    if (at >= n) throw PlanError(std::string("plan is truncated in ") + what);
+    return w[at++];
+  }
+};
+
+void check(bool ok, const std::string& msg) {
+  if (!ok) throw PlanError(msg);
+}
+
+}  // namespace
+
+Plan decode_plan(const int64_t* words, int64_t n) {
+  check(n >= kHeaderWords, "plan is shorter than its header");
+  check(words[0] == kMagic, "not a purlin plan (bad magic)");
+  check(words[1] == kVersion, "plan format version " + std::to_string(words[1]) + " is not supported");
+  Plan p;
+  p.world = words[2];
+  p.arch = words[3];
+  check(words[4] >= 0 && words[4] <= 4, "unknown dtype code");
+  p.dtype = static_cast<DType>(words[4]);
+  p.input_elems = words[5];
+  p.output_elems = words[6];
+  p.advance = words[7];
+  p.threads = words[8];
+  const int64_t n_roles = words[9], n_buffers = words[10], n_signals = words[11];
+  check(p.world >= 1 && p.world <= 1024, "world out of range");
+  check(n_roles >= 1 && n_roles <= 64 && n_buffers >= 0 && n_buffers <= 64 && n_signals >= 0 && n_signals <= 64,
+        "role, buffer or signal count out of range");
+  check(p.threads >= 32 && p.threads <= 1024 && p.threads % 32 == 0, "threads per block out of range");
+  check(p.advance >= 1 && p.advance % 2 == 1, "epoch advance must be odd");
+  Reader r{words, n, kHeaderWords};
+  for (int64_t i = 0; i < n_roles; ++i) {
+    Role role{r.take("roles"), r.take("roles")};
+    check(role.blocks >= 1, "a role needs a block");
+    p.roles.push_back(role);
+  }
+  for (int64_t i = 0; i < n_buffers; ++i) {
+    Buffer b{static_cast<BufKind>(r.take("buffers")), r.take("buffers"), r.take("buffers")};
+    check(b.kind == BufKind::Staging || b.kind == BufKind::Packets, "unknown buffer kind");
+    check(b.slots >= 1 && b.elems >= 0, "bad buffer size");
+    p.buffers.push_back(b);
+  }
+  for (int64_t i = 0; i < n_signals; ++i) {
+    p.signal_slots.push_back(r.take("signals"));
+    check(p.signal_slots.back() == p.world, "signal arrays have one slot per rank");
+  }
+  for (int64_t i = 0; i < p.world * n_roles; ++i) {
+    int64_t first = r.take("directory"), count = r.take("directory");
+    p.directory.emplace_back(first, count);
+  }
+  const int64_t n_instrs = r.take("table sizes"), n_refs = r.take("table sizes");
+  check(n_instrs >= 0 && n_refs >= 0 && r.at + n_instrs * kInstrWords + n_refs * kRefWords == n,
+        "instruction and ref tables do not fill the plan");
+  for (const auto& d : p.directory)
+    check(d.first >= 0 && d.second >= 0 && d.first + d.second <= n_instrs, "directory entry outside the table");
+  for (int64_t i = 0; i < n_instrs; ++i) {
+    const int64_t* f = words + r.at + i * kInstrWords;
+    Instr in{static_cast<Op>(f[0]), static_cast<Mech>(f[1]), f[2], f[3], f[4], f[5], static_cast<Base>(f[6]),
+             f[7], static_cast<Order>(f[8]), f[9], static_cast<RedOp>(f[10]), f[11], f[12], f[13], f[14], f[15]};
+    check(f[0] >= 1 && f[0] <= 6, "unknown opcode");
+    check(in.elems >= 0, "negative element count");
+    check(in.dst >= -1 && in.dst < n_refs, "destination ref outside the table");
+    check(in.src_first >= 0 && in.src_count >= 0 && in.src_first + in.src_count <= n_refs,
+          "source refs outside the table");
+    if (in.op == Op::Wait || in.op == Op::Signal)
+      check(in.sig >= 0 && in.sig < n_signals && in.slot >= 0 && in.slot < p.world, "signal outside its array");
+    if (in.op == Op::Signal || in.op == Op::Put || in.op == Op::WaitPackets)
+      check(in.peer >= 0 && in.peer < p.world, "peer outside the world");
+    if (in.op == Op::Put || in.op == Op::WaitPackets) {
+      check(in.buf >= 0 && in.buf < n_buffers && p.buffers[in.buf].kind == BufKind::Packets,
+            "put/wait_packets needs a packet window");
+      check(in.offset >= 0 && in.offset + in.elems <= p.buffers[in.buf].elems, "window range outside the window");
+    }
+    p.instrs.push_back(in);
+  }
+  const int64_t* refs = words + r.at + n_instrs * kInstrWords;
+  for (int64_t i = 0; i < n_refs; ++i) {
+    const int64_t* f = refs + i * kRefWords;
+    Ref ref{static_cast<Space>(f[0]), f[1], f[2], f[3], f[4]};
+    check(f[0] >= 0 && f[0] <= 3, "unknown memory space");
+    check(ref.rank >= 0 && ref.rank < p.world && ref.offset >= 0, "ref outside the world");
+    if (ref.space == Space::Staging || ref.space == Space::Window) {
+      check(ref.buf >= 0 && ref.buf < n_buffers, "ref to a missing buffer");
+      check(ref.slot >= 0 && ref.slot < p.buffers[ref.buf].slots, "ref slot outside its buffer");
+    }
+    p.refs.push_back(ref);
+  }
+  // Every data range must lie inside the memory it names.
+  for (const auto& in : p.instrs) {
+    auto fits = [&](int64_t idx) {
+      const Ref& ref = p.refs[idx];
+      int64_t size = ref.space == Space::Input    ? p.input_elems
+                     : ref.space == Space::Output ? p.output_elems
+                                                  : p.buffers[ref.buf].elems;
+      check(ref.offset + in.elems <= size, "data range outside its buffer");
+    };
+    if (in.dst >= 0) fits(in.dst);
+    for (int64_t k = 0; k < in.src_count; ++k) fits(in.src_first + k);
+  }
+  return p;
+}
+
+}  // namespace purlin
