@@ -224,7 +224,7 @@ class Plan:
             "signals": [{"name": s.name, "slots": s.slots} for s in self.signals],
             "ranks": [[[instr(i) for i in role] for role in rank] for rank in self.programs],
         }
-        return json.dumps(doc, indent=1)
+        return json.dumps(doc, separators=(",", ":"))
 
     # -- binary --------------------------------------------------------------
 

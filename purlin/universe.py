@@ -20,6 +20,18 @@ def _snac() -> Dialect:
     return Snac
 
 
+def _atom() -> Dialect:
+    from purlin.dialects.atom import Atom
+
+    return Atom
+
+
+def _convert_snac_to_atom() -> type[ModulePass]:
+    from purlin.lowering.convert_snac_to_atom import ConvertSnacToAtomPass
+
+    return ConvertSnacToAtomPass
+
+
 def _coll_expand() -> type[ModulePass]:
     from purlin.lowering.coll_expand import CollExpandPass
 
@@ -41,12 +53,14 @@ def _snac_verify() -> type[ModulePass]:
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "coll": _coll,
     "snac": _snac,
+    "atom": _atom,
 }
 
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "coll-expand": _coll_expand,
     "convert-coll-to-snac": _convert_coll_to_snac,
     "snac-verify": _snac_verify,
+    "convert-snac-to-atom": _convert_snac_to_atom,
 }
 
 PURLIN_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES)

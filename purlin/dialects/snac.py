@@ -153,11 +153,8 @@ def _err(op: Operation, msg: str) -> VerifyException:
 # -- program and declarations ------------------------------------------------
 
 
-@irdl_op_definition
-class ProgramOp(IRDLOperation):
+class ProgramOpBase(IRDLOperation):
     """One collective call, all roles of one (any) rank."""
-
-    name = "snac.program"
 
     input = operand_def(MemRefType)
     output = operand_def(MemRefType)
@@ -223,6 +220,11 @@ class ProgramOp(IRDLOperation):
                 self,
                 f"input and output element types differ ({elem} vs {self.output.type.element_type})",
             )
+
+
+@irdl_op_definition
+class ProgramOp(ProgramOpBase):
+    name = "snac.program"
 
 
 @irdl_op_definition
@@ -331,9 +333,9 @@ class PhaseOp(IRDLOperation):
             props["deterministic"] = UnitAttr()
         super().__init__(properties=props)
 
-    def program(self) -> ProgramOp:
+    def program(self) -> ProgramOpBase:
         parent = self.parent_op()
-        if not isinstance(parent, ProgramOp):
+        if not isinstance(parent, ProgramOpBase):
             raise _err(self, "must be directly inside a snac.program")
         return parent
 
@@ -374,7 +376,7 @@ class PhaseOp(IRDLOperation):
 
 def _phase_of(op: Operation, ref: SymbolRefAttr) -> PhaseOp:
     prog = op.parent_op()
-    while prog is not None and not isinstance(prog, ProgramOp):
+    while prog is not None and not isinstance(prog, ProgramOpBase):
         prog = prog.parent_op()
     if prog is None:
         raise _err(op, "must be inside a snac.program")
@@ -469,11 +471,9 @@ class MaxUnitsOp(IRDLOperation):
         _phase_of(self, self.phase)
 
 
-@irdl_op_definition
-class RoleOp(IRDLOperation):
+class RoleOpBase(IRDLOperation):
     """Blocks of the kernel with one job; roles of a rank run concurrently."""
 
-    name = "snac.role"
     kind = prop_def(RoleKindAttr)
     blocks = prop_def(IntegerAttr[I64])
     body = region_def("single_block")
@@ -488,8 +488,13 @@ class RoleOp(IRDLOperation):
     def verify_(self) -> None:
         if self.blocks.value.data < 1:
             raise _err(self, f"a role needs at least one block, got {self.blocks.value.data}")
-        if not isinstance(self.parent_op(), ProgramOp):
+        if not isinstance(self.parent_op(), ProgramOpBase):
             raise _err(self, "must be directly inside a snac.program")
+
+
+@irdl_op_definition
+class RoleOp(RoleOpBase):
+    name = "snac.role"
 
 
 # -- protocol steps ----------------------------------------------------------
@@ -509,8 +514,7 @@ class _Signalling(IRDLOperation):
             raise _err(self, f"memory order '{self.order.data.value}' is not valid here, expected {allowed}")
 
 
-@irdl_op_definition
-class ReclaimOp(_Signalling):
+class ReclaimOpBase(_Signalling):
     """Before writing unit u: wait until its slot is no longer read.
 
     Unit u goes to slot u mod slots. The first time in a call, the half must
@@ -519,7 +523,6 @@ class ReclaimOp(_Signalling):
     consumers (free >= epoch + u - slots + 1).
     """
 
-    name = "snac.reclaim"
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
     phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
@@ -539,10 +542,13 @@ class ReclaimOp(_Signalling):
 
 
 @irdl_op_definition
-class StageOp(IRDLOperation):
+class ReclaimOp(ReclaimOpBase):
+    name = "snac.reclaim"
+
+
+class StageOpBase(IRDLOperation):
     """Copy unit u of this rank into its own staging slot (u mod slots) of `half`."""
 
-    name = "snac.stage"
     phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
@@ -557,11 +563,14 @@ class StageOp(IRDLOperation):
 
 
 @irdl_op_definition
-class PutOp(_Signalling):
+class StageOp(StageOpBase):
+    name = "snac.stage"
+
+
+class PutOpBase(_Signalling):
     """Latency regime: push unit u into each consumer's packet window, every
     8 data bytes fused with the 8-byte `flag` in one 16-byte store."""
 
-    name = "snac.put"
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELAXED, MemoryOrder.RELEASE)
     phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
@@ -585,10 +594,13 @@ class PutOp(_Signalling):
 
 
 @irdl_op_definition
-class NotifyOp(_Signalling):
+class PutOp(PutOpBase):
+    name = "snac.put"
+
+
+class NotifyOpBase(_Signalling):
     """Store `value` into slot [rank] of the `ready` signals of every consumer of unit u."""
 
-    name = "snac.notify"
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
     phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
@@ -605,11 +617,14 @@ class NotifyOp(_Signalling):
 
 
 @irdl_op_definition
-class WaitOp(_Signalling):
+class NotifyOp(NotifyOpBase):
+    name = "snac.notify"
+
+
+class WaitOpBase(_Signalling):
     """Wait until every remote source of group g is visible: its `ready` slot
     reached epoch + unit + 1 (staging) or its packets carry flag >= epoch + 1."""
 
-    name = "snac.wait"
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
     phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
@@ -628,10 +643,13 @@ class WaitOp(_Signalling):
 
 
 @irdl_op_definition
-class ConsumeOp(IRDLOperation):
+class WaitOp(WaitOpBase):
+    name = "snac.wait"
+
+
+class ConsumeOpBase(IRDLOperation):
     """Copy, or N-to-1 reduce (f32 accumulation), group g into the output."""
 
-    name = "snac.consume"
     phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
@@ -647,11 +665,14 @@ class ConsumeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class AckOp(_Signalling):
+class ConsumeOp(ConsumeOpBase):
+    name = "snac.consume"
+
+
+class AckOpBase(_Signalling):
     """After consuming group g: store epoch + unit + 1 into slot [rank] of
     each remote source's `free` signals, so it may reuse the slot."""
 
-    name = "snac.ack"
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
     phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
@@ -668,11 +689,14 @@ class AckOp(_Signalling):
 
 
 @irdl_op_definition
-class FinishOp(_Signalling):
+class AckOp(AckOpBase):
+    name = "snac.ack"
+
+
+class FinishOpBase(_Signalling):
     """End of this rank's reads in the phase: store `value` (the next epoch)
     into slot [rank] of every peer's `free` signals."""
 
-    name = "snac.finish"
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
     phase = prop_def(SymbolRefAttr)
     rank = operand_def(IndexType)
@@ -688,6 +712,11 @@ class FinishOp(_Signalling):
 
 
 @irdl_op_definition
+class FinishOp(FinishOpBase):
+    name = "snac.finish"
+
+
+@irdl_op_definition
 class AdvanceOp(IRDLOperation):
     """Move this rank's epoch forward by `amount` once all roles are done."""
 
@@ -699,7 +728,7 @@ class AdvanceOp(IRDLOperation):
         super().__init__(operands=[amount])
 
     def verify_(self) -> None:
-        if not isinstance(self.parent_op(), ProgramOp):
+        if not isinstance(self.parent_op(), ProgramOpBase):
             raise _err(self, "must be directly inside a snac.program, after its roles")
 
 

@@ -13,7 +13,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.dialects.snac import ProgramOp
+from purlin.dialects.snac import ProgramOpBase
 from purlin.sim.snac_exec import SnacExecutionError, sample_counts, verify_program
 
 
@@ -28,7 +28,7 @@ class SnacVerifyPass(ModulePass):
         if self.calls < 1 or self.seeds < 1:
             raise PassFailedException("snac-verify: calls and seeds must be at least 1")
         for program in op.walk():
-            if not isinstance(program, ProgramOp):
+            if not isinstance(program, ProgramOpBase):
                 continue
             for counts in sample_counts(program):
                 try:

@@ -26,7 +26,7 @@ from xdsl.dialects import arith, scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.diagnostics import where
-from purlin.dialects import snac
+from purlin.dialects import atom, snac
 from purlin.dialects.coll import ReduceKind, element_bytes
 from purlin.layouts import Layout
 from purlin.protocol import PhasePlan, packet_elems
@@ -166,7 +166,7 @@ class Execution:
 
     def __init__(
         self,
-        program: snac.ProgramOp,
+        program: snac.ProgramOpBase,
         world: World,
         args: dict[SSAValue, list[np.ndarray]] | None,
         counts: Sequence | None,
@@ -187,63 +187,19 @@ class Execution:
     # -- declarations ------------------------------------------------------
 
     def _declare(self, counts: Sequence | None) -> None:
-        buffers: dict[str, snac.BufferOp] = {}
-        for op in self.program.body.block.ops:
-            if isinstance(op, snac.BufferOp):
-                buffers[op.sym_name.data] = op
-        for op in self.program.body.block.ops:
-            if not isinstance(op, snac.PhaseOp):
-                continue
-            src = _bind(op.src_layout.to_layout(), counts, op)
-            dst = _bind(op.dst_layout.to_layout(), counts, op)
-            buf = buffers[op.buffer.string_value()]
-            if self.shrink and op.chunk.value.data > 0:
-                # The program does the same per unit at any size: one unit more
-                # than the slots per slice covers slot reuse; three calls cover
-                # half reuse.
-                cap = op.chunk.value.data * (buf.slots.value.data + 1)
-                src, dst = src.clamped(cap), dst.clamped(cap)
-            plan = PhasePlan(
-                self.w.world, src, dst, op.consume.kind is not None, op.chunk.value.data,
-                op.deterministic is not None,
-                keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
-            )
-            align = packet_elems(element_bytes(buf.elem_type))
-            offsets = [plan.window_offsets(r, align) for r in range(self.w.world)]
-            self.phases[op.sym_name.data] = PhaseState(
-                op, plan, buf, op.ready.string_value(), op.free.string_value(), offsets
-            )
-            self._check_capacity(self.phases[op.sym_name.data])
-
-    def _check_capacity(self, ph: PhaseState) -> None:
-        buf = ph.buffer
-        elems = buf.elems.value.data
-        if buf.kind.data == snac.BufferKind.STAGING:
-            need = ph.plan.max_unit_elems
-            what = "unit"
-        else:
-            need = ph.plan.window_elems(packet_elems(element_bytes(buf.elem_type)))
-            what = "per-source window"
-            if buf.slots.value.data < self.w.world:
-                raise SnacExecutionError(
-                    f"{where(buf)}: packet window '{buf.sym_name.data}' has "
-                    f"{buf.slots.value.data} source slots, world {self.w.world} needs one per rank"
-                )
-        if need > elems:
-            raise SnacExecutionError(
-                f"{where(buf)}: buffer '{buf.sym_name.data}' holds {elems} elements per slot "
-                f"but a {what} of phase '{ph.op.sym_name.data}' needs {need}"
-            )
+        self.phases = phase_states(self.program, self.w.world, counts, self.shrink)
         if not self.w.data:
             return
         import numpy as np
 
-        for r in range(self.w.world):
-            key = (buf.sym_name.data, r)
-            if key not in self.w.buffers:
-                self.w.buffers[key] = np.zeros(
-                    (2, buf.slots.value.data, elems), dtype=self.dtype
-                )
+        for ph in self.phases.values():
+            buf = ph.buffer
+            for r in range(self.w.world):
+                key = (buf.sym_name.data, r)
+                if key not in self.w.buffers:
+                    self.w.buffers[key] = np.zeros(
+                        (2, buf.slots.value.data, buf.elems.value.data), dtype=self.dtype
+                    )
 
     # -- running -----------------------------------------------------------
 
@@ -256,7 +212,7 @@ class Execution:
             env: dict[SSAValue, Any] = {}
             roles = 0
             for op in self.program.body.block.ops:
-                if isinstance(op, snac.RoleOp):
+                if isinstance(op, snac.RoleOpBase):
                     t = Thread(base_tid[rank] + roles, rank, op.kind.data.value, nthreads)
                     t.clock.join(clocks[rank])
                     t.tick()
@@ -347,11 +303,11 @@ class Execution:
         """Signals (and packet windows) some op of the program writes."""
         stored: set[str] = set()
         for op in self.program.body.walk():
-            if isinstance(op, snac.NotifyOp):
+            if isinstance(op, snac.NotifyOpBase):
                 stored.add(self._phase(op).ready)
-            elif isinstance(op, (snac.AckOp, snac.FinishOp)):
+            elif isinstance(op, (snac.AckOpBase, snac.FinishOpBase)):
                 stored.add(self._phase(op).free)
-            elif isinstance(op, snac.PutOp):
+            elif isinstance(op, snac.PutOpBase):
                 stored.add(f"@{self._phase(op).buffer.sym_name.data} packets")
         return stored
 
@@ -366,7 +322,7 @@ class Execution:
                     yield from self._run_block(op.body.block, env, t)
             elif isinstance(op, scf.YieldOp):
                 continue
-            elif isinstance(op, snac.RoleOp):
+            elif isinstance(op, snac.RoleOpBase):
                 raise SnacExecutionError(f"{where(op)}: roles cannot nest")
             else:
                 step = self._step(op, env, t)
@@ -409,22 +365,25 @@ class Execution:
 
     def _step(self, op: Operation, env: dict[SSAValue, Any], t: Thread):
         """Evaluate `op`; protocol ops return a generator that yields waits."""
-        if isinstance(op, snac.ReclaimOp):
+        if isinstance(op, snac.ReclaimOpBase):
             return self._reclaim(op, env, t)
-        if isinstance(op, snac.WaitOp):
+        if isinstance(op, snac.WaitOpBase):
             return self._wait(op, env, t)
-        if isinstance(op, snac.StageOp):
+        if isinstance(op, snac.StageOpBase):
             self._stage(op, env, t)
-        elif isinstance(op, snac.PutOp):
+        elif isinstance(op, snac.PutOpBase):
             self._put(op, env, t)
-        elif isinstance(op, snac.NotifyOp):
+        elif isinstance(op, snac.NotifyOpBase):
             self._notify(op, env, t)
-        elif isinstance(op, snac.ConsumeOp):
+        elif isinstance(op, snac.ConsumeOpBase):
             self._consume(op, env, t)
-        elif isinstance(op, snac.AckOp):
+        elif isinstance(op, snac.AckOpBase):
             self._ack(op, env, t)
-        elif isinstance(op, snac.FinishOp):
+        elif isinstance(op, snac.FinishOpBase):
             self._finish(op, env, t)
+        elif isinstance(op, atom.FenceOp):
+            # Release stores carry this block's writes in this model.
+            pass
         else:
             self._eval(op, env, t.rank)
             return None
@@ -738,6 +697,58 @@ def _reduce(kind: ReduceKind, pieces: list[np.ndarray]) -> np.ndarray:
     return acc
 
 
+def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | None,
+                 shrink: bool = False) -> dict[str, PhaseState]:
+    """Each phase's units and groups for `world` ranks, checked against its buffer.
+
+    `shrink` cuts slices to slots + 1 units: the program does the same per
+    unit at any size, so that covers slot reuse (and three calls half reuse).
+    """
+    buffers = {op.sym_name.data: op for op in program.body.block.ops if isinstance(op, snac.BufferOp)}
+    phases: dict[str, PhaseState] = {}
+    for op in program.body.block.ops:
+        if not isinstance(op, snac.PhaseOp):
+            continue
+        src = _bind(op.src_layout.to_layout(), counts, op)
+        dst = _bind(op.dst_layout.to_layout(), counts, op)
+        buf = buffers[op.buffer.string_value()]
+        if shrink and op.chunk.value.data > 0:
+            cap = op.chunk.value.data * (buf.slots.value.data + 1)
+            src, dst = src.clamped(cap), dst.clamped(cap)
+        plan = PhasePlan(
+            world, src, dst, op.consume.kind is not None, op.chunk.value.data,
+            op.deterministic is not None,
+            keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
+        )
+        align = packet_elems(element_bytes(buf.elem_type))
+        offsets = [plan.window_offsets(r, align) for r in range(world)]
+        ph = PhaseState(op, plan, buf, op.ready.string_value(), op.free.string_value(), offsets)
+        _check_capacity(ph, world)
+        phases[op.sym_name.data] = ph
+    return phases
+
+
+def _check_capacity(ph: PhaseState, world: int) -> None:
+    buf = ph.buffer
+    elems = buf.elems.value.data
+    if buf.kind.data == snac.BufferKind.STAGING:
+        need = ph.plan.max_unit_elems
+        what = "unit"
+    else:
+        need = ph.plan.window_elems(packet_elems(element_bytes(buf.elem_type)))
+        what = "per-source window"
+        if buf.slots.value.data < world:
+            raise SnacExecutionError(
+                f"{where(buf)}: packet window '{buf.sym_name.data}' has "
+                f"{buf.slots.value.data} source slots, world {world} needs one per rank"
+            )
+    if need > elems:
+        raise SnacExecutionError(
+            f"{where(buf)}: buffer '{buf.sym_name.data}' holds {elems} elements per slot "
+            f"but a {what} of phase '{ph.op.sym_name.data}' needs {need}"
+        )
+
+
 def _bind(layout: Layout, counts: Sequence | None, op: Operation) -> Layout:
     if not layout.is_dynamic:
         return layout
@@ -755,12 +766,12 @@ class Report:
     advances: list[int]
 
 
-def programs_in(block_owner: Operation) -> list[snac.ProgramOp]:
-    return [op for op in block_owner.walk() if isinstance(op, snac.ProgramOp)]
+def programs_in(block_owner: Operation) -> list[snac.ProgramOpBase]:
+    return [op for op in block_owner.walk() if isinstance(op, snac.ProgramOpBase)]
 
 
 def execute(
-    program: snac.ProgramOp,
+    program: snac.ProgramOpBase,
     *,
     args: dict[SSAValue, list[np.ndarray]] | None = None,
     counts: Sequence | None = None,
@@ -779,7 +790,7 @@ def execute(
     if shrink and args is not None:
         raise SnacExecutionError("only a run without data can shrink slices")
     ex = Execution(program, state, args, counts, random.Random(seed), shrink)
-    roles = sum(isinstance(op, snac.RoleOp) for op in program.body.block.ops)
+    roles = sum(isinstance(op, snac.RoleOpBase) for op in program.body.block.ops)
     nthreads = world * max(roles, 1)
     base = [r * max(roles, 1) for r in range(world)]
     clocks = [[0] * nthreads for _ in range(world)]
@@ -790,14 +801,14 @@ def execute(
     return Report(calls, advances)
 
 
-def verify_program(program: snac.ProgramOp, calls: int = 3, seeds: Sequence[int] = (0, 1, 2),
+def verify_program(program: snac.ProgramOpBase, calls: int = 3, seeds: Sequence[int] = (0, 1, 2),
                    counts: Sequence | None = None) -> None:
     """Check the protocol for the program's world size without moving data."""
     for seed in seeds:
         execute(program, counts=counts, calls=calls, seed=seed, shrink=True)
 
 
-def sample_counts(program: snac.ProgramOp) -> list[Sequence | None]:
+def sample_counts(program: snac.ProgramOpBase) -> list[Sequence | None]:
     """Counts to verify a dynamic program with: equal ones, and some zeros."""
     dyn = None
     for op in program.body.block.ops:

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
-from purlin.dialects.snac import ProgramOp
+from purlin.dialects.snac import ProgramOpBase
 from purlin.sim import SimError
 from purlin.sim.ir import check_args, entry_function, lower
 from purlin.sim.snac_exec import SnacExecutionError, World, execute
@@ -48,7 +48,7 @@ def run_programs(func: FuncOp, args: list[list[np.ndarray]], *, world: int, seed
     for op in func.body.ops:
         if isinstance(op, ReturnOp):
             return
-        if not isinstance(op, ProgramOp):
+        if not isinstance(op, ProgramOpBase):
             raise SimError(f"the snac level cannot execute '{op.name}'")
         if op.world_size != world:
             raise SimError(f"'{op.name}' is for world {op.world_size}, run on {world} ranks")
@@ -72,7 +72,7 @@ def run_programs(func: FuncOp, args: list[list[np.ndarray]], *, world: int, seed
         epoch, prev = state.epoch, state.prev
 
 
-def _arg_index(func: FuncOp, value: SSAValue, op: ProgramOp) -> int:
+def _arg_index(func: FuncOp, value: SSAValue, op: ProgramOpBase) -> int:
     if not isinstance(value, BlockArgument) or value.owner is not func.body.block:
         raise SimError(f"'{op.name}': buffers must be arguments of @{func.sym_name.data}")
     return value.index
