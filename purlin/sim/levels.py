@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from purlin.sim import SimError, coll_level, snac_level
+from purlin.sim import SimError, atom_level, coll_level, snac_level
 
 
 class LevelRunner(Protocol):
@@ -40,6 +40,8 @@ class LevelRunner(Protocol):
 LEVELS: dict[str, LevelRunner] = {
     "coll": coll_level.run,
     "snac": snac_level.run,
+    "atom": atom_level.run_atom,
+    "plan": atom_level.run_plan,
 }
 
 # Levels that exist in the design; `get_level` tells a missing one from a typo.

@@ -27,7 +27,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.diagnostics import where
 from purlin.dialects import atom, snac
-from purlin.dialects.coll import ReduceKind, element_bytes
+from purlin.dialects.coll import element_bytes
 from purlin.layouts import Layout
 from purlin.protocol import PhasePlan, packet_elems
 
@@ -588,7 +588,9 @@ class Execution:
         if kind is None:
             out[group.dst_offset : group.dst_offset + group.size] = pieces[0]
         else:
-            out[group.dst_offset : group.dst_offset + group.size] = _reduce(kind, pieces).astype(out.dtype)
+            from purlin.sim.reference import reduce_f32
+
+            out[group.dst_offset : group.dst_offset + group.size] = reduce_f32(pieces, kind.value)
 
     def _ack(self, op: snac.AckOp, env, t: Thread) -> None:
         ph = self._phase(op)
@@ -678,23 +680,6 @@ def _find_cycle(live: list[Thread], waits) -> list[tuple[Thread, tuple]]:
         else:
             return path[seen[t.tid]:]
     return [(live[0], waits[live[0].tid][0])]
-
-
-def _reduce(kind: ReduceKind, pieces: list[np.ndarray]) -> np.ndarray:
-    import numpy as np
-
-    acc = pieces[0].astype(np.float32)
-    for p in pieces[1:]:
-        q = p.astype(np.float32)
-        if kind == ReduceKind.SUM:
-            acc = acc + q
-        elif kind == ReduceKind.MAX:
-            acc = np.maximum(acc, q)
-        elif kind == ReduceKind.MIN:
-            acc = np.minimum(acc, q)
-        else:
-            acc = acc * q
-    return acc
 
 
 def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | None,

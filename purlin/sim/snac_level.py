@@ -52,18 +52,13 @@ def run_programs(func: FuncOp, args: list[list[np.ndarray]], *, world: int, seed
             raise SimError(f"the snac level cannot execute '{op.name}'")
         if op.world_size != world:
             raise SimError(f"'{op.name}' is for world {op.world_size}, run on {world} ranks")
-        counts = None
-        if op.counts is not None:
-            per_rank = args[_arg_index(func, op.counts, op)]
-            if any(not np.array_equal(c, per_rank[0]) for c in per_rank):
-                raise SimError(f"'{op.name}': counts differ between ranks")
-            counts = per_rank[0].tolist()
+        counts = counts_of(func, op, args)
         # Each program has its own symmetric memory; epochs belong to the rank.
         state = World(world, data=True)
         state.epoch, state.prev = epoch, prev
         buffers = {
-            op.input: args[_arg_index(func, op.input, op)],
-            op.output: args[_arg_index(func, op.output, op)],
+            op.input: args[arg_index(func, op.input, op)],
+            op.output: args[arg_index(func, op.output, op)],
         }
         try:
             execute(op, args=buffers, counts=counts, calls=calls, seed=seed, world_state=state)
@@ -72,7 +67,17 @@ def run_programs(func: FuncOp, args: list[list[np.ndarray]], *, world: int, seed
         epoch, prev = state.epoch, state.prev
 
 
-def _arg_index(func: FuncOp, value: SSAValue, op: ProgramOpBase) -> int:
+def counts_of(func: FuncOp, op: ProgramOpBase, args: list[list[np.ndarray]]) -> list | None:
+    """The dynamic counts `op` is called with (the same on every rank), if any."""
+    if op.counts is None:
+        return None
+    per_rank = args[arg_index(func, op.counts, op)]
+    if any(not np.array_equal(c, per_rank[0]) for c in per_rank):
+        raise SimError(f"'{op.name}': counts differ between ranks")
+    return per_rank[0].tolist()
+
+
+def arg_index(func: FuncOp, value: SSAValue, op: ProgramOpBase) -> int:
     if not isinstance(value, BlockArgument) or value.owner is not func.body.block:
         raise SimError(f"'{op.name}': buffers must be arguments of @{func.sym_name.data}")
     return value.index

@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--dtype", choices=DTYPE_NAMES, help="element type")
     ap.add_argument("--op", choices=["sum", "max", "min", "prod"], help="reduction (default sum)")
-    ap.add_argument("--level", default="coll", help="simulation level: coll or snac (default coll)")
+    ap.add_argument("--level", default="coll", help="simulation level: coll, snac, atom or plan (default coll)")
     ap.add_argument("--seed", type=int, default=0, help="seed of inputs, counts and schedules")
     ap.add_argument(
         "--counts",
@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
         "--dynamic", action="store_true", help="pass the counts as a run-time argument"
     )
     ap.add_argument("--entry", help="function of FILE to run (default: its only one)")
+    ap.add_argument(
+        "--arch", default="sm_90", choices=["sm_80", "sm_90", "sm_100"],
+        help="GPU generation for the atom and plan levels (default sm_90)",
+    )
     ap.add_argument(
         "--lowering", default="",
         help="options of convert-coll-to-snac for levels below coll, e.g. "
@@ -160,7 +164,10 @@ def _copy(args: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
 
 
 def _options(args: argparse.Namespace) -> dict:
-    return {"lowering": args.lowering} if args.lowering else {}
+    options: dict = {"arch": args.arch}
+    if args.lowering:
+        options["lowering"] = args.lowering
+    return options
 
 
 def _run_level(

@@ -1,0 +1,59 @@
+"""The atom and plan levels.
+
+atom: lower to Atom IR for options["arch"] and execute the kernels with the
+SNAC scheduler (atom ops are snac ops with a mechanism). plan: build each
+kernel's plan and execute it with the plan machine, the way a runtime would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import ReturnOp
+
+from purlin.dialects import atom
+from purlin.plan_builder import PlanBuildError, build_plan
+from purlin.sim import SimError
+from purlin.sim.ir import check_args, entry_function, lower
+from purlin.sim.plan_exec import PlanExecutionError, PlanMachine
+from purlin.sim.snac_level import arg_index, counts_of, passes, run_programs
+
+
+def atom_passes(options: dict[str, Any]) -> str:
+    arch = options.get("arch", "sm_90")
+    return f"{passes(options)},convert-snac-to-atom{{arch={arch}}}"
+
+
+def run_atom(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
+             options: dict[str, Any] | None = None) -> None:
+    options = options or {}
+    func = entry_function(lower(module, atom_passes(options)), options.get("entry"))
+    run_programs(func, args, world=world, seed=seed, calls=options.get("calls", 1))
+
+
+def run_plan(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
+             options: dict[str, Any] | None = None) -> None:
+    options = options or {}
+    func = entry_function(lower(module, atom_passes(options)), options.get("entry"))
+    check_args(func, args, world)
+    for op in func.body.ops:
+        if isinstance(op, ReturnOp):
+            return
+        if not isinstance(op, atom.KernelOp):
+            raise SimError(f"the plan level cannot execute '{op.name}'")
+        try:
+            plan = build_plan(op, counts_of(func, op, args))
+        except PlanBuildError as e:
+            raise SimError(str(e)) from None
+        if plan.world != world:
+            raise SimError(f"the plan is for world {plan.world}, run on {world} ranks")
+        machine = PlanMachine(plan)
+        inputs = args[arg_index(func, op.input, op)]
+        outputs = args[arg_index(func, op.output, op)]
+        try:
+            for call in range(options.get("calls", 1)):
+                machine.run(inputs, outputs, seed=seed + call)
+        except PlanExecutionError as e:
+            raise SimError(str(e)) from None
