@@ -44,17 +44,9 @@ LEVELS: dict[str, LevelRunner] = {
     "plan": atom_level.run_plan,
 }
 
-# Levels that exist in the design; `get_level` tells a missing one from a typo.
-KNOWN_LEVELS: tuple[str, ...] = ("coll", "snac", "atom", "plan")
-
-
 def get_level(name: str) -> LevelRunner:
-    """The runner of level `name`; SimError when it is not (yet) available."""
+    """The runner of level `name`; SimError naming the levels when it is unknown."""
     runner = LEVELS.get(name)
     if runner is None:
-        if name in KNOWN_LEVELS:
-            raise SimError(f"level {name} is not available")
-        raise SimError(
-            f"unknown level '{name}', expected one of {', '.join(KNOWN_LEVELS)}"
-        )
+        raise SimError(f"unknown level '{name}', expected one of {', '.join(LEVELS)}")
     return runner

@@ -77,10 +77,11 @@ def test_all_ranks_zero_counts():
     check(Case("all_to_all_v", 3, "bf16", counts=[[0] * 3] * 3))
 
 
-def test_registry_has_coll_and_reports_missing_levels():
+def test_registry_has_every_level_and_reports_unknown_ones():
     assert LEVELS["coll"] is run
-    with pytest.raises(SimError, match="level atom is not available"):
-        get_level("atom")
+    assert set(LEVELS) == {"coll", "snac", "atom", "plan"}
+    with pytest.raises(SimError, match="unknown level 'gpu', expected one of coll, snac, atom, plan"):
+        get_level("gpu")
 
 
 # -- modules written by hand ----------------------------------------------------
