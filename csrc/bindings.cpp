@@ -1,0 +1,111 @@
+// purlin._runtime: the plan decoder and the CPU backend; the CUDA backend
+// registers itself here when the module is built with it.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "cpu/communicator.h"
+#include "purlin/plan.h"
+
+#if defined(PURLIN_WITH_CUDA) && __has_include("cuda/cuda_bindings.h")
+#include "cuda/cuda_bindings.h"
+#define PURLIN_CUDA_BACKEND 1
+#endif
+
+namespace py = pybind11;
+
+namespace {
+
+const char* dtype_name(purlin::DType d) {
+  switch (d) {
+    case purlin::DType::BF16: return "bf16";
+    case purlin::DType::F16: return "f16";
+    case purlin::DType::F32: return "f32";
+    case purlin::DType::FP8E4M3: return "fp8e4m3";
+    case purlin::DType::FP8E5M2: return "fp8e5m2";
+  }
+  return "?";
+}
+
+purlin::Plan decode(const py::array& words) {
+  if (!words.dtype().is(py::dtype::of<int64_t>()) || words.ndim() != 1)
+    throw py::type_error("a binary plan is a 1-D numpy int64 array, got " + std::to_string(words.ndim()) +
+                         "-D " + py::str(words.dtype()).cast<std::string>());
+  auto flat = py::array_t<int64_t, py::array::c_style>::ensure(words);
+  return purlin::decode_plan(flat.data(), flat.size());
+}
+
+// Pointers to the per-rank arrays, each C-contiguous and at least `bytes` long.
+template <class Ptr>
+std::vector<Ptr> rank_pointers(const py::list& arrays, int64_t bytes, bool writable, const char* what) {
+  std::vector<Ptr> out;
+  for (size_t r = 0; r < arrays.size(); ++r) {
+    auto a = py::reinterpret_borrow<py::object>(arrays[r]);
+    if (!py::isinstance<py::array>(a))
+      throw py::type_error(std::string(what) + " of rank " + std::to_string(r) + " is not a numpy array");
+    auto arr = py::reinterpret_borrow<py::array>(a);
+    const std::string where = std::string(what) + " of rank " + std::to_string(r);
+    if (!(arr.flags() & py::array::c_style)) throw py::value_error(where + " is not C-contiguous");
+    if (writable && !arr.writeable()) throw py::value_error(where + " is read-only");
+    if (arr.nbytes() < bytes)
+      throw py::value_error(where + " has " + std::to_string(arr.nbytes()) + " bytes, the plan needs at least " +
+                            std::to_string(bytes));
+    out.push_back(static_cast<Ptr>(writable ? arr.mutable_data() : const_cast<void*>(arr.data())));
+  }
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_runtime, m) {
+  m.doc() = "purlin's C++ runtime: binary plan decoding and the CPU (and CUDA) backends";
+
+  py::register_exception<purlin::cpu::CollectiveTimeout>(m, "CollectiveTimeout", PyExc_TimeoutError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const purlin::PlanError& e) {
+      PyErr_SetString(PyExc_ValueError, (std::string("invalid plan: ") + e.what()).c_str());
+    }
+  });
+
+  py::class_<purlin::Plan>(m, "Plan", "A decoded, bounds-checked binary plan")
+      .def_readonly("world", &purlin::Plan::world)
+      .def_readonly("input_elems", &purlin::Plan::input_elems)
+      .def_readonly("output_elems", &purlin::Plan::output_elems)
+      .def_readonly("advance", &purlin::Plan::advance)
+      .def_property_readonly("dtype", [](const purlin::Plan& p) { return dtype_name(p.dtype); })
+      .def_property_readonly("roles", [](const purlin::Plan& p) { return p.roles.size(); })
+      .def_property_readonly("instructions", [](const purlin::Plan& p) { return p.instrs.size(); });
+
+  m.def("decode", &decode, py::arg("words"), "Decode and check a binary plan (ValueError when it is invalid)");
+
+  py::class_<purlin::cpu::Communicator>(m, "CpuCommunicator",
+                                        "A plan run by one thread per (rank, role) over shared host memory")
+      .def(py::init([](const purlin::Plan& plan, double timeout_s, std::string name,
+                       std::vector<std::string> signal_names, std::vector<std::string> buffer_names) {
+             return new purlin::cpu::Communicator(
+                 plan, {timeout_s, std::move(name), std::move(signal_names), std::move(buffer_names)});
+           }),
+           py::arg("plan"), py::arg("timeout_s") = 10.0, py::arg("name") = "collective",
+           py::arg("signal_names") = std::vector<std::string>{}, py::arg("buffer_names") = std::vector<std::string>{})
+      .def(
+          "run",
+          [](purlin::cpu::Communicator& c, const py::list& inputs, const py::list& outputs) {
+            auto in = rank_pointers<const void*>(inputs, c.input_bytes(), false, "input");
+            auto out = rank_pointers<void*>(outputs, c.output_bytes(), true, "output");
+            py::gil_scoped_release release;
+            c.run(in, out);
+          },
+          py::arg("inputs"), py::arg("outputs"),
+          "One call on all ranks: one array per rank, raw bytes (the caller checks the dtype)")
+      .def("epoch", &purlin::cpu::Communicator::epoch, py::arg("rank"))
+      .def_property_readonly("world", &purlin::cpu::Communicator::world);
+
+#ifdef PURLIN_CUDA_BACKEND
+  purlin::cuda::register_bindings(m);
+  m.attr("backends") = py::make_tuple("cpu", "cuda");
+#else
+  m.attr("backends") = py::make_tuple("cpu");
+#endif
+}

@@ -1,0 +1,401 @@
+#include "cpu/communicator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "cpu/dtype.h"
+
+namespace purlin::cpu {
+
+namespace {
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Wait: return "wait";
+    case Op::Signal: return "signal";
+    case Op::Copy: return "copy";
+    case Op::Reduce: return "reduce";
+    case Op::Put: return "put";
+    case Op::WaitPackets: return "wait_packets";
+  }
+  return "?";
+}
+
+const char* role_name(int64_t kind) {
+  static const char* names[] = {"producer", "consumer", "reducer"};
+  return kind >= 0 && kind < 3 ? names[kind] : "role";
+}
+
+int64_t packets_for(int64_t elems, int64_t per_packet) { return (elems + per_packet - 1) / per_packet; }
+
+std::string where(int64_t rank, int64_t role, int64_t n, const Instr& in) {
+  return "rank " + std::to_string(rank) + " role " + std::to_string(role) + " instruction " + std::to_string(n) +
+         " (" + op_name(in.op) + ")";
+}
+
+// What decode_plan leaves to the executor: the fields each op reads, and
+// references that name the executing rank's user buffers and a buffer of
+// the right kind. Everything is refused before any thread starts.
+void check_program(const Plan& p, int64_t rank, int64_t role, int64_t per_packet) {
+  int64_t count;
+  const Instr* body = p.program(rank, role, &count);
+  for (int64_t n = 0; n < count; ++n) {
+    const Instr& in = body[n];
+    auto fail = [&](const std::string& msg) {
+      throw std::invalid_argument("plan " + where(rank, role, n, in) + ": " + msg);
+    };
+    auto check_ref = [&](int64_t index, const char* what, bool writes) {
+      const Ref& r = p.refs[index];
+      if (r.space == Space::Input || r.space == Space::Output) {
+        if (r.rank != rank)
+          fail(std::string(what) + " names rank " + std::to_string(r.rank) + "'s " +
+               (r.space == Space::Input ? "input" : "output") + ", only rank " + std::to_string(rank) +
+               "'s is mapped");
+        if (writes && r.space == Space::Input) fail(std::string(what) + " writes the input buffer");
+        return;
+      }
+      const BufKind want = r.space == Space::Staging ? BufKind::Staging : BufKind::Packets;
+      if (p.buffers[r.buf].kind != want)
+        fail(std::string(what) + " uses buffer " + std::to_string(r.buf) + " as " +
+             (want == BufKind::Staging ? "staging, it is a packet window" : "a packet window, it is staging"));
+    };
+    const bool signal_op = in.op == Op::Wait || in.op == Op::Signal;
+    if (signal_op) {
+      if (in.base != Base::Epoch && in.base != Base::Prev)
+        fail("flag base " + std::to_string(static_cast<int64_t>(in.base)) + " is neither epoch (0) nor prev (1)");
+      if (in.rel < 0) fail("flag offset " + std::to_string(in.rel) + " is negative");
+      const Order bad = in.op == Op::Wait ? Order::Release : Order::Acquire;
+      if ((in.order != Order::Relaxed && in.order != Order::Acquire && in.order != Order::Release) || in.order == bad)
+        fail("memory order " + std::to_string(static_cast<int64_t>(in.order)) + " is not valid here (" +
+             (in.op == Op::Wait ? "relaxed or acquire" : "relaxed or release") + " expected)");
+    }
+    if (in.op == Op::Copy || in.op == Op::Reduce) {
+      if (in.dst < 0) fail("has no destination");
+      check_ref(in.dst, "destination", true);
+    }
+    if ((in.op == Op::Copy || in.op == Op::Put) && in.src_count != 1)
+      fail("takes one source, got " + std::to_string(in.src_count));
+    if (in.op == Op::Reduce) {
+      if (in.src_count < 1) fail("a reduce needs at least one source");
+      if (in.redop < RedOp::Sum || in.redop > RedOp::Prod)
+        fail("reduction " + std::to_string(static_cast<int64_t>(in.redop)) + " is not sum, max, min or prod");
+    }
+    for (int64_t k = 0; k < in.src_count; ++k) check_ref(in.src_first + k, "source", false);
+    if ((in.op == Op::Put || in.op == Op::WaitPackets) && in.offset % per_packet)
+      fail("window offset " + std::to_string(in.offset) + " does not start a packet (" + std::to_string(per_packet) +
+           " elements)");
+  }
+}
+
+// State shared by the threads of one call: the first failure stops them all.
+struct CallState {
+  std::atomic<bool> abort{false};
+  std::mutex mutex;
+  std::string error;
+  bool timed_out = false;
+
+  void fail(const std::string& message, bool timeout) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (error.empty()) {
+      error = message;
+      timed_out = timeout;
+    }
+    abort.store(true, std::memory_order_relaxed);
+  }
+};
+
+// Thrown inside a thread to unwind once the call was stopped.
+struct Stopped {};
+
+float combine(RedOp op, float a, float b) {
+  switch (op) {
+    case RedOp::Sum: return a + b;
+    case RedOp::Prod: return a * b;
+    // As numpy's maximum/minimum in the reference: NaN propagates, and of
+    // equal values (+0 and -0) the later source wins.
+    case RedOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+    case RedOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+    case RedOp::None: break;
+  }
+  return a;
+}
+
+}  // namespace
+
+// The instructions of one (rank, role), run on one thread.
+class RoleThread {
+ public:
+  RoleThread(Communicator& c, CallState& state, int64_t rank, int64_t role,
+             const std::vector<const void*>& inputs, const std::vector<void*>& outputs)
+      : c_(c), p_(c.plan_), state_(state), rank_(rank), role_(role), inputs_(inputs), outputs_(outputs),
+        epoch_(c.epoch_[rank]), prev_(c.prev_[rank]), half_(epoch_ % 2),
+        eb_(p_.elem_bytes()), pe_(c.packet_elems_),
+        timeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(c.options_.timeout_s))) {}
+
+  void run() {
+    try {
+      int64_t count;
+      body_ = p_.program(rank_, role_, &count);
+      for (n_ = 0; n_ < count; ++n_) execute(body_[n_]);
+    } catch (const Stopped&) {
+    } catch (const std::exception& e) {
+      state_.fail(c_.options_.name + ": " + here() + ": " + e.what(), false);
+    }
+  }
+
+ private:
+  // A place in memory: plain bytes, or elements inside a packet window.
+  struct Place {
+    unsigned char* bytes = nullptr;
+    Packet* packets = nullptr;
+    int64_t first = 0;  // element index inside the window slot
+  };
+
+  std::string here() const {
+    return "rank " + std::to_string(rank_) + " role " + std::to_string(role_) + " (" +
+           role_name(p_.roles[role_].kind) + ") instruction " + std::to_string(n_) + " (" + op_name(body_[n_].op) +
+           ")";
+  }
+
+  Packet* window(int64_t owner, int64_t buf, int64_t slot) const {
+    const Buffer& b = p_.buffers[buf];
+    return c_.memory_[owner].windows[buf].get() + (half_ * b.slots + slot) * packets_for(b.elems, pe_);
+  }
+
+  Place place(const Ref& r) const {
+    switch (r.space) {
+      case Space::Input:
+        return {static_cast<unsigned char*>(const_cast<void*>(inputs_[rank_])) + r.offset * eb_};
+      case Space::Output:
+        return {static_cast<unsigned char*>(outputs_[rank_]) + r.offset * eb_};
+      case Space::Staging: {
+        const Buffer& b = p_.buffers[r.buf];
+        return {c_.memory_[r.rank].staging[r.buf].get() + ((half_ * b.slots + r.slot) * b.elems + r.offset) * eb_};
+      }
+      case Space::Window:
+        return {nullptr, window(r.rank, r.buf, r.slot), r.offset};
+    }
+    return {};
+  }
+
+  // Elements [at, at + n) of `src` into contiguous `out`.
+  void read(const Place& src, int64_t at, int64_t n, unsigned char* out) const {
+    if (src.bytes) {
+      std::memcpy(out, src.bytes + at * eb_, n * eb_);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t e = src.first + at + i;
+      const uint64_t word = src.packets[e / pe_].data.load(std::memory_order_relaxed);
+      std::memcpy(out + i * eb_, reinterpret_cast<const unsigned char*>(&word) + (e % pe_) * eb_, eb_);
+    }
+  }
+
+  void write(const Place& dst, int64_t at, int64_t n, const unsigned char* in) const {
+    if (dst.bytes) {
+      std::memmove(dst.bytes + at * eb_, in, n * eb_);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t e = dst.first + at + i;
+      std::atomic<uint64_t>& data = dst.packets[e / pe_].data;
+      uint64_t word = data.load(std::memory_order_relaxed);
+      std::memcpy(reinterpret_cast<unsigned char*>(&word) + (e % pe_) * eb_, in + i * eb_, eb_);
+      data.store(word, std::memory_order_relaxed);
+    }
+  }
+
+  // Spin until `a` >= target: relaxed polls, the timeout checked now and then.
+  template <class Describe>
+  void spin(const std::atomic<uint64_t>& a, uint64_t target, const Describe& describe) {
+    const auto start = std::chrono::steady_clock::now();
+    for (uint64_t n = 0;; ++n) {
+      const uint64_t have = a.load(std::memory_order_relaxed);
+      if (have >= target) return;
+      if ((n & 63) == 63) {
+        if (state_.abort.load(std::memory_order_relaxed)) throw Stopped{};
+        // Threads outnumber cores; let the thread we wait for run.
+        std::this_thread::yield();
+        if (std::chrono::steady_clock::now() - start > timeout_) {
+          std::ostringstream msg;
+          msg << c_.options_.name << ": " << here() << " timed out after "
+              << c_.options_.timeout_s << " s: " << describe(have) << ", awaited >= " << target << " (epoch "
+              << epoch_ << ")";
+          state_.fail(msg.str(), true);
+          throw Stopped{};
+        }
+      }
+    }
+  }
+
+  void execute(const Instr& in) {
+    switch (in.op) {
+      case Op::Wait: {
+        const uint64_t target = (in.base == Base::Prev ? prev_ : epoch_) + in.rel;
+        const auto& slot = c_.memory_[rank_].signals[in.sig][in.slot];
+        spin(slot, target, [&](uint64_t have) {
+          return c_.signal_name(in.sig) + " slot " + std::to_string(in.slot) + " holds " + std::to_string(have);
+        });
+        if (in.order == Order::Acquire) std::atomic_thread_fence(std::memory_order_acquire);
+        return;
+      }
+      case Op::Signal: {
+        const uint64_t value = (in.base == Base::Prev ? prev_ : epoch_) + in.rel;
+        c_.memory_[in.peer].signals[in.sig][in.slot].store(
+            value, in.order == Order::Release ? std::memory_order_release : std::memory_order_relaxed);
+        return;
+      }
+      case Op::Copy: {
+        const Place dst = place(p_.refs[in.dst]), src = place(p_.refs[in.src_first]);
+        if (dst.bytes && src.bytes) {
+          std::memmove(dst.bytes, src.bytes, in.elems * eb_);
+          return;
+        }
+        std::vector<unsigned char> chunk(kChunk * eb_);
+        for (int64_t at = 0; at < in.elems; at += kChunk) {
+          const int64_t n = std::min(kChunk, in.elems - at);
+          read(src, at, n, chunk.data());
+          write(dst, at, n, chunk.data());
+        }
+        return;
+      }
+      case Op::Reduce: {
+        const Place dst = place(p_.refs[in.dst]);
+        std::vector<Place> srcs;
+        for (int64_t k = 0; k < in.src_count; ++k) srcs.push_back(place(p_.refs[in.src_first + k]));
+        std::vector<unsigned char> chunk(kChunk * eb_);
+        std::vector<float> acc(kChunk);
+        for (int64_t at = 0; at < in.elems; at += kChunk) {
+          const int64_t n = std::min(kChunk, in.elems - at);
+          for (size_t k = 0; k < srcs.size(); ++k) {
+            read(srcs[k], at, n, chunk.data());
+            for (int64_t i = 0; i < n; ++i) {
+              const float v = load_f32(p_.dtype, chunk.data(), i);
+              acc[i] = k == 0 ? v : combine(in.redop, acc[i], v);
+            }
+          }
+          for (int64_t i = 0; i < n; ++i) store_f32(p_.dtype, chunk.data(), i, acc[i]);
+          write(dst, at, n, chunk.data());
+        }
+        return;
+      }
+      case Op::Put: {
+        const Place src = place(p_.refs[in.src_first]);
+        Packet* out = window(in.peer, in.buf, rank_) + in.offset / pe_;
+        const uint64_t flag = epoch_ + 1;
+        for (int64_t k = 0; k < packets_for(in.elems, pe_); ++k) {
+          uint64_t word = 0;  // a partial last packet is zero-padded
+          read(src, k * pe_, std::min(pe_, in.elems - k * pe_), reinterpret_cast<unsigned char*>(&word));
+          out[k].data.store(word, std::memory_order_relaxed);
+          out[k].flag.store(flag, std::memory_order_release);
+        }
+        return;
+      }
+      case Op::WaitPackets: {
+        const Packet* packets = window(rank_, in.buf, in.peer) + in.offset / pe_;
+        const uint64_t flag = epoch_ + 1;
+        for (int64_t k = 0; k < packets_for(in.elems, pe_); ++k) {
+          spin(packets[k].flag, flag, [&](uint64_t have) {
+            return "packet window " + c_.buffer_name(in.buf) + " half " + std::to_string(half_) + " from rank " +
+                   std::to_string(in.peer) + ", packet " + std::to_string(in.offset / pe_ + k) + " (element " +
+                   std::to_string(in.offset + k * pe_) + ") has flag " + std::to_string(have);
+          });
+        }
+        std::atomic_thread_fence(std::memory_order_acquire);
+        return;
+      }
+    }
+  }
+
+  static constexpr int64_t kChunk = 4096;
+
+  Communicator& c_;
+  const Plan& p_;
+  CallState& state_;
+  const int64_t rank_, role_;
+  const std::vector<const void*>& inputs_;
+  const std::vector<void*>& outputs_;
+  const int64_t epoch_, prev_, half_, eb_, pe_;
+  const std::chrono::steady_clock::duration timeout_;
+  const Instr* body_ = nullptr;
+  int64_t n_ = 0;  // the instruction being executed, for messages
+};
+
+Communicator::Communicator(Plan plan, Options options)
+    : plan_(std::move(plan)), options_(std::move(options)), packet_elems_(8 / plan_.elem_bytes()) {
+  if (!(options_.timeout_s > 0))
+    throw std::invalid_argument("timeout must be positive, got " + std::to_string(options_.timeout_s) + " s");
+  for (int64_t rank = 0; rank < plan_.world; ++rank)
+    for (int64_t role = 0; role < static_cast<int64_t>(plan_.roles.size()); ++role)
+      check_program(plan_, rank, role, packet_elems_);
+  memory_.resize(plan_.world);
+  for (auto& m : memory_) {
+    for (const Buffer& b : plan_.buffers) {
+      if (b.kind == BufKind::Staging) {
+        m.staging.emplace_back(new unsigned char[2 * b.slots * b.elems * plan_.elem_bytes()]());
+        m.windows.emplace_back();
+      } else {
+        m.staging.emplace_back();
+        m.windows.emplace_back(new Packet[2 * b.slots * packets_for(b.elems, packet_elems_)]);
+      }
+    }
+    for (int64_t slots : plan_.signal_slots) m.signals.emplace_back(new std::atomic<uint64_t>[slots]());
+  }
+  epoch_.assign(plan_.world, 0);
+  prev_.assign(plan_.world, 0);
+}
+
+int64_t Communicator::epoch(int64_t rank) const {
+  if (rank < 0 || rank >= plan_.world)
+    throw std::out_of_range("rank " + std::to_string(rank) + " is outside world " + std::to_string(plan_.world));
+  return epoch_[rank];
+}
+
+std::string Communicator::signal_name(int64_t sig) const {
+  std::string s = "signals[" + std::to_string(sig) + "]";
+  if (sig < static_cast<int64_t>(options_.signal_names.size())) s += " \"" + options_.signal_names[sig] + "\"";
+  return s;
+}
+
+std::string Communicator::buffer_name(int64_t buf) const {
+  std::string s = std::to_string(buf);
+  if (buf < static_cast<int64_t>(options_.buffer_names.size())) s += " \"" + options_.buffer_names[buf] + "\"";
+  return s;
+}
+
+void Communicator::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
+  if (!broken_.empty()) throw std::runtime_error(options_.name + ": communicator is unusable: " + broken_);
+  if (static_cast<int64_t>(inputs.size()) != plan_.world || static_cast<int64_t>(outputs.size()) != plan_.world)
+    throw std::invalid_argument(options_.name + ": the plan is for world " + std::to_string(plan_.world) + ", got " +
+                                std::to_string(inputs.size()) + " inputs and " + std::to_string(outputs.size()) +
+                                " outputs");
+  CallState state;
+  std::vector<std::thread> threads;
+  try {
+    for (int64_t rank = 0; rank < plan_.world; ++rank)
+      for (int64_t role = 0; role < static_cast<int64_t>(plan_.roles.size()); ++role)
+        threads.emplace_back([&, rank, role] { RoleThread(*this, state, rank, role, inputs, outputs).run(); });
+  } catch (const std::exception& e) {
+    state.fail(options_.name + ": cannot start the threads of the call: " + e.what(), false);
+  }
+  for (auto& t : threads) t.join();
+  if (!state.error.empty()) {
+    // Peers may have stopped half-way through the protocol: flags and
+    // staging no longer agree with the epochs, so no later call is safe.
+    broken_ = "a previous call failed (" + state.error + ")";
+    if (state.timed_out) throw CollectiveTimeout(state.error);
+    throw std::runtime_error(state.error);
+  }
+  for (int64_t rank = 0; rank < plan_.world; ++rank) {
+    prev_[rank] = epoch_[rank];
+    epoch_[rank] += plan_.advance;
+  }
+}
+
+}  // namespace purlin::cpu

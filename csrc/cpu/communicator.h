@@ -1,0 +1,77 @@
+// The CPU backend: a plan executed by one std::thread per (rank, role) over
+// symmetric memory that is plain host memory shared by all threads. Signals
+// and packet flags are std::atomic<uint64_t> with the release/acquire orders
+// the plan names, so the protocol's races show up here as they would on GPUs.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "purlin/plan.h"
+
+namespace purlin::cpu {
+
+// A spin ran past the timeout; the message names the collective, rank, role,
+// what was awaited and the epoch.
+class CollectiveTimeout : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Options {
+  double timeout_s = 10.0;
+  std::string name = "collective";
+  std::vector<std::string> signal_names;  // optional, by signal array index
+  std::vector<std::string> buffer_names;  // optional, by buffer index
+};
+
+// One packet of a window: 8 data bytes and the flag that publishes them.
+// The writer stores the data, then the flag with release; a reader acquires
+// the flag before it reads the data. That pair orders the two 8-byte halves
+// without a 16-byte atomic (not lock-free everywhere on x86-64/aarch64).
+struct alignas(16) Packet {
+  std::atomic<uint64_t> data{0};
+  std::atomic<uint64_t> flag{0};
+};
+
+// Symmetric memory of one rank: staging buffers and packet windows of
+// 2 halves x slots x elems elements, and signal arrays of `world` slots.
+struct RankMemory {
+  std::vector<std::unique_ptr<unsigned char[]>> staging;  // null for windows
+  std::vector<std::unique_ptr<Packet[]>> windows;         // null for staging
+  std::vector<std::unique_ptr<std::atomic<uint64_t>[]>> signals;
+};
+
+class Communicator {
+ public:
+  // Refuses (std::invalid_argument) a plan the CPU executor cannot run safely.
+  Communicator(Plan plan, Options options);
+
+  // One call of the collective on all ranks. inputs[r] / outputs[r] hold at
+  // least input_bytes() / output_bytes() bytes. Throws CollectiveTimeout when
+  // a spin times out; the communicator is then unusable.
+  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+
+  int64_t world() const { return plan_.world; }
+  int64_t input_bytes() const { return plan_.input_elems * plan_.elem_bytes(); }
+  int64_t output_bytes() const { return plan_.output_elems * plan_.elem_bytes(); }
+  int64_t epoch(int64_t rank) const;
+
+ private:
+  friend class RoleThread;
+  std::string signal_name(int64_t sig) const;
+  std::string buffer_name(int64_t buf) const;
+
+  Plan plan_;
+  Options options_;
+  int64_t packet_elems_;  // elements per 8-byte packet
+  std::vector<RankMemory> memory_;
+  std::vector<int64_t> epoch_, prev_;
+  std::string broken_;  // why the communicator cannot run again, or empty
+};
+
+}  // namespace purlin::cpu
