@@ -7,7 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install clean
 
-$(STAMP): pyproject.toml CMakeLists.txt
+# Editing the C++/CUDA runtime reinstalls, which rebuilds purlin._runtime.
+CSRC := $(wildcard csrc/CMakeLists.txt csrc/*.cpp csrc/*/*.cpp csrc/*/*.h csrc/*/*/*.h csrc/cuda/*.cu csrc/cuda/*.cuh)
+
+$(STAMP): pyproject.toml CMakeLists.txt $(CSRC)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
