@@ -1,9 +1,14 @@
 """The default lowering pipeline, in the order passes apply."""
 
-FULL_PIPELINE: tuple[str, ...] = ("coll-expand", "convert-coll-to-snac", "snac-verify")
+FULL_PIPELINE: tuple[str, ...] = (
+    "coll-expand",
+    "convert-coll-to-snac",
+    "snac-verify",
+    "convert-snac-to-atom",
+)
 
-# The lowest level the simulator executes.
-LOWEST_LEVEL = "snac"
+# The lowest level the simulator executes: the plan a runtime runs.
+LOWEST_LEVEL = "plan"
 
 
 def pipeline_spec(passes: tuple[str, ...] = FULL_PIPELINE) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
 from xdsl.universe import Universe
+from xdsl.utils.target import Target
 
 
 def _coll() -> Dialect:
@@ -63,4 +64,21 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-snac-to-atom": _convert_snac_to_atom,
 }
 
-PURLIN_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES)
+def _plan_json() -> type[Target]:
+    from purlin.plan_target import PlanJsonTarget
+
+    return PlanJsonTarget
+
+
+def _plan_bin() -> type[Target]:
+    from purlin.plan_target import PlanBinTarget
+
+    return PlanBinTarget
+
+
+TARGETS: dict[str, Callable[[], type[Target]]] = {
+    "plan-json": _plan_json,
+    "plan-bin": _plan_bin,
+}
+
+PURLIN_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES, all_targets=TARGETS)

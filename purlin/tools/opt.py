@@ -22,7 +22,7 @@ from xdsl.utils.exceptions import (
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from purlin.diagnostics import LocatedParser, verify_located
-from purlin.universe import DIALECTS, PASSES
+from purlin.universe import DIALECTS, PASSES, TARGETS
 
 
 class PurlinOptMain(xDSLOptMain):
@@ -38,6 +38,11 @@ class PurlinOptMain(xDSLOptMain):
         super().register_all_passes()
         for name, factory in PASSES.items():
             self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        for name, factory in TARGETS.items():
+            self.available_targets.setdefault(name, factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
