@@ -2,7 +2,8 @@
 
 atom: lower to Atom IR for options["arch"] and execute the kernels with the
 SNAC scheduler (atom ops are snac ops with a mechanism). plan: build each
-kernel's plan and execute it with the plan machine, the way a runtime would.
+kernel's plan and execute it on options["backend"]: "sim" (the plan machine,
+default), or a runtime backend of purlin.runtime ("cpu", "cuda").
 """
 
 from __future__ import annotations
@@ -49,11 +50,37 @@ def run_plan(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed
             raise SimError(str(e)) from None
         if plan.world != world:
             raise SimError(f"the plan is for world {plan.world}, run on {world} ranks")
-        machine = PlanMachine(plan)
         inputs = args[arg_index(func, op.input, op)]
         outputs = args[arg_index(func, op.output, op)]
+        backend = options.get("backend", "sim")
+        if backend != "sim":
+            _run_backend(plan, backend, inputs, outputs, options)
+            continue
+        machine = PlanMachine(plan)
         try:
             for call in range(options.get("calls", 1)):
                 machine.run(inputs, outputs, seed=seed + call)
         except PlanExecutionError as e:
             raise SimError(str(e)) from None
+
+
+def _run_backend(plan, backend: str, inputs: list[np.ndarray], outputs: list[np.ndarray],
+                 options: dict[str, Any]) -> None:
+    from purlin import runtime
+
+    try:
+        comm = runtime.Communicator(plan, backend, timeout_s=options.get("timeout_s", 10.0),
+                                    name=options.get("name", "collective"))
+        if backend == "cpu":
+            for _ in range(options.get("calls", 1)):
+                comm.run(inputs, outputs)
+            return
+        device_in = [runtime.to_device(a, r) for r, a in enumerate(inputs)]
+        device_out = [runtime.to_device(a, r) for r, a in enumerate(outputs)]
+        for _ in range(options.get("calls", 1)):
+            comm.run(device_in, device_out)
+        comm.synchronize()
+        for r, d in enumerate(device_out):
+            outputs[r][...] = runtime.to_host(d, outputs[r].dtype)
+    except (runtime.CollectiveTimeout, RuntimeError, ValueError, TypeError) as e:
+        raise SimError(f"{backend} backend: {e}") from None

@@ -60,7 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ap.add_argument("--dtype", choices=DTYPE_NAMES, help="element type")
     ap.add_argument("--op", choices=["sum", "max", "min", "prod"], help="reduction (default sum)")
-    ap.add_argument("--level", default="coll", help="simulation level: coll, snac, atom or plan (default coll)")
+    ap.add_argument(
+        "--level", default=None,
+        help="simulation level: coll, snac, atom or plan (default coll; plan with --backend)",
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed of inputs, counts and schedules")
     ap.add_argument(
         "--counts",
@@ -72,6 +75,10 @@ def _parser() -> argparse.ArgumentParser:
         "--dynamic", action="store_true", help="pass the counts as a run-time argument"
     )
     ap.add_argument("--entry", help="function of FILE to run (default: its only one)")
+    ap.add_argument(
+        "--backend", default="sim", choices=["sim", "cpu", "cuda"],
+        help="what executes the plan level: the simulator, or a runtime backend (default sim)",
+    )
     ap.add_argument(
         "--arch", default="sm_90", choices=["sm_80", "sm_90", "sm_100"],
         help="GPU generation for the atom and plan levels (default sm_90)",
@@ -144,6 +151,10 @@ def _named_case(args: argparse.Namespace) -> Case:
         raise UsageError(str(e)) from None
 
 
+def _level(args: argparse.Namespace) -> str:
+    return args.level if args.backend == "sim" else f"{args.level} backend={args.backend}"
+
+
 def _summary(label: str, world: int, dtype: str, op: str | None, nbytes: int, level: str) -> str:
     return f"{label} world={world} dtype={dtype} op={op or '-'} bytes={nbytes} level={level}"
 
@@ -164,7 +175,7 @@ def _copy(args: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
 
 
 def _options(args: argparse.Namespace) -> dict:
-    options: dict = {"arch": args.arch}
+    options: dict = {"arch": args.arch, "backend": args.backend}
     if args.lowering:
         options["lowering"] = args.lowering
     return options
@@ -197,7 +208,7 @@ def _report(summary: str, seconds: float | None, mismatch: Mismatch | str | None
 def _run_named(args: argparse.Namespace) -> int:
     case = _named_case(args)
     levels.get_level(args.level)
-    summary = _summary(case.collective, case.world, case.dtype, case.op, case.bytes, args.level)
+    summary = _summary(case.collective, case.world, case.dtype, case.op, case.bytes, _level(args))
     buffers = case.make_args(args.seed)
     inputs = [a.copy() for a in buffers[0]]
     expected = case.expected(buffers)
@@ -286,7 +297,7 @@ def _run_file(args: argparse.Namespace) -> int:
     data = [b for b in buffers if b[0].dtype != np.int64]
     dtype = dtype_of_array(data[0][0]) if data else "-"
     nbytes = max((b[0].nbytes for b in data), default=0)
-    summary = _summary(f"{args.file.name}@{func.sym_name.data}", world, dtype, op, nbytes, args.level)
+    summary = _summary(f"{args.file.name}@{func.sym_name.data}", world, dtype, op, nbytes, _level(args))
     options = {**_options(args), "entry": func.sym_name.data}
     expected = _copy(buffers)
     try:
@@ -314,6 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if (args.file is None) == (args.collective is None):
             raise UsageError("give either FILE or --collective NAME")
+        if args.backend != "sim":
+            if args.level not in (None, "plan"):
+                raise UsageError(f"--backend {args.backend} runs plans: use --level plan")
+            args.level = "plan"
+        args.level = args.level or "coll"
         return _run_file(args) if args.file is not None else _run_named(args)
     except (UsageError, SimError) as e:
         print(f"purlin-run: error: {e}", file=sys.stderr)
