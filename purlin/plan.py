@@ -118,6 +118,13 @@ class RoleKind(IntEnum):
 
 DTYPES = {"bf16": (0, 2), "f16": (1, 2), "f32": (2, 4), "fp8e4m3": (3, 1), "fp8e5m2": (4, 1)}
 ARCHS = {"sm_80": 80, "sm_90": 90, "sm_100": 100}
+# What multimem.ld_reduce can reduce, by element type (PTX ISA; as atom.MULTIMEM_REDUCE).
+MULTIMEM_REDUCE = {
+    "f32": (RedOp.SUM,),
+    "f16": (RedOp.SUM, RedOp.MAX, RedOp.MIN),
+    "bf16": (RedOp.SUM, RedOp.MAX, RedOp.MIN),
+}
+INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 @dataclass(frozen=True)
@@ -409,6 +416,13 @@ def from_json(text: str) -> Plan:
                 f"plan format version {doc.get('version')} is not supported (this reader reads {VERSION})"
             )
 
+        def num(v, what):
+            # JSON numbers that are not int64 (floats, booleans, huge) would
+            # slip past validate and break encode or a runtime.
+            if isinstance(v, bool) or not isinstance(v, int) or not INT64[0] <= v <= INT64[1]:
+                raise PlanError(f"{what}: {v!r} is not an int64")
+            return v
+
         def enum(kind, name, what):
             try:
                 return kind[str(name).upper()]
@@ -416,15 +430,17 @@ def from_json(text: str) -> Plan:
                 raise PlanError(f"{what}: {name!r} is not a valid {kind.__name__}") from None
 
         def ref(d, what):
-            return Ref(enum(Space, d["space"], what), int(d["rank"]), int(d.get("buf", 0)),
-                       int(d.get("slot", 0)), int(d.get("offset", 0)))
+            return Ref(enum(Space, d["space"], what), num(d["rank"], what), num(d.get("buf", 0), what),
+                       num(d.get("slot", 0), what), num(d.get("offset", 0), what))
 
         def instr(d, what):
             kw = {k: v for k, v in d.items() if k not in ("op", "mech")}
             enums = {"base": Base, "order": Order, "scope": Scope, "redop": RedOp}
-            for k, kind in enums.items():
-                if k in kw:
-                    kw[k] = enum(kind, kw[k], f"{what}: {k}")
+            for k in kw:
+                if k in enums:
+                    kw[k] = enum(enums[k], kw[k], f"{what}: {k}")
+                elif k not in ("dst", "srcs"):
+                    kw[k] = num(kw[k], f"{what}: {k}")
             if "dst" in kw:
                 kw["dst"] = ref(kw["dst"], what)
             if "srcs" in kw:
@@ -433,12 +449,14 @@ def from_json(text: str) -> Plan:
 
         kernel = doc["kernel"]
         plan = Plan(
-            doc["arch"], int(doc["world"]), doc["dtype"], int(doc["input_elems"]),
-            int(doc["output_elems"]), int(doc["advance"]), int(kernel["threads"]),
-            [RoleSpec(enum(RoleKind, r["kind"], "role"), int(r["blocks"])) for r in kernel["roles"]],
-            [BufferSpec(b["name"], enum(BufKind, b["kind"], "buffer"), int(b["slots"]), int(b["elems"]))
-             for b in doc["buffers"]],
-            [SignalSpec(s["name"], int(s["slots"])) for s in doc["signals"]],
+            doc["arch"], num(doc["world"], "world"), doc["dtype"], num(doc["input_elems"], "input_elems"),
+            num(doc["output_elems"], "output_elems"), num(doc["advance"], "advance"),
+            num(kernel["threads"], "threads"),
+            [RoleSpec(enum(RoleKind, r["kind"], "role"), num(r["blocks"], "role blocks"))
+             for r in kernel["roles"]],
+            [BufferSpec(b["name"], enum(BufKind, b["kind"], "buffer"), num(b["slots"], "buffer slots"),
+                        num(b["elems"], "buffer elems")) for b in doc["buffers"]],
+            [SignalSpec(s["name"], num(s["slots"], "signal slots")) for s in doc["signals"]],
             [[[instr(i, f"rank {r} role {k} instruction {n}") for n, i in enumerate(role)]
               for k, role in enumerate(rank)] for r, rank in enumerate(doc["ranks"])],
         )
@@ -452,9 +470,9 @@ def from_json(text: str) -> Plan:
 
 def validate(plan: Plan) -> None:
     """Raise PlanError unless every index, offset and size is inside what it names."""
-    if plan.arch not in ARCHS:
+    if not isinstance(plan.arch, str) or plan.arch not in ARCHS:
         raise PlanError(f"unknown arch {plan.arch!r}")
-    if plan.dtype not in DTYPES:
+    if not isinstance(plan.dtype, str) or plan.dtype not in DTYPES:
         raise PlanError(f"unknown dtype {plan.dtype!r}")
     if plan.world < 1:
         raise PlanError(f"world must be at least 1, got {plan.world}")
@@ -557,7 +575,10 @@ def _check_instr(plan: Plan, rank: int, i: Instr, where: str) -> None:
             if len(i.srcs) != 1:
                 fail(f"a put has one source, got {len(i.srcs)}")
             check_ref(i.srcs[0], "source", writes=False)
-    if i.mech == Mech.MULTIMEM and (plan.dtype.startswith("fp8") or i.redop == RedOp.PROD):
-        fail(f"multimem cannot reduce {plan.dtype} with {i.redop.name.lower()}")
+    if i.mech == Mech.MULTIMEM:
+        if i.op == Op.REDUCE and i.redop not in MULTIMEM_REDUCE.get(plan.dtype, ()):
+            fail(f"multimem cannot reduce {plan.dtype} with {i.redop.name.lower()}")
+        if plan.dtype.startswith("fp8"):
+            fail(f"multimem does not move {plan.dtype}")
     if i.mech in (Mech.BULK, Mech.MULTIMEM) and ARCHS[plan.arch] < 90:
         fail(f"{i.mech.name.lower()} needs sm_90 or newer, the plan targets {plan.arch}")
