@@ -1,0 +1,421 @@
+#include "context.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "kernel.h"
+
+namespace purlin::cuda {
+
+namespace {
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw CudaError(what + ": " + cudaGetErrorString(e));
+}
+
+// Restores the caller's current device, which run() must not change.
+struct DeviceRestore {
+  int device = 0;
+  DeviceRestore() { cudaGetDevice(&device); }
+  ~DeviceRestore() { cudaSetDevice(device); }
+};
+
+int64_t align_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+// cuMemGetAddressRange through the runtime, so the library needs no -lcuda.
+using AddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+AddressRangeFn address_range_fn() {
+  static AddressRangeFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      p = nullptr;
+    return reinterpret_cast<AddressRangeFn>(p);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+Communicator::Communicator(const int64_t* plan_words, int64_t n_words, std::vector<int> devices, double timeout_s,
+                           std::string name)
+    : plan_(decode_plan(plan_words, n_words)),
+      devices_(std::move(devices)),
+      timeout_ns_(static_cast<uint64_t>(timeout_s * 1e9)),
+      name_(std::move(name)) {
+  if (static_cast<int64_t>(devices_.size()) != plan_.world)
+    throw std::invalid_argument(name_ + ": the plan is for " + std::to_string(plan_.world) + " ranks, got " +
+                                std::to_string(devices_.size()) + " devices");
+  if (std::set<int>(devices_.begin(), devices_.end()).size() != devices_.size())
+    throw std::invalid_argument(name_ + ": each rank needs its own GPU (a device is listed twice)");
+  if (!(timeout_s > 0)) throw std::invalid_argument(name_ + ": the timeout must be positive");
+  DeviceRestore restore;
+  try {
+    check_plan_for_devices();
+    check_occupancy();
+    allocate();
+    upload_plans();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Communicator::~Communicator() { release(); }
+
+void Communicator::release() {
+  DeviceRestore restore;
+  for (Rank& r : ranks_) {
+    cudaSetDevice(r.device);
+    cudaDeviceSynchronize();
+    cudaFree(r.symmetric);
+    cudaFree(r.state);
+    cudaFree(r.plan_blob);
+  }
+  ranks_.clear();
+  if (errors_) cudaFreeHost(errors_);
+  errors_ = nullptr;
+  cudaGetLastError();  // nothing above may leave an error behind for the caller
+}
+
+void Communicator::check_plan_for_devices() {
+  int count = 0;
+  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  for (int d : devices_) {
+    if (d < 0 || d >= count)
+      throw std::invalid_argument(name_ + ": device " + std::to_string(d) + " does not exist (" +
+                                  std::to_string(count) + " GPUs visible)");
+    cudaDeviceProp prop;
+    check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
+    // A plan uses its generation's mechanisms: it runs on that generation only.
+    if (prop.major != plan_.arch / 10)
+      throw CudaError(name_ + ": the plan is for sm_" + std::to_string(plan_.arch) + ", GPU " + std::to_string(d) +
+                      " (" + prop.name + ") is sm_" + std::to_string(prop.major * 10 + prop.minor) +
+                      "; lower the collective for this GPU's arch");
+  }
+  const int eb = plan_.elem_bytes();
+  const int per_packet = kPacketDataBytes / eb;
+  int max_staged = 0;
+  for (int64_t rank = 0; rank < plan_.world; ++rank) {
+    for (size_t role = 0; role < plan_.roles.size(); ++role) {
+      int64_t n = 0;
+      const Instr* body = plan_.program(rank, role, &n);
+      for (int64_t k = 0; k < n; ++k) {
+        const Instr& in = body[k];
+        auto fail = [&](const std::string& msg) {
+          throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + " role " + std::to_string(role) +
+                                      " instruction " + std::to_string(k) + ": " + msg);
+        };
+        if (in.mech == Mech::Multimem)
+          fail("uses multimem, which needs an NVLink multicast object; this runtime never creates one "
+               "(multicast is off on the machines it targets): lower without multimem");
+        if (in.mech == Mech::CopyEngine) fail("uses copy_engine, which the kernel executor does not implement");
+        if (in.src_count > kMaxSources)
+          fail(std::to_string(in.src_count) + " sources, the executor takes at most " + std::to_string(kMaxSources));
+        const bool data = in.op == Op::Copy || in.op == Op::Reduce;
+        if (data && in.dst < 0) fail("has no destination");
+        if ((in.op == Op::Copy || in.op == Op::Put) && in.src_count != 1) fail("needs exactly one source");
+        if (in.op == Op::Reduce && (in.src_count < 1 || in.redop == RedOp::None)) fail("needs sources and a reduction");
+        if ((in.op == Op::Put || in.op == Op::WaitPackets) && in.offset % per_packet)
+          fail("window offset " + std::to_string(in.offset) + " does not start a packet");
+        auto check_ref = [&](int64_t index, bool writes) {
+          const Ref& r = plan_.refs[index];
+          if ((r.space == Space::Input || r.space == Space::Output) && r.rank != rank)
+            fail("names rank " + std::to_string(r.rank) + "'s user buffer; only the own rank's is mapped");
+          if (writes && (r.space == Space::Input || r.space == Space::Window))
+            fail(r.space == Space::Input ? "writes the input" : "writes a packet window other than by put");
+          const bool staged = r.space == Space::Staging, windowed = r.space == Space::Window;
+          if ((staged && plan_.buffers[r.buf].kind != BufKind::Staging) ||
+              (windowed && plan_.buffers[r.buf].kind != BufKind::Packets))
+            fail("uses buffer " + std::to_string(r.buf) + " as the wrong kind");
+        };
+        if (in.dst >= 0) check_ref(in.dst, true);
+        for (int64_t s = 0; s < in.src_count; ++s) check_ref(in.src_first + s, false);
+        if (data && (in.mech == Mech::CpAsync || in.mech == Mech::Bulk))
+          max_staged = std::max<int>(max_staged, in.op == Op::Reduce ? in.src_count : 1);
+      }
+    }
+  }
+  for (const Role& r : plan_.roles) grid_ += static_cast<int>(r.blocks);
+  smem_bytes_ = static_cast<int>(
+      std::min<int64_t>(int64_t(kPipelineStages) * max_staged * plan_.threads * 16, kMaxPipelineSmem));
+}
+
+void Communicator::check_occupancy() {
+  const void* kernel = plan_kernel(plan_.dtype);
+  for (int d : devices_) {
+    check(cudaSetDevice(d), "cudaSetDevice");
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_),
+          "setting the executor's shared memory");
+    int per_sm = 0, sms = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(plan_.threads),
+                                                        smem_bytes_),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "cudaDeviceGetAttribute");
+    // Producers and consumers spin on each other inside the kernel.
+    if (int64_t(per_sm) * sms < grid_)
+      throw CudaError(name_ + ": the plan needs " + std::to_string(grid_) + " co-resident blocks of " +
+                      std::to_string(plan_.threads) + " threads (" + std::to_string(smem_bytes_) +
+                      " bytes of shared memory each); GPU " + std::to_string(d) + " holds only " +
+                      std::to_string(per_sm) + " per SM x " + std::to_string(sms) + " SMs");
+  }
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    for (size_t j = 0; j < devices_.size(); ++j) {
+      if (i == j) continue;
+      int ok = 0;
+      check(cudaDeviceCanAccessPeer(&ok, devices_[i], devices_[j]), "cudaDeviceCanAccessPeer");
+      if (!ok)
+        throw CudaError(name_ + ": GPU " + std::to_string(devices_[i]) + " cannot access GPU " +
+                        std::to_string(devices_[j]) +
+                        "'s memory (no peer access); this backend needs every pair of GPUs peer-connected");
+      check(cudaSetDevice(devices_[i]), "cudaSetDevice");
+      const cudaError_t e = cudaDeviceEnablePeerAccess(devices_[j], 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled)
+        cudaGetLastError();
+      else
+        check(e, "cudaDeviceEnablePeerAccess");
+    }
+  }
+}
+
+void Communicator::allocate() {
+  const int64_t eb = plan_.elem_bytes();
+  const int64_t per_packet = kPacketDataBytes / eb;
+  int64_t at = 0;
+  for (const Buffer& b : plan_.buffers) {
+    buffer_offsets_.push_back(at);
+    const int64_t bytes = b.kind == BufKind::Staging
+                              ? 2 * b.slots * b.elems * eb
+                              : 2 * plan_.world * ((b.elems + per_packet - 1) / per_packet) * kPacketBytes;
+    at = align_up(at + bytes, 256);
+  }
+  for (int64_t slots : plan_.signal_slots) {
+    signal_offsets_.push_back(at);
+    at = align_up(at + slots * int64_t(sizeof(uint64_t)), 256);
+  }
+  symmetric_bytes_ = std::max<int64_t>(at, 256);
+  check(cudaHostAlloc(reinterpret_cast<void**>(&errors_), plan_.world * sizeof(ErrorRecord) + sizeof(int32_t),
+                      cudaHostAllocMapped | cudaHostAllocPortable),
+        "allocating the error records");
+  std::memset(errors_, 0, plan_.world * sizeof(ErrorRecord) + sizeof(int32_t));
+  for (int64_t rank = 0; rank < plan_.world; ++rank) {
+    Rank r;
+    r.device = devices_[rank];
+    ranks_.push_back(r);
+    Rank& mine = ranks_.back();
+    check(cudaSetDevice(mine.device), "cudaSetDevice");
+    check(cudaMalloc(&mine.symmetric, symmetric_bytes_), "allocating symmetric memory");
+    check(cudaMemset(mine.symmetric, 0, symmetric_bytes_), "zeroing symmetric memory");
+    int64_t n_instrs = 0;
+    for (size_t role = 0; role < plan_.roles.size(); ++role) n_instrs += plan_.directory[rank * plan_.roles.size() + role].second;
+    const size_t state_bytes = sizeof(EpochState) + n_instrs * sizeof(uint32_t);
+    check(cudaMalloc(&mine.state, state_bytes), "allocating the epoch state");
+    check(cudaMemset(mine.state, 0, state_bytes), "zeroing the epoch state");
+  }
+}
+
+void Communicator::upload_plans() {
+  const int n_roles = static_cast<int>(plan_.roles.size());
+  const int n_buffers = static_cast<int>(plan_.buffers.size());
+  const int n_signals = static_cast<int>(plan_.signal_slots.size());
+  const int64_t per_packet = kPacketDataBytes / plan_.elem_bytes();
+  for (int rank = 0; rank < world(); ++rank) {
+    Rank& mine = ranks_[rank];
+    std::vector<DevRole> roles;
+    std::vector<DevInstr> instrs;
+    std::vector<DevRef> refs;
+    auto dev_ref = [](const Ref& r) {
+      return DevRef{int32_t(r.space), int32_t(r.rank), int32_t(r.buf), int32_t(r.slot), r.offset};
+    };
+    int first_block = 0;
+    for (int role = 0; role < n_roles; ++role) {
+      int64_t n = 0;
+      const Instr* body = plan_.program(rank, role, &n);
+      roles.push_back({first_block, int32_t(plan_.roles[role].blocks), int32_t(instrs.size()), int32_t(n)});
+      first_block += static_cast<int>(plan_.roles[role].blocks);
+      for (int64_t k = 0; k < n; ++k) {
+        const Instr& in = body[k];
+        DevInstr d{};
+        d.op = int32_t(in.op);
+        d.mech = int32_t(in.mech);
+        d.order = int32_t(in.order);
+        d.redop = int32_t(in.redop);
+        d.elems = in.elems;
+        d.sig = int32_t(in.sig);
+        d.peer = int32_t(in.peer);
+        d.slot = int32_t(in.slot);
+        d.base = int32_t(in.base);
+        d.rel = in.rel;
+        d.buf = int32_t(in.buf);
+        d.offset = in.offset;
+        d.src_count = int32_t(in.src_count);
+        d.src_first = int32_t(refs.size());
+        for (int64_t s = 0; s < in.src_count; ++s) refs.push_back(dev_ref(plan_.refs[in.src_first + s]));
+        d.has_dst = in.dst >= 0;
+        if (d.has_dst) d.dst = dev_ref(plan_.refs[in.dst]);
+        instrs.push_back(d);
+      }
+    }
+    std::vector<DevBuffer> buffers;
+    for (const Buffer& b : plan_.buffers)
+      buffers.push_back({int32_t(b.kind), 0, b.slots, b.elems, (b.elems + per_packet - 1) / per_packet});
+    std::vector<char*> bases, multicast(n_buffers, nullptr);
+    std::vector<uint64_t*> signals;
+    for (int r = 0; r < world(); ++r) {
+      for (int b = 0; b < n_buffers; ++b) bases.push_back(ranks_[r].symmetric + buffer_offsets_[b]);
+      for (int s = 0; s < n_signals; ++s)
+        signals.push_back(reinterpret_cast<uint64_t*>(ranks_[r].symmetric + signal_offsets_[s]));
+    }
+
+    // One blob: the DevPlan, then each table, 16-byte aligned.
+    std::vector<std::pair<const void*, size_t>> tables = {
+        {roles.data(), roles.size() * sizeof(DevRole)},       {instrs.data(), instrs.size() * sizeof(DevInstr)},
+        {refs.data(), refs.size() * sizeof(DevRef)},          {buffers.data(), buffers.size() * sizeof(DevBuffer)},
+        {bases.data(), bases.size() * sizeof(char*)},         {signals.data(), signals.size() * sizeof(uint64_t*)},
+        {multicast.data(), multicast.size() * sizeof(char*)},
+    };
+    std::vector<size_t> offsets;
+    size_t at = align_up(sizeof(DevPlan), 16);
+    for (const auto& t : tables) {
+      offsets.push_back(at);
+      at = align_up(at + t.second, 16);
+    }
+    check(cudaSetDevice(mine.device), "cudaSetDevice");
+    check(cudaMalloc(&mine.plan_blob, at), "allocating the device plan");
+    std::vector<char> blob(at, 0);
+    for (size_t i = 0; i < tables.size(); ++i)
+      if (tables[i].second) std::memcpy(blob.data() + offsets[i], tables[i].first, tables[i].second);
+    DevPlan p{};
+    p.rank = rank;
+    p.world = world();
+    p.elem_bytes = plan_.elem_bytes();
+    p.threads = static_cast<int32_t>(plan_.threads);
+    p.n_roles = n_roles;
+    p.n_buffers = n_buffers;
+    p.n_signals = n_signals;
+    p.smem_bytes = smem_bytes_;
+    p.advance = plan_.advance;
+    p.timeout_ns = timeout_ns_;
+    p.roles = reinterpret_cast<const DevRole*>(mine.plan_blob + offsets[0]);
+    p.instrs = reinterpret_cast<const DevInstr*>(mine.plan_blob + offsets[1]);
+    p.refs = reinterpret_cast<const DevRef*>(mine.plan_blob + offsets[2]);
+    p.buffers = reinterpret_cast<const DevBuffer*>(mine.plan_blob + offsets[3]);
+    p.buffer_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[4]);
+    p.signal_bases = reinterpret_cast<uint64_t* const*>(mine.plan_blob + offsets[5]);
+    p.multicast_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[6]);
+    p.state = mine.state;
+    void* error = nullptr;
+    check(cudaHostGetDevicePointer(&error, errors_ + rank, 0), "mapping the error records");
+    p.error = static_cast<ErrorRecord*>(error);
+    void* abort = nullptr;
+    check(cudaHostGetDevicePointer(&abort, errors_ + world(), 0), "mapping the abort flag");
+    p.abort = static_cast<volatile int32_t*>(abort);
+    std::memcpy(blob.data(), &p, sizeof(p));
+    check(cudaMemcpy(mine.plan_blob, blob.data(), at, cudaMemcpyHostToDevice), "uploading the device plan");
+  }
+}
+
+void Communicator::check_pointer(int rank, uintptr_t ptr, int64_t bytes, const char* what) const {
+  if (bytes == 0) return;
+  const std::string where = name_ + ": rank " + std::to_string(rank) + " " + what;
+  if (ptr % 16) throw std::invalid_argument(where + " is not 16-byte aligned");
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, reinterpret_cast<const void*>(ptr)) != cudaSuccess) {
+    cudaGetLastError();
+    throw std::invalid_argument(where + " is not a CUDA pointer");
+  }
+  if ((a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device != devices_[rank])
+    throw std::invalid_argument(where + " is not memory of GPU " + std::to_string(devices_[rank]));
+  if (AddressRangeFn range = address_range_fn()) {
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (range(&base, &size, static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS && ptr + bytes > base + size)
+      throw std::invalid_argument(where + " holds " + std::to_string(base + size - ptr) + " bytes, the plan needs " +
+                                  std::to_string(bytes));
+  }
+}
+
+void Communicator::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+                       const std::vector<uintptr_t>& streams) {
+  if (failed_)
+    throw CudaError(name_ + ": this communicator timed out earlier and its epochs are inconsistent; create a new one");
+  check_recorded_errors();
+  const size_t w = devices_.size();
+  if (inputs.size() != w || outputs.size() != w || streams.size() != w)
+    throw std::invalid_argument(name_ + ": run needs one input, output and stream per rank (" + std::to_string(w) +
+                                ")");
+  const int64_t eb = plan_.elem_bytes();
+  DeviceRestore restore;
+  for (int rank = 0; rank < world(); ++rank) {
+    check(cudaSetDevice(devices_[rank]), "cudaSetDevice");
+    check_pointer(rank, inputs[rank], plan_.input_elems * eb, "input");
+    check_pointer(rank, outputs[rank], plan_.output_elems * eb, "output");
+  }
+  const void* kernel = plan_kernel(plan_.dtype);
+  for (int rank = 0; rank < world(); ++rank) {
+    check(cudaSetDevice(devices_[rank]), "cudaSetDevice");
+    const void* plan = ranks_[rank].plan_blob;
+    char* in = reinterpret_cast<char*>(inputs[rank]);
+    char* out = reinterpret_cast<char*>(outputs[rank]);
+    void* args[] = {&plan, &in, &out};
+    check(cudaLaunchKernel(kernel, dim3(grid_), dim3(static_cast<unsigned>(plan_.threads)), args, smem_bytes_,
+                           reinterpret_cast<cudaStream_t>(streams[rank])),
+          name_ + ": launching rank " + std::to_string(rank));
+  }
+}
+
+void Communicator::synchronize() {
+  DeviceRestore restore;
+  std::string cuda_error;
+  for (const Rank& r : ranks_) {
+    cudaSetDevice(r.device);
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess && cuda_error.empty())
+      cuda_error = name_ + ": GPU " + std::to_string(r.device) + ": " + cudaGetErrorString(e);
+  }
+  check_recorded_errors();
+  if (!cuda_error.empty()) throw CudaError(cuda_error);
+}
+
+void Communicator::check_recorded_errors() {
+  std::ostringstream msg;
+  int found = 0;
+  for (int rank = 0; rank < world(); ++rank) {
+    const volatile ErrorRecord& e = errors_[rank];
+    if (!e.valid) continue;
+    msg << (found++ ? "\n" : "") << name_ << ": rank " << e.rank << " (GPU " << devices_[rank]
+        << ") timed out after " << timeout_ns_ / 1e9 << " s in role " << e.role << " instruction " << e.instr
+        << ": ";
+    if (e.is_packets)
+      msg << "packet " << e.packet << " from rank " << e.slot << " in window buffer " << e.array
+          << " has flag " << e.seen << ", expected >= " << e.awaited;
+    else
+      msg << "signals[" << e.array << "][" << e.slot << "] is " << e.seen << ", expected >= " << e.awaited;
+    msg << " (epoch " << e.epoch << ")";
+  }
+  failed_ |= found > 0;
+  if (found)
+    throw TimeoutError(msg.str() +
+                       "\nthe peer never signalled: it hung, was not launched, ran another plan or call sequence, "
+                       "or the plan is wrong");
+}
+
+uint64_t Communicator::epoch(int rank) {
+  if (rank < 0 || rank >= world())
+    throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + " is outside world " +
+                                std::to_string(world()));
+  DeviceRestore restore;
+  check(cudaSetDevice(devices_[rank]), "cudaSetDevice");
+  check(cudaDeviceSynchronize(), name_ + ": synchronizing GPU " + std::to_string(devices_[rank]));
+  uint64_t e = 0;
+  check(cudaMemcpy(&e, &ranks_[rank].state->epoch, sizeof(e), cudaMemcpyDeviceToHost), "reading the epoch");
+  return e;
+}
+
+}  // namespace purlin::cuda
