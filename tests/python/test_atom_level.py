@@ -1,0 +1,313 @@
+"""Translation validation at the atom and plan levels: the Atom IR that
+convert-snac-to-atom writes for each GPU generation, executed by the SNAC
+scheduler (atom), and the plans atom-to-plan expands it into, executed by the
+plan machine the way a runtime would (plan), agree with the independent numpy
+reference of each named collective, for every strategy and generation."""
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import UnitAttr
+from xdsl.dialects.func import ReturnOp
+
+from purlin import plan as P
+from purlin.dialects import atom
+from purlin.dialects.coll import NamedCollective
+from purlin.plan_builder import build_plan
+from purlin.sim import SimError, reference
+from purlin.sim.atom_level import run_atom, run_plan
+from purlin.sim.collectives import COLLECTIVES, Case, counts_for
+from purlin.sim.dtypes import DTYPE_NAMES, compare
+from purlin.sim.ir import entry_function, lower
+from purlin.sim.levels import LEVELS
+from purlin.sim.plan_exec import PlanMachine
+from purlin.sim.snac_level import arg_index, counts_of, passes, run_programs
+
+# 16-byte chunks and two slots per half: a few hundred bytes already go round
+# the slots several times, so slot reuse is exercised at every world size.
+SMALL = "chunk-bytes=16 slots=2"
+LOWERINGS = {
+    "latency": "regime=latency",
+    "latency-composed": "regime=latency strategy=composed",
+    "direct": f"regime=throughput strategy=direct {SMALL}",
+    "composed": f"regime=throughput strategy=composed {SMALL}",
+    "copy": f"regime=throughput strategy=copy {SMALL}",
+}
+LEVEL_RUNNERS = {"atom": run_atom, "plan": run_plan}
+ARCHS = ("sm_80", "sm_90", "sm_100")
+
+
+def strategies(name, dynamic=False):
+    info = COLLECTIVES[name]
+    if not info.reduces:
+        return ["latency", "copy"]
+    # Composed needs a name with several destinations: only all_reduce has one.
+    if name == "all_reduce" and not dynamic:
+        return ["latency", "latency-composed", "direct", "composed"]
+    return ["latency", "direct"]
+
+
+PAIRS = [(n, s) for n in COLLECTIVES for s in strategies(n)]
+WORLDS = (2, 3, 4, 8)  # world 16 is slow: a subset of its own below
+# Per-rank unit: empty, one element, odd (cycles the slots), a few hundred bytes.
+SIZES = (0, 1, 37, 300)
+OPS = ("sum", "max", "min", "prod")
+
+
+def make_case(name, world, dtype, op, count, seed=0, dynamic=False):
+    info = COLLECTIVES[name]
+    if info.variable:
+        return Case(name, world, dtype, op, counts=counts_for(name, world, count * world, seed),
+                    dynamic=dynamic)
+    return Case(name, world, dtype, op, count)
+
+
+def default_op(name):
+    return "sum" if COLLECTIVES[name].reduces else None
+
+
+def check(case, strategy, level, arch, seed=0, calls=1, module=None):
+    args = case.make_args(seed)
+    inputs = [a.copy() for a in args[0]]
+    expected = case.expected(args)
+    options = {"lowering": LOWERINGS[strategy], "calls": calls, "arch": arch}
+    LEVEL_RUNNERS[level](module or case.build_module(), args, world=case.world, seed=seed, options=options)
+    mismatch = compare(args[1], expected, case.dtype, case.op, case.contributions, 8.0, "%out")
+    assert mismatch is None, f"{case} {strategy} {level} {arch}: {mismatch}"
+    assert compare(args[0], inputs, case.dtype, what="%in") is None
+
+
+@pytest.mark.parametrize("count", SIZES)
+@pytest.mark.parametrize("world", WORLDS)
+@pytest.mark.parametrize("name, strategy", PAIRS)
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("level", LEVEL_RUNNERS)
+def test_matches_reference(level, arch, name, strategy, world, count):
+    case = make_case(name, world, "bf16", default_op(name), count, seed=world * 1000 + count)
+    check(case, strategy, level, arch, seed=count)
+
+
+# World 16: every pair at the plan level on one generation each (they take
+# turns), and at the atom level on sm_90.
+WORLD_16 = [("plan", ARCHS[k % 3], n, s) for k, (n, s) in enumerate(PAIRS)] + [
+    ("atom", "sm_90", n, s) for n, s in PAIRS
+]
+
+
+@pytest.mark.parametrize("level, arch, name, strategy", WORLD_16)
+def test_world_16(level, arch, name, strategy):
+    case = make_case(name, 16, "f16", default_op(name), 37, seed=16)
+    check(case, strategy, level, arch, seed=1)
+
+
+@pytest.mark.parametrize("world", (3, 8))
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("name, strategy", PAIRS)
+@pytest.mark.parametrize("level", LEVEL_RUNNERS)
+def test_dtypes_match_reference(level, name, strategy, dtype, world):
+    # Generations take turns by dtype; f32 on sm_100 exercises packed f32x2.
+    arch = {"f32": "sm_100", "bf16": "sm_80", "f16": "sm_90"}.get(dtype, ARCHS[world % 3])
+    case = make_case(name, world, dtype, default_op(name), 37, seed=world)
+    check(case, strategy, level, arch, seed=world)
+
+
+REDUCING = [n for n, c in COLLECTIVES.items() if c.reduces]
+REDUCTION_CASES = [
+    (op, dtype)
+    for op in OPS[1:]
+    for dtype in ("bf16", "f32", "fp8e4m3")
+    if not (op == "prod" and dtype.startswith("fp8"))
+]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("op, dtype", REDUCTION_CASES)
+@pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in REDUCING])
+def test_reductions_match_reference(name, strategy, op, dtype, arch):
+    check(make_case(name, 3, dtype, op, 37, seed=3), strategy, "plan", arch, seed=3)
+
+
+VARIABLE = [n for n, c in COLLECTIVES.items() if c.variable]
+
+
+@pytest.mark.parametrize("world", (2, 3, 8, 16))
+@pytest.mark.parametrize(
+    "name, strategy", [(n, s) for n in VARIABLE for s in strategies(n, dynamic=True)]
+)
+@pytest.mark.parametrize("level", LEVEL_RUNNERS)
+def test_dynamic_counts_match_reference(level, name, strategy, world):
+    case = make_case(name, world, "bf16", default_op(name), 23, seed=world, dynamic=True)
+    assert 0 in case.flat_counts(), "the V cases must include zero-size ranks"
+    check(case, strategy, level, ARCHS[world % 3], seed=world)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in VARIABLE])
+@pytest.mark.parametrize("level", LEVEL_RUNNERS)
+def test_v_forms_with_one_rank_holding_everything(level, name, strategy, arch):
+    op = default_op(name)
+    matrix = COLLECTIVES[name].matrix
+    counts = [[0, 0, 45, 0]] * 4 if matrix else [0, 0, 45, 0]
+    check(Case(name, 4, "f32", op, counts=counts), strategy, level, arch)
+    zeros = [[0] * 4] * 4 if matrix else [0] * 4
+    check(Case(name, 4, "f32", op, counts=zeros), strategy, level, arch)
+    # The same counts bound at run time.
+    check(Case(name, 4, "f32", op, counts=counts, dynamic=True), strategy, level, arch)
+    check(Case(name, 4, "f32", op, counts=zeros, dynamic=True), strategy, level, arch)
+
+
+@pytest.mark.parametrize("world", (3, 8))
+@pytest.mark.parametrize("name, strategy", PAIRS)
+@pytest.mark.parametrize("level", LEVEL_RUNNERS)
+def test_repeated_calls(level, name, strategy, world):
+    # Three calls in a row: epochs advance and the staging halves alternate,
+    # so a stale flag or a half still being read would show here.
+    case = make_case(name, world, "bf16", default_op(name), 37, seed=world)
+    check(case, strategy, level, ARCHS[world % 3], seed=1, calls=3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(
+    "name, strategy",
+    [("all_reduce", "composed"), ("all_reduce", "latency"), ("reduce_scatter_v", "direct"),
+     ("all_to_all_v", "copy")],
+)
+def test_plan_scheduler_seeds(name, strategy, seed):
+    # Each seed is another interleaving of the plan's (rank, role) programs.
+    case = make_case(name, 4, "bf16", default_op(name), 37, seed=4)
+    check(case, strategy, "plan", "sm_90", seed=seed, calls=2)
+
+
+# -- deterministic reductions ------------------------------------------------------
+
+
+def deterministic_module(case):
+    module = case.build_module()
+    (op,) = [o for o in module.walk() if isinstance(o, NamedCollective)]
+    op.properties["deterministic"] = UnitAttr()
+    return module
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in REDUCING])
+def test_deterministic_reductions_are_bit_exact_in_the_plan(name, strategy, arch):
+    case = make_case(name, 8, "f32", "sum", 37, seed=8)
+    args = case.make_args(0)
+    rng = np.random.default_rng(0)
+    for a in args[0]:
+        a[:] = rng.standard_normal(a.size) * np.exp2(rng.integers(-24, 24, a.size))
+    inputs = [a.copy() for a in args[0]]
+    assert not np.array_equal(reference.reduce_f32(inputs, "sum"),
+                              reference.reduce_f32(inputs[::-1], "sum"))
+    expected = case.expected(args)
+    run_plan(deterministic_module(case), args, world=8, seed=3,
+             options={"lowering": LOWERINGS[strategy], "arch": arch})
+    mismatch = compare(args[1], expected, "f32", None, what="%out")
+    assert mismatch is None, f"{case} {strategy} {arch} deterministic: {mismatch}"
+
+
+# -- what each generation's plans use -------------------------------------------------
+
+
+def plans(case, lowering, arch, multimem=False):
+    mm = " multimem=true" if multimem else ""
+    module = lower(case.build_module(),
+                   f"{passes({'lowering': lowering})},convert-snac-to-atom{{arch={arch}{mm}}}")
+    func = entry_function(module, None)
+    kernels = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
+    return func, kernels
+
+
+def mechs(plan):
+    return {(i.op, i.mech) for rank in plan.programs for role in rank for i in role}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_mechanisms_by_generation(arch):
+    # 16 KiB units: bulk staging from sm_90 on.
+    case = make_case("all_reduce", 2, "f32", "sum", 8192)
+    _, (kernel,) = plans(case, "regime=throughput strategy=direct chunk-bytes=16384", arch)
+    used = mechs(build_plan(kernel))
+    stage = P.Mech.CP_ASYNC if arch == "sm_80" else P.Mech.BULK
+    assert (P.Op.COPY, stage) in used
+    assert (P.Op.REDUCE, P.Mech.CP_ASYNC) in used
+    assert not {m for _, m in used} & {P.Mech.MULTIMEM, P.Mech.VECTOR, P.Mech.COPY_ENGINE}
+    if arch == "sm_100":
+        reduces = [op for op in kernel.walk() if isinstance(op, atom.ReduceOp)]
+        assert reduces and all(op.packed_f32x2 is not None and op.width.value.data == 32 for op in reduces)
+
+
+# -- multimem: semantically a reduce -------------------------------------------------
+
+
+def run_multimem(case, strategy, arch="sm_90", seed=0, calls=1):
+    """The plan level with convert-snac-to-atom{multimem=true}: the plan
+    machine reduces a multimem instruction like any other reduce."""
+    args = case.make_args(seed)
+    expected = case.expected(args)
+    func, kernels = plans(case, LOWERINGS[strategy], arch, multimem=True)
+    assert kernels and all(k.multimem is not None for k in kernels)
+    used = set()
+    for op in func.body.ops:
+        if isinstance(op, ReturnOp):
+            break
+        plan = build_plan(op, counts_of(func, op, args))
+        used |= {m for _, m in mechs(plan)}
+        machine = PlanMachine(plan)
+        for call in range(calls):
+            machine.run(args[arg_index(func, op.input, op)], args[arg_index(func, op.output, op)],
+                        seed=seed + call)
+    mismatch = compare(args[1], expected, case.dtype, case.op, case.contributions, 8.0, "%out")
+    assert mismatch is None, f"{case} {strategy} multimem: {mismatch}"
+    return used
+
+
+MULTIMEM_CASES = [
+    (n, s, dtype, op)
+    for n, s in PAIRS if n in REDUCING
+    for dtype, op in (("bf16", "sum"), ("bf16", "max"), ("f16", "min"), ("f32", "sum"))
+]
+
+
+@pytest.mark.parametrize("name, strategy, dtype, op", MULTIMEM_CASES)
+def test_multimem_plans_run_on_the_plan_simulator(name, strategy, dtype, op):
+    case = make_case(name, 4, dtype, op, 37, seed=4)
+    used = run_multimem(case, strategy, calls=2)
+    assert P.Mech.MULTIMEM in used
+
+
+@pytest.mark.parametrize("dtype, op", [("f32", "max"), ("bf16", "prod"), ("fp8e4m3", "sum")])
+def test_multimem_falls_back_where_the_switch_cannot_reduce(dtype, op):
+    used = run_multimem(make_case("all_reduce", 3, dtype, op, 37), "direct", arch="sm_100")
+    assert P.Mech.MULTIMEM not in used
+
+
+def test_multimem_at_the_atom_level():
+    case = make_case("all_reduce", 3, "bf16", "sum", 37, seed=3)
+    args = case.make_args(0)
+    expected = case.expected(args)
+    func, _ = plans(case, LOWERINGS["composed"], "sm_90", multimem=True)
+    run_programs(func, args, world=3, seed=0, calls=2)
+    assert compare(args[1], expected, "bf16", "sum", case.contributions, 8.0) is None
+
+
+# -- the levels themselves -------------------------------------------------------------
+
+
+def test_registry_has_atom_and_plan():
+    assert LEVELS["atom"] is run_atom
+    assert LEVELS["plan"] is run_plan
+
+
+@pytest.mark.parametrize("level", LEVEL_RUNNERS)
+def test_wrong_world_is_a_clear_error(level):
+    case = make_case("all_gather", 4, "bf16", None, 3)
+    args = case.make_args(0)
+    with pytest.raises(SimError, match="is for world 4, run on 3 ranks"):
+        LEVEL_RUNNERS[level](case.build_module(), [a[:3] for a in args], world=3, options={})
+
+
+@pytest.mark.parametrize("level", LEVEL_RUNNERS)
+def test_unknown_arch_is_refused(level):
+    case = make_case("all_gather", 2, "bf16", None, 3)
+    with pytest.raises(Exception, match="unknown arch 'sm_70'"):
+        LEVEL_RUNNERS[level](case.build_module(), case.make_args(0), world=2, options={"arch": "sm_70"})
