@@ -162,17 +162,18 @@ __device__ void signal(const Call& c, const DevInstr& in, int counter, int block
     st_relaxed_sys(slot, value);
 }
 
+__device__ bool all_aligned(const Span& dst, const Span* srcs, int n_srcs, int width) {
+  if (!aligned(dst, width)) return false;
+  for (int k = 0; k < n_srcs; ++k)
+    if (!aligned(srcs[k], width)) return false;
+  return true;
+}
+
 // The widest access (a power of two in [unit, widest]) at which every span is
 // aligned.
 __device__ int widest_access(const Span& dst, const Span* srcs, int n_srcs, int unit, int widest) {
   int w = widest;
-  auto fits = [&](int width) {
-    if (!aligned(dst, width)) return false;
-    for (int k = 0; k < n_srcs; ++k)
-      if (!aligned(srcs[k], width)) return false;
-    return true;
-  };
-  while (w > unit && !fits(w)) w /= 2;
+  while (w > unit && !all_aligned(dst, srcs, n_srcs, w)) w /= 2;
   return w;
 }
 
@@ -194,8 +195,11 @@ __device__ void move_registers(const Span& dst, const Span* srcs, int n_srcs, bo
                                int64_t bytes, Part part) {
   constexpr int elem = Elem<D>::bytes;
   const int unit = reduce ? elem : 1;
-  // At most 16 accumulators per thread, so fp8 chunks stay in registers.
-  const int w = widest_access(dst, srcs, n_srcs, unit, reduce ? min(kWidestAccess, 16 * elem) : kWidestAccess);
+  // At most 16 accumulators per thread, so fp8 chunks stay in registers;
+  // chunks start at `from`, so they are no wider than its alignment.
+  int widest = reduce ? min(kWidestAccess, 16 * elem) : kWidestAccess;
+  while (from % widest) widest /= 2;
+  const int w = widest_access(dst, srcs, n_srcs, unit, max(widest, unit));
   const int64_t chunks = (bytes - from) / w;
   switch (w) {
     case 32: move_at<D, 32>(dst, srcs, n_srcs, reduce, op, from, chunks, part); break;
@@ -239,18 +243,15 @@ __device__ void copy_or_reduce(const Call& c, const DevInstr& in) {
   } else if (mech == Mech::CpAsync || mech == Mech::Bulk) {
     const int n_staged = reduce ? in.src_count : 1;
     const int tile_bytes = p.smem_bytes / (kPipelineStages * n_staged) / 16 * 16;
-    if (tile_bytes >= 16 && widest_access(dst, srcs, in.src_count, 16, 16) == 16 && !is_packets(dst)) {
-      bool linear = true;
-      for (int k = 0; k < in.src_count; ++k) linear &= !is_packets(srcs[k]);
-      if (linear) {
-        extern __shared__ __align__(128) char smem[];
-        const int64_t vecs = bytes / 16;
-        if (mech == Mech::Bulk)
-          sm90::pipelined_bulk<D, ArchCombine>(dst, srcs, n_staged, reduce, in.redop, vecs, smem, tile_bytes, c.part);
-        else
-          sm80::pipelined<D, ArchCombine>(dst, srcs, n_staged, reduce, in.redop, vecs, smem, tile_bytes, c.part);
-        done = vecs * 16;
-      }
+    // Pipelines move whole 16-byte vectors of linear memory (packets are never 16-byte aligned spans).
+    if (tile_bytes >= 16 && all_aligned(dst, srcs, in.src_count, 16)) {
+      extern __shared__ __align__(128) char smem[];
+      const int64_t vecs = bytes / 16;
+      if (mech == Mech::Bulk)
+        sm90::pipelined_bulk<D, ArchCombine>(dst, srcs, n_staged, reduce, in.redop, vecs, smem, tile_bytes, c.part);
+      else
+        sm80::pipelined<D, ArchCombine>(dst, srcs, n_staged, reduce, in.redop, vecs, smem, tile_bytes, c.part);
+      done = vecs * 16;
     }
   }
   if (done < bytes) move_registers<D>(dst, srcs, in.src_count, reduce, in.redop, done, bytes, c.part);
