@@ -7,9 +7,6 @@ FULL_PIPELINE: tuple[str, ...] = (
     "convert-snac-to-atom",
 )
 
-# The lowest level the simulator executes: the plan a runtime runs.
-LOWEST_LEVEL = "plan"
-
 
 def pipeline_spec(passes: tuple[str, ...] = FULL_PIPELINE) -> str:
     return ",".join(passes)

@@ -3,6 +3,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cuda_runtime.h>
+
 #include "context.h"
 
 namespace py = pybind11;
@@ -26,6 +28,14 @@ void register_bindings(py::module_& m) {
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("world", &Communicator::world);
+  m.def(
+      "cuda_device_count",
+      [] {
+        int n = 0;
+        // No driver or no device both mean: nothing to run on.
+        return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+      },
+      "Number of visible CUDA devices (0 when there is no usable driver).");
 }
 
 }  // namespace purlin::cuda

@@ -45,6 +45,13 @@ def available_backends() -> tuple[str, ...]:
     return tuple(_runtime.backends)
 
 
+def default_backend() -> str:
+    """"cuda" when this build has the CUDA backend and a GPU is visible, else "cpu"."""
+    if "cuda" in available_backends() and _runtime.cuda_device_count() > 0:
+        return "cuda"
+    return "cpu"
+
+
 class Communicator:
     """A plan bound to a backend's symmetric memory, epochs kept across calls."""
 
@@ -54,6 +61,7 @@ class Communicator:
         backend: str = "cpu",
         timeout_s: float = 10.0,
         name: str = "collective",
+        devices: Sequence[int] | None = None,
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
@@ -67,13 +75,14 @@ class Communicator:
         self.backend = backend
         self.name = name
         self.dtype = numpy_dtype(plan.dtype)
-        handle = _runtime.decode(plan.encode())
-        signal_names = [s.name for s in plan.signals]
-        buffer_names = [b.name for b in plan.buffers]
         if backend == "cpu":
+            handle = _runtime.decode(plan.encode())
+            signal_names = [s.name for s in plan.signals]
+            buffer_names = [b.name for b in plan.buffers]
             self._impl = _runtime.CpuCommunicator(handle, timeout_s, name, signal_names, buffer_names)
         else:
-            self._impl = _runtime.CudaCommunicator(handle, timeout_s, name, signal_names, buffer_names)
+            self.devices = list(devices) if devices is not None else list(range(plan.world))
+            self._impl = _runtime.CudaCommunicator(plan.encode(), self.devices, timeout_s, name)
 
     @property
     def world(self) -> int:
@@ -94,7 +103,18 @@ class Communicator:
                     raise ValueError(f"{self.name}: input and output of rank {r} overlap")
             self._impl.run(ins, outs)
         else:
-            self._impl.run(list(inputs), list(outputs))
+            ins = [_device_buffer(a, r, "input", self) for r, a in enumerate(inputs)]
+            outs = [_device_buffer(a, r, "output", self) for r, a in enumerate(outputs)]
+            streams = [_current_stream(d) for d in self.devices]
+            self._impl.run([b[0] for b in ins], [b[0] for b in outs], streams)
+
+    def synchronize(self) -> None:
+        """Wait for every rank's GPU; raises CollectiveTimeout for a timed-out call."""
+        if self.backend == "cuda":
+            try:
+                self._impl.synchronize()
+            except _runtime.CudaTimeoutError as e:
+                raise CollectiveTimeout(str(e)) from None
 
     def _check_world(self, inputs: Sequence, outputs: Sequence) -> None:
         w = self.plan.world
@@ -117,3 +137,70 @@ class Communicator:
         if what == "output" and not a.flags.writeable:
             raise ValueError(f"{where} is read-only")
         return a
+
+
+# -- CUDA buffers -------------------------------------------------------------
+
+_TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32",
+                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
+
+
+def _device_buffer(a, rank: int, what: str, comm: Communicator) -> tuple[int, int]:
+    """(device pointer, elements) of a torch tensor or a __cuda_array_interface__ array."""
+    where = f"{comm.name}: {what} of rank {rank}"
+    elems = comm.plan.input_elems if what == "input" else comm.plan.output_elems
+    if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
+        if not a.is_cuda:
+            raise TypeError(f"{where} is a CPU tensor; the cuda backend takes CUDA tensors")
+        want = _TORCH_DTYPES[comm.plan.dtype]
+        if str(a.dtype).removeprefix("torch.") != want:
+            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {comm.plan.dtype} (torch.{want})")
+        if not a.is_contiguous():
+            raise ValueError(f"{where} is not contiguous")
+        if a.device.index != comm.devices[rank]:
+            raise ValueError(f"{where} is on cuda:{a.device.index}, rank {rank} runs on cuda:{comm.devices[rank]}")
+        ptr, n = a.data_ptr(), a.numel()
+    elif hasattr(a, "__cuda_array_interface__"):
+        iface = a.__cuda_array_interface__
+        itemsize = int(iface["typestr"][2:])
+        if itemsize != comm.plan.elem_bytes:
+            raise TypeError(f"{where} has {itemsize}-byte elements, the plan's {comm.plan.dtype} has {comm.plan.elem_bytes}")
+        if iface.get("strides") not in (None, (itemsize,)):
+            raise ValueError(f"{where} is not contiguous")
+        ptr, n = iface["data"][0], int(np.prod(iface["shape"]))
+    else:
+        raise TypeError(f"{where} is a {type(a).__name__}; the cuda backend takes CUDA tensors or arrays")
+    if n < elems:
+        raise ValueError(f"{where} has {n} elements, the plan needs at least {elems}")
+    return ptr, n
+
+
+def _current_stream(device: int) -> int:
+    """The handle of torch's current stream on `device` (0, the default stream, without torch)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+def to_device(a: np.ndarray, device: int):
+    """A CUDA copy of numpy array `a` (bf16 and fp8 included) on `device`, as a torch tensor."""
+    import torch
+
+    raw = torch.from_numpy(np.ascontiguousarray(a).view(np.uint8).copy())
+    dtype = getattr(torch, _TORCH_DTYPES[_dtype_name(a.dtype)])
+    return raw.to(f"cuda:{device}").view(dtype)
+
+
+def to_host(t, dtype: np.dtype) -> np.ndarray:
+    """The numpy copy of a CUDA tensor made by `to_device`."""
+    import torch
+
+    return t.view(torch.uint8).cpu().numpy().view(dtype)
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    from purlin.sim.dtypes import dtype_of_array
+
+    return dtype_of_array(np.empty(0, dtype))

@@ -1,6 +1,6 @@
 """`purlin-examples`: the main job. Lowers every example through the full
-pipeline, prints the result, then runs it on the multi-rank simulator at the
-lowest level against the reference.
+pipeline, prints the result, then runs its plan on the runtime (CUDA when GPUs
+are visible, else CPU threads) and checks it against the reference.
 
 An example whose counts are dynamic gives them in a `// counts: ...` line.
 """
@@ -10,7 +10,8 @@ import re
 import sys
 from pathlib import Path
 
-from purlin.pipeline import LOWEST_LEVEL, pipeline_spec
+from purlin.pipeline import pipeline_spec
+from purlin.runtime import default_backend
 from purlin.tools.opt import main as opt_main
 from purlin.tools.run import main as run_main
 
@@ -27,15 +28,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     status = 0
     summaries = []
+    backend = default_backend()
     for f in files:
         print(f"// ===== {f} | {pipeline_spec()} =====", flush=True)
         status |= opt_main([str(f), "-p", pipeline_spec()])
         sys.stdout.flush()
-        run_args = [str(f), "--level", LOWEST_LEVEL]
+        run_args = [str(f), "--backend", backend]
         if m := COUNTS.search(f.read_text()):
             run_args += ["--counts", m.group(1).replace(" ", "")]
         summaries.append(run_args)
-    print(f"// ===== simulated at the {LOWEST_LEVEL} level against the reference =====", flush=True)
+    print(f"// ===== plans run on the {backend} backend, checked against the reference =====", flush=True)
     for run_args in summaries:
         status |= run_main(run_args)
         sys.stdout.flush()
