@@ -38,9 +38,9 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // THR-SAME: {"op":"signal","mech":"none","peer":1,"rel":1,"order":"release"}],
 // Rank 0, consumer: its own slice straight from the input; rank 1's after
 // its flag, out of rank 1's staging; then ack and finish into rank 1's free slot.
-// THR-SAME: [{"op":"copy","mech":"cp_async","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]},
+// THR-SAME: [{"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]},
 // THR-SAME: {"op":"wait","mech":"none","slot":1,"rel":1,"order":"acquire"},
-// THR-SAME: {"op":"copy","mech":"cp_async","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"staging","rank":1,"buf":0,"slot":0,"offset":0}]},
+// THR-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"staging","rank":1,"buf":0,"slot":0,"offset":0}]},
 // THR-SAME: {"op":"signal","mech":"none","sig":1,"peer":1,"rel":1,"order":"release"},
 // THR-SAME: {"op":"signal","mech":"none","sig":1,"peer":1,"rel":1,"order":"release"}]],
 // Rank 1 mirrors it.
@@ -48,9 +48,9 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // THR-SAME: {"op":"copy","mech":"cp_async","elems":2,"dst":{"space":"staging","rank":1,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":1,"buf":0,"slot":0,"offset":0}]},
 // THR-SAME: {"op":"signal","mech":"none","slot":1,"rel":1,"order":"release"}],
 // THR-SAME: [{"op":"wait","mech":"none","rel":1,"order":"acquire"},
-// THR-SAME: {"op":"copy","mech":"cp_async","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"staging","rank":0,"buf":0,"slot":0,"offset":0}]},
+// THR-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"staging","rank":0,"buf":0,"slot":0,"offset":0}]},
 // THR-SAME: {"op":"signal","mech":"none","sig":1,"slot":1,"rel":1,"order":"release"},
-// THR-SAME: {"op":"copy","mech":"cp_async","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"input","rank":1,"buf":0,"slot":0,"offset":0}]},
+// THR-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"input","rank":1,"buf":0,"slot":0,"offset":0}]},
 // THR-SAME: {"op":"signal","mech":"none","sig":1,"slot":1,"rel":1,"order":"release"}]]]}{{$}}
 // THR-NOT:  {
 
@@ -61,7 +61,7 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // LAT-SAME: "ranks":{{\[\[\[}}{"op":"wait","mech":"none","sig":1,"slot":1,"base":"prev","order":"acquire"},
 // LAT-SAME: {"op":"put","mech":"packet","elems":2,"peer":1,"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]}],
 // LAT-SAME: {"op":"wait_packets","mech":"packet","elems":2,"peer":1},
-// LAT-SAME: {"op":"copy","mech":"cp_async","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"window","rank":0,"buf":0,"slot":1,"offset":0}]},
+// LAT-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"window","rank":0,"buf":0,"slot":1,"offset":0}]},
 // LAT-SAME: {"op":"signal","mech":"none","sig":1,"peer":1,"rel":1,"order":"release"}]],
 
 // Binary: the 16-word header (magic "PRLN", version, world, arch, dtype,

@@ -66,7 +66,7 @@ func.func @all_reduce(%in: memref<8192xf32>, %out: memref<8192xf32>) {
 // SM80-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // SM80-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // SM80-NEXT:          [[TOKEN:%[0-9]+]] = atom.wait_ready @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
-// SM80-NEXT:          atom.reduce @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]] mech cp_async width 16{{$}}
+// SM80-NEXT:          atom.reduce @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]] mech vector width 16{{$}}
 // SM80-NEXT:          atom.ack @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] release system
 // SM80-NEXT:        }
 // SM80-NEXT:        atom.fence system
@@ -80,7 +80,7 @@ func.func @all_reduce(%in: memref<8192xf32>, %out: memref<8192xf32>) {
 // SM90-LABEL:    func.func @all_reduce
 // SM90:          atom.kernel {{.*}} target sm_90 threads 512 smem 32768 : memref<8192xf32>, memref<8192xf32> {
 // SM90:          atom.stage {{.*}} mech bulk width 16{{$}}
-// SM90:          atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SM90:          atom.reduce {{.*}} mech vector width 16{{$}}
 
 // SM90MM-LABEL:  func.func @all_reduce
 // SM90MM:        atom.kernel {{.*}} target sm_90 threads 512 smem 32768 multimem : memref<8192xf32>, memref<8192xf32> {
@@ -90,7 +90,7 @@ func.func @all_reduce(%in: memref<8192xf32>, %out: memref<8192xf32>) {
 // SM100-LABEL:   func.func @all_reduce
 // SM100:         atom.kernel {{.*}} target sm_100 threads 512 smem 32768 : memref<8192xf32>, memref<8192xf32> {
 // SM100:         atom.stage {{.*}} mech bulk width 32{{$}}
-// SM100:         atom.reduce {{.*}} mech cp_async width 32 packed_f32x2{{$}}
+// SM100:         atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
 
 // multimem.ld_reduce moves 16 bytes per access and does its own arithmetic.
 // SM100MM-LABEL: func.func @all_reduce
@@ -100,14 +100,14 @@ func.func @all_reduce(%in: memref<8192xf32>, %out: memref<8192xf32>) {
 
 // SMALL-LABEL:   func.func @all_reduce
 // SMALL:         atom.stage {{.*}} mech cp_async width 16{{$}}
-// SMALL:         atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SMALL:         atom.reduce {{.*}} mech vector width 16{{$}}
 
 // LAT-LABEL:     func.func @all_reduce
 // LAT:           atom.kernel {{.*}} regime latency strategy direct target sm_80
 // LAT:           atom.wait_free @exchange
 // LAT-NEXT:      atom.put @exchange {{.*}} mech packet width 16{{$}}
 // LAT:           atom.wait_packets @exchange
-// LAT-NEXT:      atom.reduce @exchange {{.*}} mech cp_async width 16{{$}}
+// LAT-NEXT:      atom.reduce @exchange {{.*}} mech vector width 16{{$}}
 // LAT:           atom.fence system
 // LAT-NEXT:      atom.finish @exchange
 
@@ -134,32 +134,32 @@ func.func @all_reduce_fp8(%in: memref<8192xf8E4M3FN>, %out: memref<8192xf8E4M3FN
 }
 
 // SM80-LABEL:   func.func @all_reduce_max_bf16
-// SM80:         atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SM80:         atom.reduce {{.*}} mech vector width 16{{$}}
 // SM80-LABEL:   func.func @all_reduce_max_f32
-// SM80:         atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SM80:         atom.reduce {{.*}} mech vector width 16{{$}}
 // SM80-LABEL:   func.func @all_reduce_prod_bf16
-// SM80:         atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SM80:         atom.reduce {{.*}} mech vector width 16{{$}}
 // SM80-LABEL:   func.func @all_reduce_fp8
-// SM80:         atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SM80:         atom.reduce {{.*}} mech vector width 16{{$}}
 
 // bf16 max: multimem; f32 max, prod and fp8: the sm_80 datapath.
 // SM90MM-LABEL: func.func @all_reduce_max_bf16
 // SM90MM:       atom.reduce {{.*}} mech multimem width 16{{$}}
 // SM90MM-LABEL: func.func @all_reduce_max_f32
-// SM90MM:       atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SM90MM:       atom.reduce {{.*}} mech vector width 16{{$}}
 // SM90MM-LABEL: func.func @all_reduce_prod_bf16
-// SM90MM:       atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SM90MM:       atom.reduce {{.*}} mech vector width 16{{$}}
 // SM90MM-LABEL: func.func @all_reduce_fp8
-// SM90MM:       atom.reduce {{.*}} mech cp_async width 16{{$}}
+// SM90MM:       atom.reduce {{.*}} mech vector width 16{{$}}
 
 // SM100MM-LABEL: func.func @all_reduce_max_bf16
 // SM100MM:       atom.reduce {{.*}} mech multimem width 16{{$}}
 // SM100MM-LABEL: func.func @all_reduce_max_f32
-// SM100MM:       atom.reduce {{.*}} mech cp_async width 32 packed_f32x2{{$}}
+// SM100MM:       atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
 // SM100MM-LABEL: func.func @all_reduce_prod_bf16
-// SM100MM:       atom.reduce {{.*}} mech cp_async width 32 packed_f32x2{{$}}
+// SM100MM:       atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
 // SM100MM-LABEL: func.func @all_reduce_fp8
-// SM100MM:       atom.reduce {{.*}} mech cp_async width 32 packed_f32x2{{$}}
+// SM100MM:       atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
 
 // -- all_gather: a copy collective ----------------------------------------------
 
@@ -171,30 +171,30 @@ func.func @all_gather(%in: memref<8192xf32>, %out: memref<16384xf32>) {
 // SM80-LABEL:   func.func @all_gather
 // SM80:         atom.kernel {{.*}} strategy copy target sm_80
 // SM80:         atom.stage {{.*}} mech cp_async width 16{{$}}
-// SM80:         atom.copy {{.*}} mech cp_async width 16{{$}}
+// SM80:         atom.copy {{.*}} mech vector width 16{{$}}
 
 // SM90-LABEL:   func.func @all_gather
 // SM90:         atom.stage {{.*}} mech bulk width 16{{$}}
-// SM90:         atom.copy {{.*}} mech cp_async width 16{{$}}
+// SM90:         atom.copy {{.*}} mech vector width 16{{$}}
 
 // Multicast objects change nothing for a copy.
 // SM90MM-LABEL: func.func @all_gather
 // SM90MM:       atom.kernel {{.*}} multimem :
 // SM90MM:       atom.stage {{.*}} mech bulk width 16{{$}}
-// SM90MM:       atom.copy {{.*}} mech cp_async width 16{{$}}
+// SM90MM:       atom.copy {{.*}} mech vector width 16{{$}}
 
 // SM100-LABEL:  func.func @all_gather
 // SM100:        atom.stage {{.*}} mech bulk width 32{{$}}
-// SM100:        atom.copy {{.*}} mech cp_async width 32{{$}}
+// SM100:        atom.copy {{.*}} mech vector width 32{{$}}
 
 // SMALL-LABEL:  func.func @all_gather
 // SMALL:        atom.stage {{.*}} mech cp_async width 16{{$}}
-// SMALL:        atom.copy {{.*}} mech cp_async width 16{{$}}
+// SMALL:        atom.copy {{.*}} mech vector width 16{{$}}
 
 // LAT-LABEL:    func.func @all_gather
 // LAT:          atom.put @exchange {{.*}} mech packet width 16{{$}}
 // LAT:          atom.wait_packets @exchange
-// LAT-NEXT:     atom.copy @exchange {{.*}} mech cp_async width 16{{$}}
+// LAT-NEXT:     atom.copy @exchange {{.*}} mech vector width 16{{$}}
 
 // No protocol step is left as a snac op.
 // NOSNAC-NOT: snac.{{(role|stage|put|consume|notify|wait|ack|finish|reclaim) }}
