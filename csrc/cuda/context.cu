@@ -43,33 +43,21 @@ AddressRangeFn address_range_fn() {
 
 }  // namespace
 
-Communicator::Communicator(const int64_t* plan_words, int64_t n_words, std::vector<int> devices, double timeout_s,
-                           std::string name)
+
+namespace detail {
+
+Executor::Executor(const int64_t* plan_words, int64_t n_words, double timeout_s, std::string name)
     : plan_(decode_plan(plan_words, n_words)),
-      devices_(std::move(devices)),
       timeout_ns_(static_cast<uint64_t>(timeout_s * 1e9)),
       name_(std::move(name)) {
-  if (static_cast<int64_t>(devices_.size()) != plan_.world)
-    throw std::invalid_argument(name_ + ": the plan is for " + std::to_string(plan_.world) + " ranks, got " +
-                                std::to_string(devices_.size()) + " devices");
-  if (std::set<int>(devices_.begin(), devices_.end()).size() != devices_.size())
-    throw std::invalid_argument(name_ + ": each rank needs its own GPU (a device is listed twice)");
   if (!(timeout_s > 0)) throw std::invalid_argument(name_ + ": the timeout must be positive");
-  DeviceRestore restore;
-  try {
-    check_plan_for_devices();
-    check_occupancy();
-    allocate();
-    upload_plans();
-  } catch (...) {
-    release();
-    throw;
-  }
+  check_plan();
+  lay_out();
 }
 
-Communicator::~Communicator() { release(); }
+Executor::~Executor() { release(); }
 
-void Communicator::release() {
+void Executor::release() {
   DeviceRestore restore;
   for (Rank& r : ranks_) {
     cudaSetDevice(r.device);
@@ -84,21 +72,7 @@ void Communicator::release() {
   cudaGetLastError();  // nothing above may leave an error behind for the caller
 }
 
-void Communicator::check_plan_for_devices() {
-  int count = 0;
-  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-  for (int d : devices_) {
-    if (d < 0 || d >= count)
-      throw std::invalid_argument(name_ + ": device " + std::to_string(d) + " does not exist (" +
-                                  std::to_string(count) + " GPUs visible)");
-    cudaDeviceProp prop;
-    check(cudaGetDeviceProperties(&prop, d), "cudaGetDeviceProperties");
-    // A plan uses its generation's mechanisms: it runs on that generation only.
-    if (prop.major != plan_.arch / 10)
-      throw CudaError(name_ + ": the plan is for sm_" + std::to_string(plan_.arch) + ", GPU " + std::to_string(d) +
-                      " (" + prop.name + ") is sm_" + std::to_string(prop.major * 10 + prop.minor) +
-                      "; lower the collective for this GPU's arch");
-  }
+void Executor::check_plan() {
   const int eb = plan_.elem_bytes();
   const int per_packet = kPacketDataBytes / eb;
   int max_staged = 0;
@@ -147,44 +121,7 @@ void Communicator::check_plan_for_devices() {
       std::min<int64_t>(int64_t(kPipelineStages) * max_staged * plan_.threads * 16, kMaxPipelineSmem));
 }
 
-void Communicator::check_occupancy() {
-  const void* kernel = plan_kernel(plan_.dtype);
-  for (int d : devices_) {
-    check(cudaSetDevice(d), "cudaSetDevice");
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_),
-          "setting the executor's shared memory");
-    int per_sm = 0, sms = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(plan_.threads),
-                                                        smem_bytes_),
-          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d), "cudaDeviceGetAttribute");
-    // Producers and consumers spin on each other inside the kernel.
-    if (int64_t(per_sm) * sms < grid_)
-      throw CudaError(name_ + ": the plan needs " + std::to_string(grid_) + " co-resident blocks of " +
-                      std::to_string(plan_.threads) + " threads (" + std::to_string(smem_bytes_) +
-                      " bytes of shared memory each); GPU " + std::to_string(d) + " holds only " +
-                      std::to_string(per_sm) + " per SM x " + std::to_string(sms) + " SMs");
-  }
-  for (size_t i = 0; i < devices_.size(); ++i) {
-    for (size_t j = 0; j < devices_.size(); ++j) {
-      if (i == j) continue;
-      int ok = 0;
-      check(cudaDeviceCanAccessPeer(&ok, devices_[i], devices_[j]), "cudaDeviceCanAccessPeer");
-      if (!ok)
-        throw CudaError(name_ + ": GPU " + std::to_string(devices_[i]) + " cannot access GPU " +
-                        std::to_string(devices_[j]) +
-                        "'s memory (no peer access); this backend needs every pair of GPUs peer-connected");
-      check(cudaSetDevice(devices_[i]), "cudaSetDevice");
-      const cudaError_t e = cudaDeviceEnablePeerAccess(devices_[j], 0);
-      if (e == cudaErrorPeerAccessAlreadyEnabled)
-        cudaGetLastError();
-      else
-        check(e, "cudaDeviceEnablePeerAccess");
-    }
-  }
-}
-
-void Communicator::allocate() {
+void Executor::lay_out() {
   const int64_t eb = plan_.elem_bytes();
   const int64_t per_packet = kPacketDataBytes / eb;
   int64_t at = 0;
@@ -200,33 +137,68 @@ void Communicator::allocate() {
     at = align_up(at + slots * int64_t(sizeof(uint64_t)), 256);
   }
   symmetric_bytes_ = std::max<int64_t>(at, 256);
-  check(cudaHostAlloc(reinterpret_cast<void**>(&errors_), plan_.world * sizeof(ErrorRecord) + sizeof(int32_t),
-                      cudaHostAllocMapped | cudaHostAllocPortable),
+}
+
+void Executor::check_device(int device) const {
+  int count = 0;
+  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (device < 0 || device >= count)
+    throw std::invalid_argument(name_ + ": device " + std::to_string(device) + " does not exist (" +
+                                std::to_string(count) + " GPUs visible)");
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  // A plan uses its generation's mechanisms: it runs on that generation only.
+  if (prop.major != plan_.arch / 10)
+    throw CudaError(name_ + ": the plan is for sm_" + std::to_string(plan_.arch) + ", GPU " + std::to_string(device) +
+                    " (" + prop.name + ") is sm_" + std::to_string(prop.major * 10 + prop.minor) +
+                    "; lower the collective for this GPU's arch");
+  const void* kernel = plan_kernel(plan_.dtype);
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_),
+        "setting the executor's shared memory");
+  int per_sm = 0, sms = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(plan_.threads), smem_bytes_),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  // Producers and consumers spin on each other inside the kernel.
+  if (int64_t(per_sm) * sms < grid_)
+    throw CudaError(name_ + ": the plan needs " + std::to_string(grid_) + " co-resident blocks of " +
+                    std::to_string(plan_.threads) + " threads (" + std::to_string(smem_bytes_) +
+                    " bytes of shared memory each); GPU " + std::to_string(device) + " holds only " +
+                    std::to_string(per_sm) + " per SM x " + std::to_string(sms) + " SMs");
+}
+
+void Executor::allocate(const std::vector<Rank>& ranks) {
+  const size_t error_bytes = ranks.size() * sizeof(ErrorRecord) + sizeof(int32_t);
+  check(cudaHostAlloc(reinterpret_cast<void**>(&errors_), error_bytes, cudaHostAllocMapped | cudaHostAllocPortable),
         "allocating the error records");
-  std::memset(errors_, 0, plan_.world * sizeof(ErrorRecord) + sizeof(int32_t));
-  for (int64_t rank = 0; rank < plan_.world; ++rank) {
-    Rank r;
-    r.device = devices_[rank];
-    ranks_.push_back(r);
+  std::memset(errors_, 0, error_bytes);
+  for (const Rank& r : ranks) {
+    ranks_.push_back({r.rank, r.device});
     Rank& mine = ranks_.back();
     check(cudaSetDevice(mine.device), "cudaSetDevice");
     check(cudaMalloc(&mine.symmetric, symmetric_bytes_), "allocating symmetric memory");
     check(cudaMemset(mine.symmetric, 0, symmetric_bytes_), "zeroing symmetric memory");
     int64_t n_instrs = 0;
-    for (size_t role = 0; role < plan_.roles.size(); ++role) n_instrs += plan_.directory[rank * plan_.roles.size() + role].second;
+    for (size_t role = 0; role < plan_.roles.size(); ++role)
+      n_instrs += plan_.directory[mine.rank * plan_.roles.size() + role].second;
     const size_t state_bytes = sizeof(EpochState) + n_instrs * sizeof(uint32_t);
     check(cudaMalloc(&mine.state, state_bytes), "allocating the epoch state");
     check(cudaMemset(mine.state, 0, state_bytes), "zeroing the epoch state");
+    // Peers may signal into this memory as soon as they can address it.
+    check(cudaDeviceSynchronize(), "zeroing symmetric memory");
   }
 }
 
-void Communicator::upload_plans() {
+void Executor::upload(const std::vector<char*>& symmetric) {
   const int n_roles = static_cast<int>(plan_.roles.size());
   const int n_buffers = static_cast<int>(plan_.buffers.size());
   const int n_signals = static_cast<int>(plan_.signal_slots.size());
+  const int world = static_cast<int>(plan_.world);
   const int64_t per_packet = kPacketDataBytes / plan_.elem_bytes();
-  for (int rank = 0; rank < world(); ++rank) {
-    Rank& mine = ranks_[rank];
+  for (size_t local = 0; local < ranks_.size(); ++local) {
+    Rank& mine = ranks_[local];
+    const int rank = mine.rank;
     std::vector<DevRole> roles;
     std::vector<DevInstr> instrs;
     std::vector<DevRef> refs;
@@ -267,10 +239,10 @@ void Communicator::upload_plans() {
       buffers.push_back({int32_t(b.kind), 0, b.slots, b.elems, (b.elems + per_packet - 1) / per_packet});
     std::vector<char*> bases, multicast(n_buffers, nullptr);
     std::vector<uint64_t*> signals;
-    for (int r = 0; r < world(); ++r) {
-      for (int b = 0; b < n_buffers; ++b) bases.push_back(ranks_[r].symmetric + buffer_offsets_[b]);
+    for (int r = 0; r < world; ++r) {
+      for (int b = 0; b < n_buffers; ++b) bases.push_back(symmetric[r] + buffer_offsets_[b]);
       for (int s = 0; s < n_signals; ++s)
-        signals.push_back(reinterpret_cast<uint64_t*>(ranks_[r].symmetric + signal_offsets_[s]));
+        signals.push_back(reinterpret_cast<uint64_t*>(symmetric[r] + signal_offsets_[s]));
     }
 
     // One blob: the DevPlan, then each table, 16-byte aligned.
@@ -293,7 +265,7 @@ void Communicator::upload_plans() {
       if (tables[i].second) std::memcpy(blob.data() + offsets[i], tables[i].first, tables[i].second);
     DevPlan p{};
     p.rank = rank;
-    p.world = world();
+    p.world = world;
     p.elem_bytes = plan_.elem_bytes();
     p.threads = static_cast<int32_t>(plan_.threads);
     p.n_roles = n_roles;
@@ -311,27 +283,29 @@ void Communicator::upload_plans() {
     p.multicast_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[6]);
     p.state = mine.state;
     void* error = nullptr;
-    check(cudaHostGetDevicePointer(&error, errors_ + rank, 0), "mapping the error records");
+    check(cudaHostGetDevicePointer(&error, errors_ + local, 0), "mapping the error records");
     p.error = static_cast<ErrorRecord*>(error);
+    // Shared by the ranks of this process only: ranks in other processes
+    // stop at their own deadline.
     void* abort = nullptr;
-    check(cudaHostGetDevicePointer(&abort, errors_ + world(), 0), "mapping the abort flag");
+    check(cudaHostGetDevicePointer(&abort, errors_ + ranks_.size(), 0), "mapping the abort flag");
     p.abort = static_cast<volatile int32_t*>(abort);
     std::memcpy(blob.data(), &p, sizeof(p));
     check(cudaMemcpy(mine.plan_blob, blob.data(), at, cudaMemcpyHostToDevice), "uploading the device plan");
   }
 }
 
-void Communicator::check_pointer(int rank, uintptr_t ptr, int64_t bytes, const char* what) const {
+void Executor::check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const char* what) const {
   if (bytes == 0) return;
-  const std::string where = name_ + ": rank " + std::to_string(rank) + " " + what;
+  const std::string where = name_ + ": rank " + std::to_string(r.rank) + " " + what;
   if (ptr % 16) throw std::invalid_argument(where + " is not 16-byte aligned");
   cudaPointerAttributes a;
   if (cudaPointerGetAttributes(&a, reinterpret_cast<const void*>(ptr)) != cudaSuccess) {
     cudaGetLastError();
     throw std::invalid_argument(where + " is not a CUDA pointer");
   }
-  if ((a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device != devices_[rank])
-    throw std::invalid_argument(where + " is not memory of GPU " + std::to_string(devices_[rank]));
+  if ((a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device != r.device)
+    throw std::invalid_argument(where + " is not memory of GPU " + std::to_string(r.device));
   if (AddressRangeFn range = address_range_fn()) {
     CUdeviceptr base = 0;
     size_t size = 0;
@@ -341,36 +315,32 @@ void Communicator::check_pointer(int rank, uintptr_t ptr, int64_t bytes, const c
   }
 }
 
-void Communicator::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-                       const std::vector<uintptr_t>& streams) {
+void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+                   const std::vector<uintptr_t>& streams) {
   if (failed_)
     throw CudaError(name_ + ": this communicator timed out earlier and its epochs are inconsistent; create a new one");
   check_recorded_errors();
-  const size_t w = devices_.size();
-  if (inputs.size() != w || outputs.size() != w || streams.size() != w)
-    throw std::invalid_argument(name_ + ": run needs one input, output and stream per rank (" + std::to_string(w) +
-                                ")");
   const int64_t eb = plan_.elem_bytes();
   DeviceRestore restore;
-  for (int rank = 0; rank < world(); ++rank) {
-    check(cudaSetDevice(devices_[rank]), "cudaSetDevice");
-    check_pointer(rank, inputs[rank], plan_.input_elems * eb, "input");
-    check_pointer(rank, outputs[rank], plan_.output_elems * eb, "output");
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
+    check_pointer(ranks_[i], inputs[i], plan_.input_elems * eb, "input");
+    check_pointer(ranks_[i], outputs[i], plan_.output_elems * eb, "output");
   }
   const void* kernel = plan_kernel(plan_.dtype);
-  for (int rank = 0; rank < world(); ++rank) {
-    check(cudaSetDevice(devices_[rank]), "cudaSetDevice");
-    const void* plan = ranks_[rank].plan_blob;
-    char* in = reinterpret_cast<char*>(inputs[rank]);
-    char* out = reinterpret_cast<char*>(outputs[rank]);
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
+    const void* plan = ranks_[i].plan_blob;
+    char* in = reinterpret_cast<char*>(inputs[i]);
+    char* out = reinterpret_cast<char*>(outputs[i]);
     void* args[] = {&plan, &in, &out};
     check(cudaLaunchKernel(kernel, dim3(grid_), dim3(static_cast<unsigned>(plan_.threads)), args, smem_bytes_,
-                           reinterpret_cast<cudaStream_t>(streams[rank])),
-          name_ + ": launching rank " + std::to_string(rank));
+                           reinterpret_cast<cudaStream_t>(streams[i])),
+          name_ + ": launching rank " + std::to_string(ranks_[i].rank));
   }
 }
 
-void Communicator::synchronize() {
+void Executor::synchronize() {
   DeviceRestore restore;
   std::string cuda_error;
   for (const Rank& r : ranks_) {
@@ -383,13 +353,13 @@ void Communicator::synchronize() {
   if (!cuda_error.empty()) throw CudaError(cuda_error);
 }
 
-void Communicator::check_recorded_errors() {
+void Executor::check_recorded_errors() {
   std::ostringstream msg;
   int found = 0;
-  for (int rank = 0; rank < world(); ++rank) {
-    const volatile ErrorRecord& e = errors_[rank];
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    const volatile ErrorRecord& e = errors_[i];
     if (!e.valid) continue;
-    msg << (found++ ? "\n" : "") << name_ << ": rank " << e.rank << " (GPU " << devices_[rank]
+    msg << (found++ ? "\n" : "") << name_ << ": rank " << e.rank << " (GPU " << ranks_[i].device
         << ") timed out after " << timeout_ns_ / 1e9 << " s in role " << e.role << " instruction " << e.instr
         << ": ";
     if (e.is_packets)
@@ -406,16 +376,206 @@ void Communicator::check_recorded_errors() {
                        "or the plan is wrong");
 }
 
+uint64_t Executor::epoch(size_t local) {
+  const Rank& r = ranks_.at(local);
+  DeviceRestore restore;
+  check(cudaSetDevice(r.device), "cudaSetDevice");
+  check(cudaDeviceSynchronize(), name_ + ": synchronizing GPU " + std::to_string(r.device));
+  uint64_t e = 0;
+  check(cudaMemcpy(&e, &r.state->epoch, sizeof(e), cudaMemcpyDeviceToHost), "reading the epoch");
+  return e;
+}
+
+}  // namespace detail
+
+// -- one process, every rank --------------------------------------------------
+
+Communicator::Communicator(const int64_t* plan_words, int64_t n_words, std::vector<int> devices, double timeout_s,
+                           std::string name)
+    : exec_(plan_words, n_words, timeout_s, std::move(name)) {
+  const std::string& who = exec_.name();
+  if (static_cast<int64_t>(devices.size()) != exec_.plan().world)
+    throw std::invalid_argument(who + ": the plan is for " + std::to_string(exec_.plan().world) + " ranks, got " +
+                                std::to_string(devices.size()) + " devices");
+  if (std::set<int>(devices.begin(), devices.end()).size() != devices.size())
+    throw std::invalid_argument(who + ": each rank needs its own GPU (a device is listed twice)");
+  DeviceRestore restore;
+  try {
+    std::vector<detail::Executor::Rank> ranks;
+    for (size_t rank = 0; rank < devices.size(); ++rank) {
+      exec_.check_device(devices[rank]);
+      ranks.push_back({static_cast<int>(rank), devices[rank]});
+    }
+    enable_peer_access(devices);
+    exec_.allocate(ranks);
+    std::vector<char*> symmetric;
+    for (const auto& r : exec_.ranks()) symmetric.push_back(r.symmetric);
+    exec_.upload(symmetric);
+  } catch (...) {
+    exec_.release();
+    throw;
+  }
+}
+
+void Communicator::enable_peer_access(const std::vector<int>& devices) {
+  for (int i : devices) {
+    for (int j : devices) {
+      if (i == j) continue;
+      int ok = 0;
+      check(cudaDeviceCanAccessPeer(&ok, i, j), "cudaDeviceCanAccessPeer");
+      if (!ok)
+        throw CudaError(exec_.name() + ": GPU " + std::to_string(i) + " cannot access GPU " + std::to_string(j) +
+                        "'s memory (no peer access); this backend needs every pair of GPUs peer-connected");
+      check(cudaSetDevice(i), "cudaSetDevice");
+      const cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
+      if (e == cudaErrorPeerAccessAlreadyEnabled)
+        cudaGetLastError();
+      else
+        check(e, "cudaDeviceEnablePeerAccess");
+    }
+  }
+}
+
+void Communicator::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+                       const std::vector<uintptr_t>& streams) {
+  const size_t w = exec_.ranks().size();
+  if (inputs.size() != w || outputs.size() != w || streams.size() != w)
+    throw std::invalid_argument(exec_.name() + ": run needs one input, output and stream per rank (" +
+                                std::to_string(w) + ")");
+  exec_.run(inputs, outputs, streams);
+}
+
 uint64_t Communicator::epoch(int rank) {
   if (rank < 0 || rank >= world())
-    throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + " is outside world " +
+    throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside world " +
+                                std::to_string(world()));
+  return exec_.epoch(static_cast<size_t>(rank));
+}
+
+// -- one process per rank -----------------------------------------------------
+
+namespace {
+
+constexpr char kIpcTag[16] = "purlin.ipc.v1";
+
+// What ipc_handle() returns, byte for byte.
+struct IpcBlob {
+  char tag[16];
+  int32_t rank, world;
+  int64_t bytes;        // of the symmetric allocation
+  uint64_t plan_hash;   // ranks must run the same plan
+  cudaIpcMemHandle_t memory;
+};
+
+// FNV-1a over the plan's words.
+uint64_t plan_hash(const int64_t* words, int64_t n) {
+  uint64_t h = 1469598103934665603ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(words);
+  for (int64_t i = 0; i < n * int64_t(sizeof(int64_t)); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+ProcessCommunicator::ProcessCommunicator(const int64_t* plan_words, int64_t n_words, int rank, int device,
+                                         double timeout_s, std::string name)
+    : exec_(plan_words, n_words, timeout_s, std::move(name)),
+      rank_(rank),
+      device_(device),
+      plan_hash_(plan_hash(plan_words, n_words)) {
+  if (rank < 0 || rank >= world())
+    throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside the plan's world " +
                                 std::to_string(world()));
   DeviceRestore restore;
-  check(cudaSetDevice(devices_[rank]), "cudaSetDevice");
-  check(cudaDeviceSynchronize(), name_ + ": synchronizing GPU " + std::to_string(devices_[rank]));
-  uint64_t e = 0;
-  check(cudaMemcpy(&e, &ranks_[rank].state->epoch, sizeof(e), cudaMemcpyDeviceToHost), "reading the epoch");
-  return e;
+  try {
+    exec_.check_device(device);
+    exec_.allocate({{rank, device}});
+    handle_ = export_handle();
+  } catch (...) {
+    exec_.release();
+    throw;
+  }
+}
+
+ProcessCommunicator::~ProcessCommunicator() { close_peers(); }
+
+void ProcessCommunicator::close_peers() {
+  DeviceRestore restore;
+  cudaSetDevice(device_);
+  cudaDeviceSynchronize();  // this rank's kernels may still read the peers' memory
+  for (char* p : peers_)
+    if (p) cudaIpcCloseMemHandle(p);
+  peers_.clear();
+  cudaGetLastError();
+}
+
+std::string ProcessCommunicator::export_handle() const {
+  IpcBlob blob{};
+  std::memcpy(blob.tag, kIpcTag, sizeof(kIpcTag));
+  blob.rank = rank_;
+  blob.world = world();
+  blob.bytes = exec_.symmetric_bytes();
+  blob.plan_hash = plan_hash_;
+  check(cudaIpcGetMemHandle(&blob.memory, exec_.ranks()[0].symmetric),
+        exec_.name() + ": exporting rank " + std::to_string(rank_) + "'s symmetric memory");
+  return std::string(reinterpret_cast<const char*>(&blob), sizeof(blob));
+}
+
+void ProcessCommunicator::connect(const std::vector<std::string>& handles) {
+  const std::string& who = exec_.name();
+  if (connected_) throw std::logic_error(who + ": rank " + std::to_string(rank_) + " is already connected");
+  if (static_cast<int>(handles.size()) != world())
+    throw std::invalid_argument(who + ": connect needs one handle per rank (" + std::to_string(world()) + "), got " +
+                                std::to_string(handles.size()));
+  std::vector<IpcBlob> blobs(handles.size());
+  for (size_t r = 0; r < handles.size(); ++r) {
+    const std::string where = who + ": handle " + std::to_string(r);
+    if (handles[r].size() != sizeof(IpcBlob) || std::memcmp(handles[r].data(), kIpcTag, sizeof(kIpcTag)) != 0)
+      throw std::invalid_argument(where + " is not a purlin IPC handle (" + kIpcTag + ", " +
+                                  std::to_string(sizeof(IpcBlob)) + " bytes); pass ipc_handle() of every rank");
+    IpcBlob& b = blobs[r];
+    std::memcpy(&b, handles[r].data(), sizeof(b));
+    if (b.world != world())
+      throw std::invalid_argument(where + " is from a communicator of world " + std::to_string(b.world) +
+                                  ", this one's is " + std::to_string(world()));
+    if (b.rank != static_cast<int>(r))
+      throw std::invalid_argument(where + " is rank " + std::to_string(b.rank) + "'s; handles go in rank order");
+    if (b.plan_hash != plan_hash_ || b.bytes != exec_.symmetric_bytes())
+      throw std::invalid_argument(where + " is for another plan (" + std::to_string(b.bytes) +
+                                  " bytes of symmetric memory, this rank has " +
+                                  std::to_string(exec_.symmetric_bytes()) + "); every rank must run the same plan");
+  }
+  if (handles[rank_] != handle_)
+    throw std::invalid_argument(who + ": handle " + std::to_string(rank_) + " is not this communicator's own");
+  DeviceRestore restore;
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  peers_.assign(handles.size(), nullptr);
+  std::vector<char*> symmetric(handles.size());
+  try {
+    for (size_t r = 0; r < handles.size(); ++r) {
+      if (static_cast<int>(r) == rank_) {
+        symmetric[r] = exec_.ranks()[0].symmetric;
+        continue;
+      }
+      void* p = nullptr;
+      check(cudaIpcOpenMemHandle(&p, blobs[r].memory, cudaIpcMemLazyEnablePeerAccess),
+            who + ": rank " + std::to_string(rank_) + " (GPU " + std::to_string(device_) + ") opening rank " +
+                std::to_string(r) + "'s memory (ranks must share a node, with peer access between their GPUs)");
+      symmetric[r] = peers_[r] = static_cast<char*>(p);
+    }
+    exec_.upload(symmetric);
+  } catch (...) {
+    close_peers();
+    throw;
+  }
+  connected_ = true;
+}
+
+void ProcessCommunicator::run(uintptr_t input, uintptr_t output, uintptr_t stream) {
+  if (!connected_)
+    throw std::logic_error(exec_.name() + ": rank " + std::to_string(rank_) +
+                           " is not connected: call connect() with every rank's ipc_handle() first");
+  exec_.run({input}, {output}, {stream});
 }
 
 }  // namespace purlin::cuda
