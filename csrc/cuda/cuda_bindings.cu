@@ -28,6 +28,28 @@ void register_bindings(py::module_& m) {
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("world", &Communicator::world);
+  py::class_<ProcessCommunicator>(
+      m, "CudaProcessCommunicator",
+      "One rank per process (as under torchrun): this rank's symmetric memory, shared with the other ranks' "
+      "processes through CUDA IPC handles.")
+      .def(py::init([](py::array_t<int64_t, py::array::c_style | py::array::forcecast> plan, int rank, int device,
+                       double timeout, std::string name) {
+             return std::make_unique<ProcessCommunicator>(plan.data(), plan.size(), rank, device, timeout,
+                                                          std::move(name));
+           }),
+           py::arg("plan"), py::arg("rank"), py::arg("device"), py::arg("timeout"), py::arg("name"))
+      .def(
+          "ipc_handle", [](const ProcessCommunicator& c) { return py::bytes(c.ipc_handle()); },
+          "This rank's handle, for every rank's connect().")
+      .def("connect", &ProcessCommunicator::connect, py::arg("handles"),
+           "Map the peers' memory: every rank's ipc_handle() in rank order, this rank's included.")
+      .def("run", &ProcessCommunicator::run, py::arg("input"), py::arg("output"), py::arg("stream"),
+           "Launch this rank's kernel on the stream (device pointers and a cudaStream_t as ints); no host sync.")
+      .def("synchronize", &ProcessCommunicator::synchronize, py::call_guard<py::gil_scoped_release>(),
+           "Wait for this rank's GPU; raise CudaTimeoutError for recorded timeouts.")
+      .def("epoch", &ProcessCommunicator::epoch, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("rank", &ProcessCommunicator::rank)
+      .def_property_readonly("world", &ProcessCommunicator::world);
   m.def(
       "cuda_device_count",
       [] {
