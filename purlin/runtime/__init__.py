@@ -15,6 +15,9 @@ Every spin of the call is bounded by `timeout_s`; when one runs out all
 ranks stop and `run` raises `CollectiveTimeout` naming the collective, rank,
 role, the signal array or window awaited, the value and the epoch. The
 communicator cannot be used after that (its flags no longer match).
+
+One process per GPU (torchrun): `ProcessCommunicator` (purlin.runtime.process)
+runs one rank, its peers' memory mapped through CUDA IPC.
 """
 
 from __future__ import annotations
@@ -103,18 +106,17 @@ class Communicator:
                     raise ValueError(f"{self.name}: input and output of rank {r} overlap")
             self._impl.run(ins, outs)
         else:
-            ins = [_device_buffer(a, r, "input", self) for r, a in enumerate(inputs)]
-            outs = [_device_buffer(a, r, "output", self) for r, a in enumerate(outputs)]
+            ins = [_device_buffer(a, r, "input", self.plan, self.name, d) for r, (a, d) in
+                   enumerate(zip(inputs, self.devices))]
+            outs = [_device_buffer(a, r, "output", self.plan, self.name, d) for r, (a, d) in
+                    enumerate(zip(outputs, self.devices))]
             streams = [_current_stream(d) for d in self.devices]
             self._impl.run([b[0] for b in ins], [b[0] for b in outs], streams)
 
     def synchronize(self) -> None:
         """Wait for every rank's GPU; raises CollectiveTimeout for a timed-out call."""
         if self.backend == "cuda":
-            try:
-                self._impl.synchronize()
-            except _runtime.CudaTimeoutError as e:
-                raise CollectiveTimeout(str(e)) from None
+            _cuda_synchronize(self._impl)
 
     def _check_world(self, inputs: Sequence, outputs: Sequence) -> None:
         w = self.plan.world
@@ -145,26 +147,27 @@ _TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32",
                  "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
 
 
-def _device_buffer(a, rank: int, what: str, comm: Communicator) -> tuple[int, int]:
-    """(device pointer, elements) of a torch tensor or a __cuda_array_interface__ array."""
-    where = f"{comm.name}: {what} of rank {rank}"
-    elems = comm.plan.input_elems if what == "input" else comm.plan.output_elems
+def _device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int) -> tuple[int, int]:
+    """(device pointer, elements) of rank `rank`'s `what` ("input" or "output"), a torch tensor
+    or a __cuda_array_interface__ array on `device`."""
+    where = f"{name}: {what} of rank {rank}"
+    elems = plan.input_elems if what == "input" else plan.output_elems
     if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
         if not a.is_cuda:
             raise TypeError(f"{where} is a CPU tensor; the cuda backend takes CUDA tensors")
-        want = _TORCH_DTYPES[comm.plan.dtype]
+        want = _TORCH_DTYPES[plan.dtype]
         if str(a.dtype).removeprefix("torch.") != want:
-            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {comm.plan.dtype} (torch.{want})")
+            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {plan.dtype} (torch.{want})")
         if not a.is_contiguous():
             raise ValueError(f"{where} is not contiguous")
-        if a.device.index != comm.devices[rank]:
-            raise ValueError(f"{where} is on cuda:{a.device.index}, rank {rank} runs on cuda:{comm.devices[rank]}")
+        if a.device.index != device:
+            raise ValueError(f"{where} is on cuda:{a.device.index}, rank {rank} runs on cuda:{device}")
         ptr, n = a.data_ptr(), a.numel()
     elif hasattr(a, "__cuda_array_interface__"):
         iface = a.__cuda_array_interface__
         itemsize = int(iface["typestr"][2:])
-        if itemsize != comm.plan.elem_bytes:
-            raise TypeError(f"{where} has {itemsize}-byte elements, the plan's {comm.plan.dtype} has {comm.plan.elem_bytes}")
+        if itemsize != plan.elem_bytes:
+            raise TypeError(f"{where} has {itemsize}-byte elements, the plan's {plan.dtype} has {plan.elem_bytes}")
         if iface.get("strides") not in (None, (itemsize,)):
             raise ValueError(f"{where} is not contiguous")
         ptr, n = iface["data"][0], int(np.prod(iface["shape"]))
@@ -182,6 +185,14 @@ def _current_stream(device: int) -> int:
     except ImportError:
         return 0
     return torch.cuda.current_stream(device).cuda_stream
+
+
+def _cuda_synchronize(impl) -> None:
+    """`impl.synchronize()` of a CUDA communicator, a recorded timeout raised as CollectiveTimeout."""
+    try:
+        impl.synchronize()
+    except _runtime.CudaTimeoutError as e:
+        raise CollectiveTimeout(str(e)) from None
 
 
 def to_device(a: np.ndarray, device: int):
@@ -204,3 +215,7 @@ def _dtype_name(dtype: np.dtype) -> str:
     from purlin.sim.dtypes import dtype_of_array
 
     return dtype_of_array(np.empty(0, dtype))
+
+
+# After the helpers above, which the one-rank-per-process communicator reuses.
+from purlin.runtime.process import ProcessCommunicator  # noqa: E402
