@@ -1,0 +1,207 @@
+"""purlin.runtime.ProcessCommunicator without GPUs: the Python side against a
+stand-in torch and C++ communicator (handle exchange, buffer and stream
+checks, timeouts), and the C++ checks that come before any CUDA call."""
+
+from __future__ import annotations
+
+import sys
+import types
+from contextlib import nullcontext
+
+import pytest
+
+from purlin import _runtime
+from purlin.dialects import atom
+from purlin.plan_builder import build_plan
+from purlin.runtime import CollectiveTimeout, available_backends, process
+from purlin.sim.collectives import Case
+from purlin.sim.ir import entry_function, lower
+from purlin.sim.snac_level import passes
+
+needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason="purlin built without CUDA")
+
+
+def all_reduce_plan(multimem: bool = False):
+    case = Case("all_reduce", 2, "bf16", "sum", 64)
+    mm = " multimem=true" if multimem else ""
+    module = lower(case.build_module(),
+                   f"{passes({'lowering': 'regime=throughput'})},convert-snac-to-atom{{arch=sm_90{mm}}}")
+    (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, atom.KernelOp)]
+    return build_plan(kernel)
+
+
+PLAN = all_reduce_plan()
+
+
+class FakeImpl:
+    """Records what the Python side hands the C++ communicator."""
+
+    timeout: str | None = None
+
+    def __init__(self, plan, rank, device, timeout, name):
+        self.rank, self.device, self.calls = rank, device, []
+
+    def ipc_handle(self):
+        return b"handle-%d" % self.rank
+
+    def connect(self, handles):
+        self.calls.append(("connect", handles))
+
+    def run(self, input, output, stream):
+        self.calls.append(("run", input, output, stream))
+
+    def synchronize(self):
+        if self.timeout:
+            raise _runtime.CudaTimeoutError(self.timeout)
+
+    def epoch(self):
+        return 7
+
+
+class FakeTensor:
+    def __init__(self, n, dtype="torch.bfloat16", device=0, is_cuda=True, contiguous=True):
+        self.n, self.dtype, self.is_cuda, self.contiguous = n, dtype, is_cuda, contiguous
+        self.device = types.SimpleNamespace(index=device)
+
+    def data_ptr(self):
+        return 0x1000 + self.n
+
+    def numel(self):
+        return self.n
+
+    def is_contiguous(self):
+        return self.contiguous
+
+
+def fake_torch(world: int, rank: int, initialised: bool = True, claimed=None):
+    """torch with a `world`-rank process group of which this process is `rank`; the
+    others claim ranks `claimed` (their own by default) when handles are gathered."""
+    claimed = claimed or list(range(world))
+
+    def all_gather_object(out, obj, group=None):
+        for r in range(world):
+            out[r] = obj if r == rank else (claimed[r], b"handle-%d" % claimed[r])
+
+    dist = types.SimpleNamespace(
+        is_available=lambda: True, is_initialized=lambda: initialised,
+        get_world_size=lambda group=None: world, get_rank=lambda group=None: rank,
+        all_gather_object=all_gather_object, barrier=lambda group=None: None,
+    )
+    cuda = types.SimpleNamespace(
+        current_device=lambda: 1, device=lambda d: nullcontext(),
+        current_stream=lambda d=None: types.SimpleNamespace(cuda_stream=0xABC),
+    )
+    return types.SimpleNamespace(distributed=dist, cuda=cuda)
+
+
+@pytest.fixture
+def torch_of(monkeypatch):
+    """Installs a fake torch (arguments of `fake_torch`) and the recording C++ stand-in."""
+    monkeypatch.setattr(process._runtime, "CudaProcessCommunicator", FakeImpl)
+    monkeypatch.setattr(process, "available_backends", lambda: ("cpu", "cuda"))
+    monkeypatch.setattr(FakeImpl, "timeout", None)
+
+    def install(*args, **kwargs):
+        torch = fake_torch(*args, **kwargs)
+        monkeypatch.setitem(sys.modules, "torch", torch)
+        monkeypatch.setitem(sys.modules, "torch.distributed", torch.distributed)
+        return torch
+
+    return install
+
+
+def test_handles_are_gathered_and_connected_in_rank_order(torch_of):
+    torch_of(2, 1)
+    comm = process.ProcessCommunicator(PLAN, name="ar")
+    assert (comm.rank, comm.device, comm.world) == (1, 1, 2)
+    assert comm._impl.calls == [("connect", [b"handle-0", b"handle-1"])]
+
+
+def test_explicit_rank_other_than_the_group_rank(torch_of):
+    torch_of(2, 0, claimed=[1, 0])
+    comm = process.ProcessCommunicator(PLAN, rank=1, device=0)
+    assert comm._impl.calls == [("connect", [b"handle-0", b"handle-1"])]
+
+
+def test_ranks_claimed_twice_are_refused(torch_of):
+    torch_of(2, 0, claimed=[0, 0])
+    with pytest.raises(ValueError, match=r"claim ranks \[0, 0\]"):
+        process.ProcessCommunicator(PLAN, name="ar")
+
+
+def test_needs_an_initialised_process_group(torch_of):
+    torch_of(2, 0, initialised=False)
+    with pytest.raises(RuntimeError, match="ar: torch.distributed is not initialised"):
+        process.ProcessCommunicator(PLAN, name="ar")
+
+
+def test_group_size_must_match_the_plan(torch_of):
+    torch_of(4, 0)
+    with pytest.raises(ValueError, match="plan is for world 2, the process group has 4 ranks"):
+        process.ProcessCommunicator(PLAN, name="ar")
+
+
+def test_run_passes_pointers_and_the_current_stream(torch_of):
+    torch_of(2, 0)
+    comm = process.ProcessCommunicator(PLAN, device=0)
+    ins, outs = FakeTensor(PLAN.input_elems), FakeTensor(PLAN.output_elems + 5)
+    comm.run(ins, outs)
+    comm.run(ins, outs, stream=types.SimpleNamespace(cuda_stream=0x55))
+    comm.run(ins, outs, stream=0x66)
+    runs = [c for c in comm._impl.calls if c[0] == "run"]
+    assert [c[3] for c in runs] == [0xABC, 0x55, 0x66]
+    assert runs[0][1:3] == (ins.data_ptr(), outs.data_ptr())
+    assert comm.epoch() == 7
+
+
+@pytest.mark.parametrize("tensor,error,match", [
+    (FakeTensor(PLAN.input_elems, dtype="torch.float32"), TypeError, r"input of rank 0 has dtype torch.float32, the plan is bf16"),
+    (FakeTensor(PLAN.input_elems, is_cuda=False), TypeError, "input of rank 0 is a CPU tensor"),
+    (FakeTensor(PLAN.input_elems, contiguous=False), ValueError, "input of rank 0 is not contiguous"),
+    (FakeTensor(PLAN.input_elems, device=1), ValueError, "is on cuda:1, rank 0 runs on cuda:0"),
+    (FakeTensor(PLAN.input_elems - 1), ValueError, f"has {PLAN.input_elems - 1} elements, the plan needs at least"),
+    (object(), TypeError, "input of rank 0 is a object"),
+], ids=["dtype", "cpu", "strided", "device", "small", "not-a-tensor"])
+def test_run_refuses_bad_inputs(torch_of, tensor, error, match):
+    torch_of(2, 0)
+    comm = process.ProcessCommunicator(PLAN, device=0, name="ar")
+    with pytest.raises(error, match=match):
+        comm.run(tensor, FakeTensor(PLAN.output_elems))
+    assert not [c for c in comm._impl.calls if c[0] == "run"]
+
+
+def test_timeouts_surface_as_collective_timeout(torch_of, monkeypatch):
+    torch_of(2, 0)
+    comm = process.ProcessCommunicator(PLAN, device=0)
+    monkeypatch.setattr(FakeImpl, "timeout", "ar: rank 0 (GPU 0) timed out")
+    with pytest.raises(CollectiveTimeout, match="rank 0 .GPU 0. timed out"):
+        comm.synchronize()
+    # close still releases the memory after the group's barrier.
+    with pytest.raises(CollectiveTimeout):
+        comm.close()
+    assert comm._impl is None
+
+
+# -- the C++ communicator's checks before any CUDA call ------------------------------------
+
+
+@needs_cuda_build
+def test_multimem_plans_are_refused():
+    plan = all_reduce_plan(multimem=True)
+    with pytest.raises(ValueError, match="uses multimem.*lower without multimem"):
+        _runtime.CudaProcessCommunicator(plan.encode(), 0, 0, 1.0, "ar")
+
+
+@needs_cuda_build
+@pytest.mark.parametrize("rank,timeout,match", [(2, 1.0, "rank 2 is outside the plan's world 2"),
+                                                 (0, 0.0, "the timeout must be positive")])
+def test_rank_and_timeout_are_checked(rank, timeout, match):
+    with pytest.raises(ValueError, match=f"ar: {match}"):
+        _runtime.CudaProcessCommunicator(PLAN.encode(), rank, 0, timeout, "ar")
+
+
+@needs_cuda_build
+@pytest.mark.skipif(_runtime.cuda_device_count() > 0, reason="checks the error without GPUs")
+def test_no_gpu_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="cudaGetDeviceCount"):
+        _runtime.CudaProcessCommunicator(PLAN.encode(), 0, 0, 1.0, "ar")
