@@ -1,0 +1,171 @@
+"""The seven collectives through ProcessCommunicator, one process per GPU as
+under torchrun (torch.multiprocessing spawn, an nccl process group): both
+regimes against torch.distributed (the V forms against the numpy reference),
+repeated calls, CUDA-graph replay, a planted missing notify that times out,
+and the checks on exchanged handles. Skipped without two GPUs and a CUDA
+build; run on the GPU machine with `pytest -m gpu`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+
+# The single-process tests' skips (no torch, no CUDA build, fewer than two
+# GPUs), marks, cases and lowerings; spawned workers import this module by
+# name too (spawn hands them the parent's sys.path).
+from test_runtime_cuda import REGIMES, WORLD, lowered, make_case, pytestmark  # noqa: F401
+
+import torch
+
+from purlin import plan as P
+from purlin import runtime
+from purlin.sim.collectives import COLLECTIVES
+from purlin.sim.dtypes import compare, numpy_dtype
+
+# NVLink multicast is off on the lent machines: NCCL, torch symmetric memory
+# and NVSHMEM must not try it. Workers inherit these before importing torch.
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def spawn(job, *args) -> None:
+    """Runs job(rank, *args) in WORLD processes of one nccl process group."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    saved = {k: os.environ.get(k) for k in NO_MULTICAST}
+    os.environ.update(NO_MULTICAST)
+    try:
+        torch.multiprocessing.spawn(_worker, args=(port, job, args), nprocs=WORLD, join=True)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _worker(rank: int, port: int, job, args) -> None:
+    import datetime
+
+    import torch.distributed as dist
+
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
+                            timeout=datetime.timedelta(seconds=120))
+    try:
+        job(rank, *args)
+    finally:
+        dist.destroy_process_group()
+
+
+def torch_result(case, inp):
+    """What torch.distributed computes for a fixed-size collective (sum) on this rank's input."""
+    import torch.distributed as dist
+
+    out = torch.empty(case.buffer_sizes()[1], dtype=inp.dtype, device=inp.device)
+    if case.collective == "all_reduce":
+        out.copy_(inp)
+        dist.all_reduce(out)
+    elif case.collective == "all_gather":
+        dist.all_gather_into_tensor(out, inp)
+    elif case.collective == "reduce_scatter":
+        dist.reduce_scatter_tensor(out, inp)
+    else:
+        dist.all_to_all_single(out, inp)
+    return runtime.to_host(out, numpy_dtype(case.dtype))
+
+
+def check_case(rank: int, name: str, regime: str, size: int, calls: int = 1, graph_replays: int = 0) -> None:
+    case = make_case(name, size)
+    plan = lowered(case, REGIMES[regime])
+    args = case.make_args(seed=7)  # the same on every rank
+    comm = runtime.ProcessCommunicator(plan, timeout_s=20.0, name=name)
+    assert (comm.rank, comm.world) == (rank, WORLD)
+    inp = runtime.to_device(args[0][rank], rank)
+    out = runtime.to_device(args[1][rank], rank)
+    if graph_replays:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="relaxed"):
+            comm.run(inp, out)  # on the capture stream, torch's current one
+        for _ in range(graph_replays):
+            graph.replay()
+    for _ in range(calls):
+        comm.run(inp, out)
+    comm.synchronize()
+    # Epochs live on the device: every call and replay advanced them.
+    assert comm.epoch() == (calls + graph_replays) * plan.advance
+    got = runtime.to_host(out, numpy_dtype(case.dtype))
+    expected = case.expected(args)[rank] if COLLECTIVES[name].variable else torch_result(case, inp)
+    mismatch = compare([got], [expected], case.dtype, case.op, case.contributions, 8.0, "%out")
+    assert mismatch is None, f"rank {rank}: {name} {regime} {size} B: {mismatch}"
+    comm.close()
+
+
+def all_collectives(rank: int) -> None:
+    for name in COLLECTIVES:
+        for regime, size in [("latency", 64), ("latency", 4096), ("throughput", 4096),
+                             ("throughput", 1 << 20), ("throughput-small-chunks", 1 << 16)]:
+            check_case(rank, name, regime, size)
+    check_case(rank, "all_reduce", "composed", 1 << 16)
+
+
+def repeated_and_replayed(rank: int) -> None:
+    check_case(rank, "all_reduce", "latency", 8192, calls=100)
+    check_case(rank, "all_to_all_v", "throughput-small-chunks", 8192, calls=20)
+    check_case(rank, "all_reduce", "throughput-small-chunks", 1 << 16, calls=1, graph_replays=50)
+
+
+def missing_notify(rank: int) -> None:
+    case = make_case("all_gather", 4096)
+    args = case.make_args(seed=0)
+    plan = lowered(case, REGIMES["throughput"])
+    producer = plan.programs[0][0]  # rank 0's: it never signals, so rank 1 waits until its deadline
+    producer[:] = [i for i in producer if i.op != P.Op.SIGNAL]
+    comm = runtime.ProcessCommunicator(plan, timeout_s=0.5, name="all_gather")
+    comm.run(runtime.to_device(args[0][rank], rank), runtime.to_device(args[1][rank], rank))
+    if rank == 1:
+        with pytest.raises(runtime.CollectiveTimeout,
+                           match=r"all_gather: rank 1 \(GPU 1\) timed out .*signals\[.*\(epoch 0\)"):
+            comm.synchronize()
+    # Rank 0 finishes or times out on its own deadline; either way both release together.
+    with contextlib.suppress(runtime.CollectiveTimeout):
+        comm.close()
+
+
+def test_seven_collectives_match_torch_distributed():
+    spawn(all_collectives)
+
+
+def test_repeated_calls_and_cuda_graph_replay():
+    spawn(repeated_and_replayed)
+
+
+def test_missing_notify_times_out_naming_rank_and_epoch():
+    spawn(missing_notify)
+
+
+def test_exchanged_handles_are_checked():
+    """connect's checks come before any handle is opened: one process can hold both ranks."""
+    plan = lowered(make_case("all_gather", 4096), REGIMES["throughput"]).encode()
+    other = lowered(make_case("all_gather", 8192), REGIMES["throughput"]).encode()
+    ranks = [runtime._runtime.CudaProcessCommunicator(plan, r, r, 1.0, "ag") for r in range(WORLD)]
+    h0, h1 = (c.ipc_handle() for c in ranks)
+    c0 = ranks[0]
+    wrong_world = bytearray(h1)
+    wrong_world[20:24] = (4).to_bytes(4, "little")  # IpcBlob.world
+    stranger = runtime._runtime.CudaProcessCommunicator(plan, 0, 0, 1.0, "ag").ipc_handle()
+    cases = [
+        ([h0], "one handle per rank"),
+        ([h0, b"junk"], "handle 1 is not a purlin IPC handle"),
+        ([h0, bytes(wrong_world)], "handle 1 is from a communicator of world 4"),
+        ([h1, h0], "handle 0 is rank 1's; handles go in rank order"),
+        ([h0, runtime._runtime.CudaProcessCommunicator(other, 1, 1, 1.0, "ag").ipc_handle()],
+         "handle 1 is for another plan"),
+        ([stranger, h1], "handle 0 is not this communicator's own"),
+    ]
+    for handles, match in cases:
+        with pytest.raises(ValueError, match=match):
+            c0.connect(handles)
+    with pytest.raises(RuntimeError, match="not connected"):
+        c0.run(0, 0, 0)
