@@ -1,0 +1,203 @@
+"""purlin collectives on torch tensors, one process per GPU (torchrun).
+
+    import purlin.torch as pt
+    pt.init()                       # after torch.distributed.init_process_group
+    pt.all_reduce(x)                # instead of torch.distributed.all_reduce(x)
+
+Each call runs on the current CUDA stream and is capturable in CUDA graphs.
+Plans are compiled once per (collective, sizes, dtype, op, world, generation,
+lowering) and cached with their symmetric memory; the first call with a new
+shape is collective (every rank must make it), later ones cost no compilation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from xdsl.dialects.builtin import UnitAttr
+
+from purlin.dialects import atom
+from purlin.plan_builder import build_plan
+from purlin.runtime.process import ProcessCommunicator
+from purlin.sim.atom_level import atom_passes
+from purlin.sim.collectives import Case
+from purlin.sim.ir import entry_function, lower
+
+_DTYPES = {
+    torch.bfloat16: "bf16",
+    torch.float16: "f16",
+    torch.float32: "f32",
+    torch.float8_e4m3fn: "fp8e4m3",
+    torch.float8_e5m2: "fp8e5m2",
+}
+_OPS = ("sum", "max", "min", "prod")
+
+
+@dataclass
+class _State:
+    group: Any
+    rank: int
+    world: int
+    arch: str
+    timeout_s: float
+    plans: dict[tuple, ProcessCommunicator] = field(default_factory=dict)
+    scratch: dict[tuple, torch.Tensor] = field(default_factory=dict)
+
+
+_state: _State | None = None
+
+
+def arch_of(device: torch.device | int | None = None) -> str:
+    """The purlin generation of a CUDA device: sm_80, sm_90 or sm_100."""
+    major, _ = torch.cuda.get_device_capability(device)
+    if major >= 10:
+        return "sm_100"
+    if major == 9:
+        return "sm_90"
+    if major == 8:
+        return "sm_80"
+    raise RuntimeError(f"purlin needs an sm_80 or newer GPU, this one is sm_{major}x")
+
+
+def init(group: Any = None, arch: str | None = None, timeout_s: float = 10.0) -> None:
+    """Bind purlin to a torch.distributed process group (default: the world)."""
+    global _state
+    if not dist.is_initialized():
+        raise RuntimeError("purlin.torch.init needs torch.distributed.init_process_group first")
+    group = group or dist.group.WORLD
+    _state = _State(group, dist.get_rank(group), dist.get_world_size(group),
+                    arch or arch_of(torch.cuda.current_device()), timeout_s)
+
+
+def _current() -> _State:
+    if _state is None:
+        raise RuntimeError("call purlin.torch.init() first")
+    return _state
+
+
+def _dtype(t: torch.Tensor) -> str:
+    try:
+        return _DTYPES[t.dtype]
+    except KeyError:
+        raise TypeError(f"purlin does not move {t.dtype}; use one of {', '.join(map(str, _DTYPES))}") from None
+
+
+def _communicator(collective: str, dtype: str, op: str | None, count: int = 0,
+                  counts: Sequence | None = None, lowering: str = "",
+                  deterministic: bool = False) -> ProcessCommunicator:
+    st = _current()
+    if op is not None and op not in _OPS:
+        raise ValueError(f"unknown reduction {op!r}, expected one of {', '.join(_OPS)}")
+    key = (collective, dtype, op, count, repr(counts), lowering, deterministic)
+    comm = st.plans.get(key)
+    if comm is None:
+        case = Case(collective, st.world, dtype, op, count, counts=counts)
+        module = case.build_module()
+        if deterministic:
+            for named in module.walk():
+                if named.name == f"coll.{collective}":
+                    named.properties["deterministic"] = UnitAttr()
+        func = entry_function(lower(module, atom_passes({"arch": st.arch, "lowering": lowering})))
+        (kernel,) = [k for k in func.body.ops if isinstance(k, atom.KernelOp)]
+        comm = ProcessCommunicator(build_plan(kernel), group=st.group, timeout_s=st.timeout_s,
+                                   name=collective)
+        st.plans[key] = comm
+    return comm
+
+
+def _scratch(like: torch.Tensor, n: int) -> torch.Tensor:
+    st = _current()
+    key = (like.dtype, like.device, n)
+    buf = st.scratch.get(key)
+    if buf is None:
+        buf = st.scratch[key] = torch.empty(n, dtype=like.dtype, device=like.device)
+    return buf
+
+
+def _flat(t: torch.Tensor, what: str) -> torch.Tensor:
+    if not t.is_cuda or not t.is_contiguous():
+        raise ValueError(f"{what} must be a contiguous CUDA tensor")
+    return t.view(-1)
+
+
+def all_reduce(tensor: torch.Tensor, op: str = "sum", *, out: torch.Tensor | None = None,
+               deterministic: bool = False, lowering: str = "") -> torch.Tensor:
+    """Like torch.distributed.all_reduce: in place, or into `out` (no extra copy)."""
+    x = _flat(tensor, "tensor")
+    comm = _communicator("all_reduce", _dtype(x), op, x.numel(), lowering=lowering,
+                         deterministic=deterministic)
+    if out is not None:
+        y = _flat(out, "out")
+        _check(y.numel() == x.numel() and y.dtype == x.dtype and y.data_ptr() != x.data_ptr(),
+               "out must be a different tensor of the same size and dtype")
+        comm.run(x, y)
+        return out
+    # Peers read a rank's input while it writes its output: reduce into scratch.
+    scratch = _scratch(x, x.numel())
+    comm.run(x, scratch)
+    x.copy_(scratch)
+    return tensor
+
+
+def all_gather(output: torch.Tensor, input: torch.Tensor, *, lowering: str = "") -> torch.Tensor:
+    """Like torch.distributed.all_gather_into_tensor."""
+    x, y = _flat(input, "input"), _flat(output, "output")
+    _check(y.numel() == _current().world * x.numel(), "output must hold world x input elements")
+    _communicator("all_gather", _dtype(x), None, x.numel(), lowering=lowering).run(x, y)
+    return output
+
+
+def reduce_scatter(output: torch.Tensor, input: torch.Tensor, op: str = "sum", *,
+                   deterministic: bool = False, lowering: str = "") -> torch.Tensor:
+    """Like torch.distributed.reduce_scatter_tensor."""
+    x, y = _flat(input, "input"), _flat(output, "output")
+    _check(x.numel() == _current().world * y.numel(), "input must hold world x output elements")
+    _communicator("reduce_scatter", _dtype(x), op, y.numel(), lowering=lowering,
+                  deterministic=deterministic).run(x, y)
+    return output
+
+
+def all_to_all(output: torch.Tensor, input: torch.Tensor, *, lowering: str = "") -> torch.Tensor:
+    """Like torch.distributed.all_to_all_single with equal splits."""
+    x, y = _flat(input, "input"), _flat(output, "output")
+    w = _current().world
+    _check(x.numel() == y.numel() and x.numel() % w == 0,
+           f"input and output must have the same size, divisible by world {w}")
+    _communicator("all_to_all", _dtype(x), None, x.numel() // w, lowering=lowering).run(x, y)
+    return output
+
+
+def all_gather_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[int], *,
+                 lowering: str = "") -> torch.Tensor:
+    """Rank r contributes counts[r] elements; output holds them in rank order."""
+    x, y = _flat(input, "input"), _flat(output, "output")
+    _check(y.numel() >= sum(counts), "output must hold sum(counts) elements")
+    _communicator("all_gather_v", _dtype(x), None, counts=list(counts), lowering=lowering).run(x, y)
+    return output
+
+
+def reduce_scatter_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[int],
+                     op: str = "sum", *, lowering: str = "") -> torch.Tensor:
+    """Rank r receives the reduction of slice r (counts[r] elements) of every input."""
+    x, y = _flat(input, "input"), _flat(output, "output")
+    _check(x.numel() >= sum(counts), "input must hold sum(counts) elements")
+    _communicator("reduce_scatter_v", _dtype(x), op, counts=list(counts), lowering=lowering).run(x, y)
+    return output
+
+
+def all_to_all_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[Sequence[int]], *,
+                 lowering: str = "") -> torch.Tensor:
+    """counts[s][d] elements go from rank s to rank d, packed in rank order on both sides."""
+    x, y = _flat(input, "input"), _flat(output, "output")
+    _communicator("all_to_all_v", _dtype(x), None, counts=[list(r) for r in counts],
+                  lowering=lowering).run(x, y)
+    return output
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(f"purlin.torch: {message}")
