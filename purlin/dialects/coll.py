@@ -766,25 +766,39 @@ def _balanced(total: int, world: int) -> list[int]:
     return [q + (1 if i < r else 0) for i in range(world)]
 
 
+def _same_size(op: NamedCollective) -> int | None:
+    """The element count of the op's buffers, which must agree: the input's,
+    or the output's when the input is dynamic."""
+    a, b = op._size(op.input), op._size(op.output)
+    op._require(
+        a is None or b is None or a == b,
+        f"input and output must have the same number of elements, got {a} and {b}",
+    )
+    return a if a is not None else b
+
+
+def _static_size(op: NamedCollective) -> int:
+    """The element count of the input, or of the output when the input is
+    dynamic; a LayoutError when both are."""
+    n = op._size(op.input)
+    if n is None:
+        n = op._size(op.output)
+    if n is None:
+        raise LayoutError(_NO_STATIC_LAYOUT)
+    return n
+
+
 @irdl_op_definition
 class AllReduceOp(NamedCollective):
     name = "coll.all_reduce"
     REDUCES: ClassVar[bool] = True
 
     def _verify_sizes(self) -> None:
-        a, b = self._size(self.input), self._size(self.output)
-        self._require(
-            a is None or b is None or a == b,
-            f"input and output must have the same number of elements, got {a} and {b}",
-        )
+        _same_size(self)
 
     def layouts(self) -> tuple[Layout, Layout]:
         w = self.world.data
-        n = self._size(self.input)
-        if n is None:
-            n = self._size(self.output)
-        if n is None:
-            raise LayoutError(_NO_STATIC_LAYOUT)
+        n = _static_size(self)
         if n % w == 0:
             layout = Layout.fixed(LayoutKind.SCATTERED, w, n // w)
         else:
@@ -792,61 +806,53 @@ class AllReduceOp(NamedCollective):
         return layout, layout
 
 
-@irdl_op_definition
-class AllGatherOp(NamedCollective):
-    name = "coll.all_gather"
+class SliceCollective(NamedCollective):
+    """A collective between one buffer of a single slice per rank (PART, packed)
+    and one of world slices (WHOLE, scattered): all_gather gathers input
+    slices into the output, reduce_scatter scatters the input into output
+    slices."""
+
+    PART: ClassVar[str]
+    WHOLE: ClassVar[str]
 
     def _verify_sizes(self) -> None:
-        a, b = self._size(self.input), self._size(self.output)
+        part, whole = self._size(getattr(self, self.PART)), self._size(getattr(self, self.WHOLE))
         w = self.world.data
         self._require(
-            a is None or b is None or b == w * a,
-            f"output must have world x input = {w} x {a} = {w * (a or 0)} elements, got {b}",
+            part is None or whole is None or whole == w * part,
+            f"{self.WHOLE} must have world x {self.PART} = {w} x {part} = {w * (part or 0)} elements, got {whole}",
         )
-        # With a dynamic input the slice size comes from the output alone.
+        # With a dynamic part the slice size comes from the whole alone.
         self._require(
-            a is not None or b is None or b % w == 0,
-            f"output of {b} elements is not divisible by world size {w}",
+            part is not None or whole is None or whole % w == 0,
+            f"{self.WHOLE} of {whole} elements is not divisible by world size {w}",
         )
 
     def layouts(self) -> tuple[Layout, Layout]:
         w = self.world.data
-        a = self._size(self.input)
-        if a is None:
-            b = self._size(self.output)
-            if b is None:
+        c = self._size(getattr(self, self.PART))
+        if c is None:
+            whole = self._size(getattr(self, self.WHOLE))
+            if whole is None:
                 raise LayoutError(_NO_STATIC_LAYOUT)
-            a = b // w
-        return Layout.fixed(LayoutKind.PACKED, w, a), Layout.fixed(LayoutKind.SCATTERED, w, a)
+            c = whole // w
+        part, whole = Layout.fixed(LayoutKind.PACKED, w, c), Layout.fixed(LayoutKind.SCATTERED, w, c)
+        return (part, whole) if self.PART == "input" else (whole, part)
 
 
 @irdl_op_definition
-class ReduceScatterOp(NamedCollective):
+class AllGatherOp(SliceCollective):
+    name = "coll.all_gather"
+    PART: ClassVar[str] = "input"
+    WHOLE: ClassVar[str] = "output"
+
+
+@irdl_op_definition
+class ReduceScatterOp(SliceCollective):
     name = "coll.reduce_scatter"
     REDUCES: ClassVar[bool] = True
-
-    def _verify_sizes(self) -> None:
-        a, b = self._size(self.input), self._size(self.output)
-        w = self.world.data
-        self._require(
-            a is None or b is None or a == w * b,
-            f"input must have world x output = {w} x {b} = {w * (b or 0)} elements, got {a}",
-        )
-        # With a dynamic output the slice size comes from the input alone.
-        self._require(
-            b is not None or a is None or a % w == 0,
-            f"input of {a} elements is not divisible by world size {w}",
-        )
-
-    def layouts(self) -> tuple[Layout, Layout]:
-        w = self.world.data
-        b = self._size(self.output)
-        if b is None:
-            a = self._size(self.input)
-            if a is None:
-                raise LayoutError(_NO_STATIC_LAYOUT)
-            b = a // w
-        return Layout.fixed(LayoutKind.SCATTERED, w, b), Layout.fixed(LayoutKind.PACKED, w, b)
+    PART: ClassVar[str] = "output"
+    WHOLE: ClassVar[str] = "input"
 
 
 @irdl_op_definition
@@ -854,13 +860,8 @@ class AllToAllOp(NamedCollective):
     name = "coll.all_to_all"
 
     def _verify_sizes(self) -> None:
-        a, b = self._size(self.input), self._size(self.output)
+        n = _same_size(self)
         w = self.world.data
-        self._require(
-            a is None or b is None or a == b,
-            f"input and output must have the same number of elements, got {a} and {b}",
-        )
-        n = a if a is not None else b
         self._require(
             n is None or n % w == 0,
             f"buffer of {n} elements is not divisible by world size {w}",
@@ -868,12 +869,7 @@ class AllToAllOp(NamedCollective):
 
     def layouts(self) -> tuple[Layout, Layout]:
         w = self.world.data
-        n = self._size(self.input)
-        if n is None:
-            n = self._size(self.output)
-        if n is None:
-            raise LayoutError(_NO_STATIC_LAYOUT)
-        c = n // w
+        c = _static_size(self) // w
         return Layout.fixed(LayoutKind.ADDRESSED, w, c), Layout.fixed(LayoutKind.TRANSPOSED, w, c)
 
 
