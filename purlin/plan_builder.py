@@ -19,6 +19,7 @@ from purlin import plan as P
 from purlin.diagnostics import where
 from purlin.dialects import atom, snac
 from purlin.dialects.coll import ReduceKind, dtype_name
+from purlin.sim.index_eval import BinaryFn, IndexEvaluator
 from purlin.sim.snac_exec import PhaseState, SnacExecutionError, phase_states
 
 
@@ -131,7 +132,7 @@ def _extent(t: MemRefType, phases: dict[str, PhaseState], which: str) -> int:
     return need
 
 
-class _Expander:
+class _Expander(IndexEvaluator):
     def __init__(self, kernel: atom.KernelOp, phases: dict[str, PhaseState],
                  buf_index: dict[str, int], sig_index: dict[str, int]):
         self.kernel = kernel
@@ -181,32 +182,22 @@ class _Expander:
                 self._value(op, env, rank)
 
     def _value(self, op: Operation, env: dict, rank: int) -> None:
-        if isinstance(op, arith.ConstantOp):
-            env[op.result] = op.value.value.data  # type: ignore[attr-defined]
-        elif isinstance(op, arith.AddiOp):
-            env[op.result] = env[op.lhs] + env[op.rhs]  # type: ignore[operator]
-        elif isinstance(op, (arith.OrIOp, arith.MaxUIOp)):
-            a, b = env[op.lhs], env[op.rhs]
-            if not (isinstance(a, int) and isinstance(b, int)):
-                raise PlanBuildError(f"{where(op)}: '{op.name}' on epoch values")
-            env[op.result] = a | b if isinstance(op, arith.OrIOp) else max(a, b)
-        elif isinstance(op, snac.RankOp):
-            env[op.result] = rank
-        elif isinstance(op, snac.EpochOp):
-            env[op.epoch], env[op.prev] = Sym(P.Base.EPOCH), Sym(P.Base.PREV)
-        elif isinstance(op, snac.HalfOp):
-            env[op.result] = HALF
-        elif isinstance(op, snac.UnitsOp):
-            env[op.result] = len(self._phase(op).plan.units[env[op.rank]])  # type: ignore[index]
-        elif isinstance(op, snac.GroupsOp):
-            env[op.result] = len(self._phase(op).plan.groups[env[op.rank]])  # type: ignore[index]
-        elif isinstance(op, snac.MaxUnitsOp):
-            env[op.result] = self._phase(op).plan.max_units
-        else:
+        if not self.eval_index(op, env, rank):
             raise PlanBuildError(f"{where(op)}: atom-to-plan cannot expand '{op.name}'")
 
-    def _phase(self, op: Operation) -> PhaseState:
-        return self.phases[op.phase.string_value()]  # type: ignore[attr-defined]
+    def binary(self, op: Operation, fn: BinaryFn, a: object, b: object) -> object:
+        if isinstance(a, int) and isinstance(b, int):
+            return fn(a, b)
+        # Epoch values stay symbolic: only offsets keep them so.
+        if isinstance(op, arith.AddiOp):
+            return a + b  # type: ignore[operator]
+        raise PlanBuildError(f"{where(op)}: '{op.name}' on epoch values")
+
+    def epoch_values(self, rank: int) -> tuple[Sym, Sym]:
+        return Sym(P.Base.EPOCH), Sym(P.Base.PREV)
+
+    def half(self, epoch: object) -> _Half:
+        return HALF
 
     def _sym(self, v: object, op: Operation) -> Sym:
         if not isinstance(v, Sym):

@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.diagnostics import where
@@ -30,6 +30,7 @@ from purlin.dialects import atom, snac
 from purlin.dialects.coll import element_bytes
 from purlin.layouts import Layout
 from purlin.protocol import PhasePlan, packet_elems
+from purlin.sim.index_eval import IndexEvaluator
 
 if TYPE_CHECKING:
     # numpy is imported where data moves, so snac-verify starts fast.
@@ -161,7 +162,7 @@ class Thread:
         return f"rank {self.rank} ({self.role})"
 
 
-class Execution:
+class Execution(IndexEvaluator):
     """Runs one snac.program for every rank, `calls` times in a row."""
 
     def __init__(
@@ -330,38 +331,11 @@ class Execution:
                     yield from step
 
     def _eval(self, op: Operation, env: dict[SSAValue, Any], rank: int) -> None:
-        if isinstance(op, arith.ConstantOp):
-            env[op.result] = op.value.value.data  # type: ignore[attr-defined]
-        elif isinstance(op, arith.AddiOp):
-            env[op.result] = env[op.lhs] + env[op.rhs]
-        elif isinstance(op, arith.SubiOp):
-            env[op.result] = env[op.lhs] - env[op.rhs]
-        elif isinstance(op, arith.MuliOp):
-            env[op.result] = env[op.lhs] * env[op.rhs]
-        elif isinstance(op, arith.OrIOp):
-            env[op.result] = env[op.lhs] | env[op.rhs]
-        elif isinstance(op, arith.MaxUIOp):
-            env[op.result] = max(env[op.lhs], env[op.rhs])
-        elif isinstance(op, arith.RemUIOp):
-            env[op.result] = env[op.lhs] % env[op.rhs]
-        elif isinstance(op, snac.RankOp):
-            env[op.result] = rank
-        elif isinstance(op, snac.EpochOp):
-            env[op.epoch] = self.w.epoch[rank]
-            env[op.prev] = self.w.prev[rank]
-        elif isinstance(op, snac.HalfOp):
-            env[op.result] = env[op.epoch] % 2
-        elif isinstance(op, snac.UnitsOp):
-            env[op.result] = len(self._phase(op).plan.units[env[op.rank]])
-        elif isinstance(op, snac.GroupsOp):
-            env[op.result] = len(self._phase(op).plan.groups[env[op.rank]])
-        elif isinstance(op, snac.MaxUnitsOp):
-            env[op.result] = self._phase(op).plan.max_units
-        else:
+        if not self.eval_index(op, env, rank):
             raise SnacExecutionError(f"{where(op)}: the simulator cannot execute '{op.name}'")
 
-    def _phase(self, op: Operation) -> PhaseState:
-        return self.phases[op.phase.string_value()]  # type: ignore[attr-defined]
+    def epoch_values(self, rank: int) -> tuple[int, int]:
+        return self.w.epoch[rank], self.w.prev[rank]
 
     def _step(self, op: Operation, env: dict[SSAValue, Any], t: Thread):
         """Evaluate `op`; protocol ops return a generator that yields waits."""
