@@ -15,54 +15,17 @@ from purlin.dialects.coll import NamedCollective
 from purlin.plan_builder import build_plan
 from purlin.sim import SimError, reference
 from purlin.sim.atom_level import run_atom, run_plan
-from purlin.sim.collectives import COLLECTIVES, Case, counts_for
+from purlin.sim.collectives import COLLECTIVES, Case
 from purlin.sim.dtypes import DTYPE_NAMES, compare
 from purlin.sim.ir import entry_function, lower
 from purlin.sim.levels import LEVELS
 from purlin.sim.plan_exec import PlanMachine
 from purlin.sim.snac_level import arg_index, counts_of, passes, run_programs
 
-# 16-byte chunks and two slots per half: a few hundred bytes already go round
-# the slots several times, so slot reuse is exercised at every world size.
-SMALL = "chunk-bytes=16 slots=2"
-LOWERINGS = {
-    "latency": "regime=latency",
-    "latency-composed": "regime=latency strategy=composed",
-    "direct": f"regime=throughput strategy=direct {SMALL}",
-    "composed": f"regime=throughput strategy=composed {SMALL}",
-    "copy": f"regime=throughput strategy=copy {SMALL}",
-}
+from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
+
 LEVEL_RUNNERS = {"atom": run_atom, "plan": run_plan}
 ARCHS = ("sm_80", "sm_90", "sm_100")
-
-
-def strategies(name, dynamic=False):
-    info = COLLECTIVES[name]
-    if not info.reduces:
-        return ["latency", "copy"]
-    # Composed needs a name with several destinations: only all_reduce has one.
-    if name == "all_reduce" and not dynamic:
-        return ["latency", "latency-composed", "direct", "composed"]
-    return ["latency", "direct"]
-
-
-PAIRS = [(n, s) for n in COLLECTIVES for s in strategies(n)]
-WORLDS = (2, 3, 4, 8)  # world 16 is slow: a subset of its own below
-# Per-rank unit: empty, one element, odd (cycles the slots), a few hundred bytes.
-SIZES = (0, 1, 37, 300)
-OPS = ("sum", "max", "min", "prod")
-
-
-def make_case(name, world, dtype, op, count, seed=0, dynamic=False):
-    info = COLLECTIVES[name]
-    if info.variable:
-        return Case(name, world, dtype, op, counts=counts_for(name, world, count * world, seed),
-                    dynamic=dynamic)
-    return Case(name, world, dtype, op, count)
-
-
-def default_op(name):
-    return "sum" if COLLECTIVES[name].reduces else None
 
 
 def check(case, strategy, level, arch, seed=0, calls=1, module=None):
@@ -110,7 +73,6 @@ def test_dtypes_match_reference(level, name, strategy, dtype, world):
     check(case, strategy, level, arch, seed=world)
 
 
-REDUCING = [n for n, c in COLLECTIVES.items() if c.reduces]
 REDUCTION_CASES = [
     (op, dtype)
     for op in OPS[1:]
@@ -124,9 +86,6 @@ REDUCTION_CASES = [
 @pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in REDUCING])
 def test_reductions_match_reference(name, strategy, op, dtype, arch):
     check(make_case(name, 3, dtype, op, 37, seed=3), strategy, "plan", arch, seed=3)
-
-
-VARIABLE = [n for n, c in COLLECTIVES.items() if c.variable]
 
 
 @pytest.mark.parametrize("world", (2, 3, 8, 16))

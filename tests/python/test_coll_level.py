@@ -6,23 +6,16 @@ import pytest
 
 from purlin.sim import SimError
 from purlin.sim.coll_level import run
-from purlin.sim.collectives import COLLECTIVES, Case, counts_for
+from purlin.sim.collectives import COLLECTIVES, Case
 from purlin.sim.dtypes import DTYPE_NAMES, compare, numpy_dtype
 from purlin.sim.ir import parse_module
 from purlin.sim.levels import LEVELS, get_level
 
+from collective_cases import OPS, REDUCING, make_case
+
 WORLDS = (2, 3, 4, 8, 16)
 # Per-rank unit: empty, one element, odd, and a few KiB.
 SIZES = (0, 1, 37, 1000)
-OPS = ("sum", "max", "min", "prod")
-
-
-def make_case(name, world, dtype, op, count, seed=0, dynamic=False):
-    info = COLLECTIVES[name]
-    if info.variable:
-        return Case(name, world, dtype, op, counts=counts_for(name, world, count * world, seed),
-                    dynamic=dynamic)
-    return Case(name, world, dtype, op, count)
 
 
 def check(case, seed=0):
@@ -42,9 +35,6 @@ def check(case, seed=0):
 def test_matches_reference(name, world, count, dtype):
     op = "sum" if COLLECTIVES[name].reduces else None
     check(make_case(name, world, dtype, op, count, seed=world * 1000 + count), seed=count)
-
-
-REDUCING = [n for n, c in COLLECTIVES.items() if c.reduces]
 
 
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)

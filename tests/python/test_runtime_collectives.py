@@ -11,42 +11,12 @@ from purlin.dialects import atom
 from purlin.plan_builder import build_plan
 from purlin.runtime import Communicator
 from purlin.sim.atom_level import atom_passes
-from purlin.sim.collectives import COLLECTIVES, Case, CaseError, counts_for
+from purlin.sim.collectives import COLLECTIVES, Case, CaseError
 from purlin.sim.dtypes import DTYPE_NAMES, compare
 from purlin.sim.ir import entry_function, lower
 from purlin.sim.snac_level import arg_index, counts_of
 
-# Small chunks and two slots per half, so a few hundred bytes go round the
-# slots several times.
-SMALL = "chunk-bytes=16 slots=2"
-LOWERINGS = {
-    "latency": "regime=latency",
-    "latency-composed": "regime=latency strategy=composed",
-    "direct": f"regime=throughput strategy=direct {SMALL}",
-    "composed": f"regime=throughput strategy=composed {SMALL}",
-    "copy": f"regime=throughput strategy=copy {SMALL}",
-}
-
-
-def strategies(name: str) -> list[str]:
-    if not COLLECTIVES[name].reduces:
-        return ["latency", "copy"]
-    if name == "all_reduce":
-        return ["latency", "latency-composed", "direct", "composed"]
-    return ["latency", "direct"]
-
-
-PAIRS = [(n, s) for n in COLLECTIVES for s in strategies(n)]
-REDUCING = [(n, s) for n, s in PAIRS if COLLECTIVES[n].reduces]
-WORLDS = (2, 3, 4, 8)
-
-
-def make_case(name, world, dtype="f32", op=None, count=37, seed=0, dynamic=False) -> Case:
-    info = COLLECTIVES[name]
-    op = op or ("sum" if info.reduces else None)
-    if info.variable:
-        return Case(name, world, dtype, op, counts=counts_for(name, world, count * world, seed), dynamic=dynamic)
-    return Case(name, world, dtype, op, count)
+from collective_cases import LOWERINGS, PAIRS, REDUCING_PAIRS, WORLDS, make_case, strategies
 
 
 def communicators(case: Case, strategy: str, arch: str, args) -> list[tuple[Communicator, int, int]]:
@@ -98,7 +68,7 @@ def test_dtypes(name, strategy, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 @pytest.mark.parametrize("op", ["max", "min", "prod"])
-@pytest.mark.parametrize("name, strategy", REDUCING)
+@pytest.mark.parametrize("name, strategy", REDUCING_PAIRS)
 def test_reductions(name, strategy, op, dtype):
     try:
         case = make_case(name, 4, dtype, op, seed=2)

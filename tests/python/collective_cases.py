@@ -1,0 +1,51 @@
+"""Cases of the named collectives shared by the level tests (coll, snac, atom,
+plan) and the runtime tests: the lowerings each strategy names, which
+strategies each collective takes, and the sizes, worlds and ops to run."""
+
+from purlin.sim.collectives import COLLECTIVES, Case, counts_for
+
+# 16-byte chunks and two slots per half: a few hundred bytes already go round
+# the slots several times, so slot reuse is exercised at every world size.
+SMALL = "chunk-bytes=16 slots=2"
+LOWERINGS = {
+    "latency": "regime=latency",
+    "latency-composed": "regime=latency strategy=composed",
+    "direct": f"regime=throughput strategy=direct {SMALL}",
+    "composed": f"regime=throughput strategy=composed {SMALL}",
+    "copy": f"regime=throughput strategy=copy {SMALL}",
+}
+
+
+def strategies(name, dynamic=False):
+    info = COLLECTIVES[name]
+    if not info.reduces:
+        return ["latency", "copy"]
+    # Composed needs a name with several destinations: only all_reduce has one.
+    if name == "all_reduce" and not dynamic:
+        return ["latency", "latency-composed", "direct", "composed"]
+    return ["latency", "direct"]
+
+
+PAIRS = [(n, s) for n in COLLECTIVES for s in strategies(n)]
+REDUCING = [n for n, c in COLLECTIVES.items() if c.reduces]
+VARIABLE = [n for n, c in COLLECTIVES.items() if c.variable]
+REDUCING_PAIRS = [(n, s) for n, s in PAIRS if n in REDUCING]
+WORLDS = (2, 3, 4, 8)  # world 16 is slow: a subset of its own where needed
+# Per-rank unit: empty, one element, odd (cycles the slots), a few hundred bytes.
+SIZES = (0, 1, 37, 300)
+OPS = ("sum", "max", "min", "prod")
+
+
+def default_op(name):
+    return "sum" if COLLECTIVES[name].reduces else None
+
+
+def make_case(name, world, dtype="f32", op=None, count=37, seed=0, dynamic=False) -> Case:
+    """A case of `name` with `count` elements per rank unit (V forms: seeded
+    counts of that total per rank); `op` defaults to sum where it reduces."""
+    info = COLLECTIVES[name]
+    op = op or default_op(name)
+    if info.variable:
+        return Case(name, world, dtype, op, counts=counts_for(name, world, count * world, seed),
+                    dynamic=dynamic)
+    return Case(name, world, dtype, op, count)
