@@ -311,12 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     pt.init()
     world, rank = dist.get_world_size(), dist.get_rank()
     bench = _Bench(world, rank)
-    for coll in args.collectives.split(","):
-        for nbytes in (s for s in SIZES if s <= args.max_bytes):
-            bench.run(coll, nbytes)
-            if rank == 0:
-                print(f"# {coll} {human(nbytes)} done", file=sys.stderr, flush=True)
-    if rank == 0:
+
+    def save() -> None:
         os.makedirs(args.out, exist_ok=True)
         doc = {
             "command": f"torchrun --nproc-per-node {world} -m purlin.bench",
@@ -331,6 +327,15 @@ def main(argv: list[str] | None = None) -> int:
         }
         with open(os.path.join(args.out, "bench.json"), "w") as f:
             json.dump(doc, f, indent=1)
+
+    for coll in args.collectives.split(","):
+        for nbytes in (s for s in SIZES if s <= args.max_bytes):
+            bench.run(coll, nbytes)
+            if rank == 0:
+                print(f"# {coll} {human(nbytes)} done", file=sys.stderr, flush=True)
+        if rank == 0:
+            save()  # a partial table survives a run cut short
+    if rank == 0:
         plot(bench.rows, os.path.join(args.out, "bench.png"))
         print(format_table(bench.rows))
         for line in bench.failures:
