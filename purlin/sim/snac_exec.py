@@ -162,6 +162,16 @@ class Thread:
         return f"rank {self.rank} ({self.role})"
 
 
+def _nth(op: Operation, ph: PhaseState, rank: int, items: Sequence, i: int, what: str):
+    """Item `i` of `rank`'s units or groups (`what`) in phase `ph`."""
+    if not 0 <= i < len(items):
+        raise SnacExecutionError(
+            f"{where(op)}: rank {rank} has {len(items)} {what}s in phase "
+            f"'{ph.op.sym_name.data}', no {what} {i}"
+        )
+    return items[i]
+
+
 class Execution(IndexEvaluator):
     """Runs one snac.program for every rank, `calls` times in a row."""
 
@@ -366,22 +376,10 @@ class Execution(IndexEvaluator):
     # -- protocol steps ----------------------------------------------------
 
     def _unit(self, op: Operation, ph: PhaseState, rank: int, u: int):
-        units = ph.plan.units[rank]
-        if not 0 <= u < len(units):
-            raise SnacExecutionError(
-                f"{where(op)}: rank {rank} has {len(units)} units in phase "
-                f"'{ph.op.sym_name.data}', no unit {u}"
-            )
-        return units[u]
+        return _nth(op, ph, rank, ph.plan.units[rank], u, "unit")
 
     def _group(self, op: Operation, ph: PhaseState, rank: int, g: int):
-        groups = ph.plan.groups[rank]
-        if not 0 <= g < len(groups):
-            raise SnacExecutionError(
-                f"{where(op)}: rank {rank} has {len(groups)} groups in phase "
-                f"'{ph.op.sym_name.data}', no group {g}"
-            )
-        return groups[g]
+        return _nth(op, ph, rank, ph.plan.groups[rank], g, "group")
 
     def _store(self, t: Thread, sig: Signal, value: int, release: bool, what: str, op: Operation) -> None:
         if value < sig.value:
