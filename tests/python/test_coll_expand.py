@@ -36,6 +36,13 @@ def _one(body: str, args: str) -> CollectiveOp:
     return op
 
 
+def _named(name: str, w: int, a: int, b: int, elem: str = "f32", op: str = "", rest: str = "") -> CollectiveOp:
+    """The expansion of `coll.NAME [OP] %a, %b world W REST` on
+    %a: memref<A x ELEM> and %b: memref<B x ELEM>."""
+    ta, tb = f"memref<{a}x{elem}>", f"memref<{b}x{elem}>"
+    return _one(f"coll.{name} {op + ' ' if op else ''}%a, %b world {w}{rest} : {ta}, {tb}", f"%a: {ta}, %b: {tb}")
+
+
 def _run(inp: Layout, out: Layout, reduce: bool, data: list[np.ndarray], out_size: int):
     """Apply a layout pair to per-rank inputs (sum when reducing)."""
     result = [np.zeros(out_size) for _ in range(inp.world)]
@@ -57,10 +64,7 @@ SHAPES = [(1, 5), (2, 8), (3, 7), (4, 16), (5, 3), (8, 64)]
 
 @pytest.mark.parametrize("w,n", SHAPES)
 def test_all_reduce(w, n):
-    op = _one(
-        f"coll.all_reduce sum %a, %b world {w} deterministic : memref<{n}xf32>, memref<{n}xf32>",
-        f"%a: memref<{n}xf32>, %b: memref<{n}xf32>",
-    )
+    op = _named("all_reduce", w, n, n, op="sum", rest=" deterministic")
     inp, out = op.layouts()
     assert op.consume.kind == "sum" and op.deterministic is not None
     assert inp == out and inp.kind == LayoutKind.SCATTERED
@@ -77,10 +81,7 @@ def test_all_reduce(w, n):
 
 @pytest.mark.parametrize("w,n", SHAPES)
 def test_all_gather(w, n):
-    op = _one(
-        f"coll.all_gather %a, %b world {w} : memref<{n}xbf16>, memref<{w * n}xbf16>",
-        f"%a: memref<{n}xbf16>, %b: memref<{w * n}xbf16>",
-    )
+    op = _named("all_gather", w, n, w * n, "bf16")
     inp, out = op.layouts()
     assert op.consume.kind is None
     assert (inp, out) == (Layout.fixed(LayoutKind.PACKED, w, n), Layout.fixed(LayoutKind.SCATTERED, w, n))
@@ -91,10 +92,7 @@ def test_all_gather(w, n):
 
 @pytest.mark.parametrize("w,n", SHAPES)
 def test_reduce_scatter(w, n):
-    op = _one(
-        f"coll.reduce_scatter max %a, %b world {w} : memref<{w * n}xf16>, memref<{n}xf16>",
-        f"%a: memref<{w * n}xf16>, %b: memref<{n}xf16>",
-    )
+    op = _named("reduce_scatter", w, w * n, n, "f16", op="max")
     inp, out = op.layouts()
     assert op.consume.kind == "max"
     assert (inp, out) == (Layout.fixed(LayoutKind.SCATTERED, w, n), Layout.fixed(LayoutKind.PACKED, w, n))
@@ -107,10 +105,7 @@ def test_reduce_scatter(w, n):
 @pytest.mark.parametrize("w,n", SHAPES)
 def test_all_to_all(w, n):
     n = n * w  # divisible by world
-    op = _one(
-        f"coll.all_to_all %a, %b world {w} : memref<{n}xf8E4M3FN>, memref<{n}xf8E4M3FN>",
-        f"%a: memref<{n}xf8E4M3FN>, %b: memref<{n}xf8E4M3FN>",
-    )
+    op = _named("all_to_all", w, n, n, "f8E4M3FN")
     inp, out = op.layouts()
     assert (inp.kind, out.kind) == (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED)
     data = _inputs(w, n)
@@ -127,10 +122,7 @@ V_COUNTS = [[3], [0, 5], [2, 0, 4], [1, 0, 0, 7], [4, 4, 4, 4, 0]]
 @pytest.mark.parametrize("counts", V_COUNTS)
 def test_all_gather_v(counts):
     w, total, big = len(counts), sum(counts), max(counts)
-    op = _one(
-        f"coll.all_gather_v %a, %b world {w} counts {counts} : memref<{big}xf32>, memref<{total}xf32>",
-        f"%a: memref<{big}xf32>, %b: memref<{total}xf32>",
-    )
+    op = _named("all_gather_v", w, big, total, rest=f" counts {counts}")
     inp, out = op.layouts()
     assert (inp, out) == (
         Layout.vector(LayoutKind.PACKED, w, counts),
@@ -144,10 +136,7 @@ def test_all_gather_v(counts):
 @pytest.mark.parametrize("counts", V_COUNTS)
 def test_reduce_scatter_v(counts):
     w, total, big = len(counts), sum(counts), max(counts)
-    op = _one(
-        f"coll.reduce_scatter_v sum %a, %b world {w} counts {counts} : memref<{total}xf32>, memref<{big}xf32>",
-        f"%a: memref<{total}xf32>, %b: memref<{big}xf32>",
-    )
+    op = _named("reduce_scatter_v", w, total, big, op="sum", rest=f" counts {counts}")
     inp, out = op.layouts()
     assert (inp, out) == (
         Layout.vector(LayoutKind.SCATTERED, w, counts),
@@ -165,10 +154,7 @@ def test_all_to_all_v(matrix):
     w = len(matrix)
     flat = [c for row in matrix for c in row]
     n = max(max(sum(row) for row in matrix), max(sum(col) for col in zip(*matrix)))
-    op = _one(
-        f"coll.all_to_all_v %a, %b world {w} counts {flat} : memref<{n}xf32>, memref<{n}xf32>",
-        f"%a: memref<{n}xf32>, %b: memref<{n}xf32>",
-    )
+    op = _named("all_to_all_v", w, n, n, rest=f" counts {flat}")
     inp, out = op.layouts()
     assert (inp, out) == (
         Layout.vector(LayoutKind.ADDRESSED, w, matrix),
