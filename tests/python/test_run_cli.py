@@ -32,6 +32,17 @@ def summary(out):
     return m
 
 
+def gather_v_file(f: Path, func: str, tin: str, tout: str) -> Path:
+    """Write to `f` a function @FUNC running all_gather_v over world 2 from
+    %in: TIN to %out: TOUT, its counts a %c argument."""
+    f.write_text(f"""
+    func.func @{func}(%in: {tin}, %out: {tout}, %c: memref<2xi64>) {{
+      coll.all_gather_v %in, %out world 2 counts %c : {tin}, {tout}, memref<2xi64>
+      func.return
+    }}""")
+    return f
+
+
 @pytest.mark.parametrize(
     "argv, fields",
     [
@@ -65,12 +76,7 @@ def test_match_exits_0_with_one_summary_line(capsys, argv, fields):
 
 
 def test_file_mode(capsys, tmp_path):
-    f = tmp_path / "ag.mlir"
-    f.write_text("""
-    func.func @gather(%in: memref<3xbf16>, %out: memref<6xbf16>, %c: memref<2xi64>) {
-      coll.all_gather_v %in, %out world 2 counts %c : memref<3xbf16>, memref<6xbf16>, memref<2xi64>
-      func.return
-    }""")
+    f = gather_v_file(tmp_path / "ag.mlir", "gather", "memref<3xbf16>", "memref<6xbf16>")
     code, out, _ = run_cli(capsys, str(f), "--counts", "3,0", "--world", "2")
     assert code == 0
     m = summary(out)
@@ -167,12 +173,7 @@ def test_bad_file_exits_2_with_a_located_diagnostic(capsys, tmp_path):
 
 
 def test_file_mode_needs_counts_for_a_counts_argument(capsys, tmp_path):
-    f = tmp_path / "v.mlir"
-    f.write_text("""
-    func.func @f(%in: memref<2xf32>, %out: memref<4xf32>, %c: memref<2xi64>) {
-      coll.all_gather_v %in, %out world 2 counts %c : memref<2xf32>, memref<4xf32>, memref<2xi64>
-      func.return
-    }""")
+    f = gather_v_file(tmp_path / "v.mlir", "f", "memref<2xf32>", "memref<4xf32>")
     code, _, err = run_cli(capsys, str(f))
     assert code == 2 and "give their values with --counts" in err
     code, _, err = run_cli(capsys, str(f), "--counts", "3,0")

@@ -20,6 +20,15 @@ def run_snac(capsys, collective, world, nbytes, lowering):
     return code, out + err
 
 
+def run_mismatch(capsys, collective, world, nbytes, lowering) -> re.Match:
+    """The first mismatch that `run_snac` reports; it must exit 1 with one."""
+    code, out = run_snac(capsys, collective, world, nbytes, lowering)
+    assert code == 1, out
+    m = MISMATCH.search(out)
+    assert m, out
+    return m
+
+
 @pytest.mark.parametrize("lowering", ["regime=latency", "regime=throughput strategy=direct"])
 def test_reduction_that_drops_a_source(monkeypatch, capsys, lowering):
     ordered = protocol._ordered
@@ -30,10 +39,7 @@ def test_reduction_that_drops_a_source(monkeypatch, capsys, lowering):
     # The plan builder is shared by the pass and the simulator, so they agree
     # on the broken protocol: only the reference can tell.
     monkeypatch.setattr(protocol, "_ordered", drop_last)
-    code, out = run_snac(capsys, "all_reduce", 4, 64, lowering)
-    assert code == 1, out
-    m = MISMATCH.search(out)
-    assert m, out
+    m = run_mismatch(capsys, "all_reduce", 4, 64, lowering)
     assert (m[1], m[2]) == ("0", "0")
 
 
@@ -46,10 +52,7 @@ def test_skipped_unit_leaves_nan_where_it_belonged(monkeypatch, capsys):
     monkeypatch.setattr(protocol, "_chunks", skip_second)
     # all_gather of 8 f32 per rank in 16-byte chunks: elements 4..7 of every
     # slice are never staged nor consumed, so rank 0's output keeps its NaN.
-    code, out = run_snac(capsys, "all_gather", 2, 64, "regime=throughput chunk-bytes=16 slots=2")
-    assert code == 1, out
-    m = MISMATCH.search(out)
-    assert m, out
+    m = run_mismatch(capsys, "all_gather", 2, 64, "regime=throughput chunk-bytes=16 slots=2")
     assert (m[1], m[2], m[3]) == ("0", "4", "nan")
 
 
@@ -63,10 +66,7 @@ def test_forward_that_misses_a_destination(monkeypatch, capsys):
     monkeypatch.setattr(convert_coll_to_snac, "owner_layouts", lose_one)
     # Composed all_reduce of 4x4 f32: rank 0 owns slice 0 and forwards it to
     # ranks 1, 2, 3; without the first of those, rank 1 never receives it.
-    code, out = run_snac(capsys, "all_reduce", 4, 64, "regime=throughput strategy=composed")
-    assert code == 1, out
-    m = MISMATCH.search(out)
-    assert m, out
+    m = run_mismatch(capsys, "all_reduce", 4, 64, "regime=throughput strategy=composed")
     assert (m[1], m[2], m[3]) == ("1", "0", "nan")
 
 
