@@ -34,9 +34,13 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
 # Strategies timed for all_reduce, for tuning THRESHOLDS in purlin/cost_model.py.
 ALL_REDUCE_STRATEGIES = {
     "latency": "regime=latency strategy=direct",
+    "latency-b2": "regime=latency strategy=direct blocks=2",
     "direct": "regime=throughput strategy=direct",
     "composed": "regime=throughput strategy=composed",
+    "composed-c1M-b32": "regime=throughput strategy=composed chunk-bytes=1048576 blocks=32",
+    "composed-c4M-b64": "regime=throughput strategy=composed chunk-bytes=4194304 blocks=64",
 }
+SWEEP_MAX_BYTES = 64 << 20
 SYMM_MAX_BYTES = 64 << 20
 
 
@@ -213,7 +217,7 @@ class _Bench:
             self.record(coll, "purlin", nbytes, lambda: eq(pt.all_reduce(x, out=y), ref),
                         lambda: pt.all_reduce(x, out=y))
             for name, lowering in ALL_REDUCE_STRATEGIES.items():
-                if name == "latency" and nbytes > 1 << 20:
+                if nbytes > SWEEP_MAX_BYTES or (name.startswith("latency") and nbytes > 1 << 20):
                     continue
                 self.record(coll, f"purlin-{name}", nbytes,
                             lambda lw=lowering: eq(pt.all_reduce(x, out=y, lowering=lw), ref),
@@ -274,6 +278,7 @@ class _Bench:
         import torch.distributed._symmetric_memory as symm_mem
 
         t = self.torch
+        eq = t.equal
         group = dist.group.WORLD.group_name
         buf = symm_mem.empty(n, dtype=t.bfloat16, device="cuda")
         symm_mem.rendezvous(buf, group)

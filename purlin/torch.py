@@ -176,7 +176,8 @@ def all_gather_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[int
     """Rank r contributes counts[r] elements; output holds them in rank order."""
     x, y = _flat(input, "input"), _flat(output, "output")
     _check(y.numel() >= sum(counts), "output must hold sum(counts) elements")
-    _communicator("all_gather_v", _dtype(x), None, counts=list(counts), lowering=lowering).run(x, y)
+    comm = _communicator("all_gather_v", _dtype(x), None, counts=list(counts), lowering=lowering)
+    _run_fitted(comm, x, y)
     return output
 
 
@@ -185,7 +186,8 @@ def reduce_scatter_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence
     """Rank r receives the reduction of slice r (counts[r] elements) of every input."""
     x, y = _flat(input, "input"), _flat(output, "output")
     _check(x.numel() >= sum(counts), "input must hold sum(counts) elements")
-    _communicator("reduce_scatter_v", _dtype(x), op, counts=list(counts), lowering=lowering).run(x, y)
+    comm = _communicator("reduce_scatter_v", _dtype(x), op, counts=list(counts), lowering=lowering)
+    _run_fitted(comm, x, y)
     return output
 
 
@@ -193,9 +195,29 @@ def all_to_all_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[Seq
                  lowering: str = "") -> torch.Tensor:
     """counts[s][d] elements go from rank s to rank d, packed in rank order on both sides."""
     x, y = _flat(input, "input"), _flat(output, "output")
-    _communicator("all_to_all_v", _dtype(x), None, counts=[list(r) for r in counts],
-                  lowering=lowering).run(x, y)
+    comm = _communicator("all_to_all_v", _dtype(x), None, counts=[list(r) for r in counts],
+                         lowering=lowering)
+    _run_fitted(comm, x, y)
     return output
+
+
+def _run_fitted(comm: ProcessCommunicator, x: torch.Tensor, y: torch.Tensor) -> None:
+    """A V plan sizes every rank's buffers for the largest rank; a smaller rank's
+    tensors go through scratch buffers of the plan's size."""
+    plan = comm.plan
+    xin = x if x.numel() >= plan.input_elems else _padded(x, plan.input_elems)
+    yout = y if y.numel() >= plan.output_elems else _scratch(y, plan.output_elems)
+    comm.run(xin, yout)
+    if yout is not y:
+        y.copy_(yout[: y.numel()])
+
+
+def _padded(x: torch.Tensor, n: int) -> torch.Tensor:
+    buf = _current().scratch.get((x.dtype, x.device, n, "in"))
+    if buf is None:
+        buf = _current().scratch[(x.dtype, x.device, n, "in")] = torch.zeros(n, dtype=x.dtype, device=x.device)
+    buf[: x.numel()].copy_(x)
+    return buf
 
 
 def _check(ok: bool, message: str) -> None:

@@ -136,7 +136,7 @@ class LowerCollective(RewritePattern):
             )
             decl.append((p, buf))
 
-        gen = _Gen(b, regime, choice.blocks)
+        gen = _Gen(b, regime, o.blocks if o.blocks > 0 else choice.blocks)
         gen.prologue([p.name for p in phases])
         if strategy == snac.Strategy.COMPOSED:
             gen.producer_role("reduce")
@@ -248,8 +248,8 @@ class _Gen:
 @dataclass(frozen=True)
 class ConvertCollToSnacPass(ModulePass):
     """Options: arch (sm_80|sm_90|sm_100), regime (auto|latency|throughput),
-    strategy (auto|copy|direct|composed), chunk-bytes and slots (0: from the
-    cost model)."""
+    strategy (auto|copy|direct|composed), chunk-bytes, slots and blocks per role
+    (0: from the cost model)."""
 
     name = "convert-coll-to-snac"
 
@@ -258,14 +258,15 @@ class ConvertCollToSnacPass(ModulePass):
     strategy: str = "auto"
     chunk_bytes: int = 0
     slots: int = 0
+    blocks: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_choice("arch", self.arch, THRESHOLDS)
         _check_choice("regime", self.regime, ["auto", *snac.Regime])
         _check_choice("strategy", self.strategy, ["auto", *snac.Strategy])
-        if self.chunk_bytes < 0 or self.slots < 0:
+        if self.chunk_bytes < 0 or self.slots < 0 or self.blocks < 0:
             raise PassFailedException(
-                f"{self.name}: chunk-bytes and slots must be non-negative"
+                f"{self.name}: chunk-bytes, slots and blocks must be non-negative"
             )
         PatternRewriteWalker(LowerCollective(self), apply_recursively=False).rewrite_module(op)
 
