@@ -21,14 +21,19 @@ class Thresholds:
     # Staging: bytes per unit and slots per half.
     chunk_bytes: int
     slots: int
-    # Blocks per role.
-    blocks: int
+    # Blocks per role, for packets and for staging.
+    latency_blocks: int
+    throughput_blocks: int
 
 
+# sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
+# packets win up to 64 KiB; composed beats direct from about 4 MiB; 4 MiB units
+# with 64 blocks per role ran 32 MiB six times faster than 256 KiB with 16.
+# sm_80 and sm_100 are not measured yet: scaled from sm_90.
 THRESHOLDS: dict[str, Thresholds] = {
-    "sm_80": Thresholds(32 << 10, 512 << 10, 128 << 10, 4, 16),
-    "sm_90": Thresholds(64 << 10, 1 << 20, 256 << 10, 4, 16),
-    "sm_100": Thresholds(64 << 10, 1 << 20, 256 << 10, 4, 24),
+    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48),
+    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64),
+    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64),
 }
 
 # Latency packets carry 8 data bytes in 16: beyond this many ranks the
@@ -42,7 +47,11 @@ class Choice:
     strategy: Strategy
     chunk_bytes: int
     slots: int
-    blocks: int
+    latency_blocks: int
+    throughput_blocks: int
+
+    def blocks(self, regime: Regime) -> int:
+        return self.latency_blocks if regime == Regime.LATENCY else self.throughput_blocks
 
 
 def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
@@ -60,4 +69,4 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     else:
         strategy = Strategy.COMPOSED
     regime = Regime.LATENCY if latency else Regime.THROUGHPUT
-    return Choice(regime, strategy, t.chunk_bytes, t.slots, t.blocks)
+    return Choice(regime, strategy, t.chunk_bytes, t.slots, t.latency_blocks, t.throughput_blocks)

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
-#include <sstream>
+#include <cstdio>
 
 #include "kernel.h"
 
@@ -354,24 +354,31 @@ void Executor::synchronize() {
 }
 
 void Executor::check_recorded_errors() {
-  std::ostringstream msg;
+  // Plain string building: iostreams in this nvcc-compiled unit crashed on
+  // the GPU machine (inside ostream's integer insertion).
+  using std::to_string;
+  std::string msg;
   int found = 0;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     const volatile ErrorRecord& e = errors_[i];
     if (!e.valid) continue;
-    msg << (found++ ? "\n" : "") << name_ << ": rank " << e.rank << " (GPU " << ranks_[i].device
-        << ") timed out after " << timeout_ns_ / 1e9 << " s in role " << e.role << " instruction " << e.instr
-        << ": ";
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%g", timeout_ns_ / 1e9);
+    msg += (found++ ? "\n" : "") + name_ + ": rank " + to_string(int(e.rank)) + " (GPU " +
+           to_string(ranks_[i].device) + ") timed out after " + seconds + " s in role " + to_string(int(e.role)) +
+           " instruction " + to_string(int(e.instr)) + ": ";
     if (e.is_packets)
-      msg << "packet " << e.packet << " from rank " << e.slot << " in window buffer " << e.array
-          << " has flag " << e.seen << ", expected >= " << e.awaited;
+      msg += "packet " + to_string(int64_t(e.packet)) + " from rank " + to_string(int(e.slot)) +
+             " in window buffer " + to_string(int(e.array)) + " has flag " + to_string(uint64_t(e.seen)) +
+             ", expected >= " + to_string(uint64_t(e.awaited));
     else
-      msg << "signals[" << e.array << "][" << e.slot << "] is " << e.seen << ", expected >= " << e.awaited;
-    msg << " (epoch " << e.epoch << ")";
+      msg += "signals[" + to_string(int(e.array)) + "][" + to_string(int(e.slot)) + "] is " +
+             to_string(uint64_t(e.seen)) + ", expected >= " + to_string(uint64_t(e.awaited));
+    msg += " (epoch " + to_string(uint64_t(e.epoch)) + ")";
   }
   failed_ |= found > 0;
   if (found)
-    throw TimeoutError(msg.str() +
+    throw TimeoutError(msg +
                        "\nthe peer never signalled: it hung, was not launched, ran another plan or call sequence, "
                        "or the plan is wrong");
 }

@@ -97,6 +97,9 @@ class LowerCollective(RewritePattern):
         chunk_bytes = o.chunk_bytes if o.chunk_bytes > 0 else choice.chunk_bytes
         slots = o.slots if o.slots > 0 else choice.slots
         chunk = max(1, chunk_bytes // itemsize)
+        if not dynamic:
+            # No unit is larger than the largest slice: staging need not be either.
+            chunk = min(chunk, max(max(inp.name_sizes.values(), default=1), 1))
         if regime == snac.Regime.LATENCY:
             if chunk_bytes % PACKET_DATA_BYTES:
                 raise PassFailedException(
@@ -136,7 +139,7 @@ class LowerCollective(RewritePattern):
             )
             decl.append((p, buf))
 
-        gen = _Gen(b, regime, o.blocks if o.blocks > 0 else choice.blocks)
+        gen = _Gen(b, regime, o.blocks if o.blocks > 0 else choice.blocks(regime))
         gen.prologue([p.name for p in phases])
         if strategy == snac.Strategy.COMPOSED:
             gen.producer_role("reduce")

@@ -245,7 +245,7 @@ BINARY_CORRUPTIONS = [
     ("slot_outside_buffer", "direct", set_dst(is_op(P.Op.COPY), RSLOT, 2),
      "(copy): destination slot 2 is outside buffer 0's 2 slots"),
     ("data_outside_buffer", "direct", set_dst(is_op(P.Op.COPY), ROFFSET, 5),
-     "(copy): destination [5, 9) is outside its 8 elements"),
+     "(copy): destination [5, 9) is outside its 4 elements"),
     ("data_outside_input", "direct", set_src(is_op(P.Op.COPY), ROFFSET, 100),
      "(copy): source 0 [100, 104) is outside its 8 elements"),
     ("signal_slot_outside", "direct", set_field(is_op(P.Op.WAIT), SLOT, 2),

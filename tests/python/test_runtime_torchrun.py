@@ -16,6 +16,7 @@ import socket
 # name too (spawn hands them the parent's sys.path).
 from test_runtime_cuda import REGIMES, WORLD, lowered, make_case, pytestmark  # noqa: F401
 
+import pytest
 import torch
 
 from purlin import plan as P

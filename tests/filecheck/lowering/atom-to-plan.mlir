@@ -1,11 +1,11 @@
 // `-t plan-json` and `-t plan-bin` write the lowered plan of every atom.kernel:
 // one flat instruction list per rank and role, flags relative to the epoch.
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=8 slots=2},convert-snac-to-atom{arch=sm_80}' -t plan-json | filecheck %s --check-prefix=THR
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=8 slots=2 blocks=16},convert-snac-to-atom{arch=sm_80}' -t plan-json | filecheck %s --check-prefix=THR
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency},convert-snac-to-atom{arch=sm_90}' -t plan-json | filecheck %s --check-prefix=LAT
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=8 slots=2},convert-snac-to-atom{arch=sm_80}' -t plan-bin | filecheck %s --check-prefix=BIN
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=8 slots=2 blocks=16},convert-snac-to-atom{arch=sm_80}' -t plan-bin | filecheck %s --check-prefix=BIN
 
 // The JSON reads back to the same plan.
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=8 slots=2},convert-snac-to-atom{arch=sm_100}' -t plan-json > %t.json
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=8 slots=2 blocks=16},convert-snac-to-atom{arch=sm_100}' -t plan-json > %t.json
 // RUN: %python -c "import sys; from purlin.plan import from_json; sys.stdout.write(''.join(from_json(l).to_json() + '\n' for l in sys.stdin))" < %t.json > %t.again.json
 // RUN: diff %t.json %t.again.json
 

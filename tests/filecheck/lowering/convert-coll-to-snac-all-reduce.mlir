@@ -44,7 +44,7 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // COMPOSED-NEXT:      [[MOST:%[0-9]+]] = arith.maxui [[MR]], [[MF]] : index
 // COMPOSED-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // COMPOSED-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
-// COMPOSED-NEXT:      snac.role producer blocks 16 {
+// COMPOSED-NEXT:      snac.role producer blocks 64 {
 // COMPOSED-NEXT:        [[UNITS:%[0-9]+]] = snac.units @reduce of [[RANK]]
 // COMPOSED-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // COMPOSED-NEXT:          snac.reclaim @reduce unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
@@ -56,7 +56,7 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // COMPOSED-NEXT:      }
 // The reducer consumes group g of @reduce and stages it as unit g of @forward
 // before acknowledging the sources of @reduce.
-// COMPOSED-NEXT:      snac.role reducer blocks 16 {
+// COMPOSED-NEXT:      snac.role reducer blocks 64 {
 // COMPOSED-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @reduce of [[RANK]]
 // COMPOSED-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // COMPOSED-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @reduce group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -70,7 +70,7 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // COMPOSED-NEXT:        }
 // COMPOSED-NEXT:        snac.finish @reduce of [[RANK]] value [[NEXT]] release system
 // COMPOSED-NEXT:      }
-// COMPOSED-NEXT:      snac.role consumer blocks 16 {
+// COMPOSED-NEXT:      snac.role consumer blocks 64 {
 // COMPOSED-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @forward of [[RANK]]
 // COMPOSED-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // COMPOSED-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @forward group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -136,8 +136,8 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 
 // DIRECT-LABEL: func.func @small
 // DIRECT-NEXT:    snac.program %in, %out world 4 regime latency strategy direct :
-// DIRECT:         snac.role producer blocks 16 {
-// DIRECT:         snac.role consumer blocks 16 {
+// DIRECT:         snac.role producer blocks 64 {
+// DIRECT:         snac.role consumer blocks 64 {
 // DIRECT-NOT:     snac.role
 // DIRECT:         snac.advance
 
@@ -147,7 +147,7 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // SM90-NEXT:     snac.program %in, %out world 4 regime latency strategy direct :
 // SM100-LABEL: func.func @small
 // SM100-NEXT:    snac.program %in, %out world 4 regime latency strategy direct :
-// SM100:         snac.role producer blocks 24 {
+// SM100:         snac.role producer blocks 16 {
 
 // -- the cost model's choice by size --------------------------------------------
 
@@ -158,34 +158,34 @@ func.func @kib64(%a: memref<32768xbf16>) {
 }
 // SM80-LABEL:  func.func @kib64
 // SM80-NEXT:     snac.program %a, %a world 8 regime throughput strategy direct :
-// SM80-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 65536 : bf16
+// SM80-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 4096 : bf16
 // SM90-LABEL:  func.func @kib64
 // SM90-NEXT:     snac.program %a, %a world 8 regime latency strategy direct :
 // SM90-NEXT:       snac.buffer @exchange_buf packets halves 2 slots 8 elems 32768 : bf16
 // SM100-LABEL: func.func @kib64
 // SM100-NEXT:    snac.program %a, %a world 8 regime latency strategy direct :
 
-// 128 KiB: staged everywhere, still direct; chunks of 128 KiB (sm_80) or 256 KiB.
+// 128 KiB: staged everywhere, still direct; one unit per slice (the chunk is capped at the largest slice).
 func.func @kib128(%a: memref<65536xbf16>) {
   coll.all_reduce sum %a, %a world 8 : memref<65536xbf16>, memref<65536xbf16>
   func.return
 }
 // SM80-LABEL:  func.func @kib128
 // SM80-NEXT:     snac.program %a, %a world 8 regime throughput strategy direct :
-// SM80-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 65536 : bf16
+// SM80-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 8192 : bf16
 // SM90-LABEL:  func.func @kib128
 // SM90-NEXT:     snac.program %a, %a world 8 regime throughput strategy direct :
-// SM90-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 131072 : bf16
+// SM90-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 8192 : bf16
 // SM100-LABEL: func.func @kib128
 // SM100-NEXT:    snac.program %a, %a world 8 regime throughput strategy direct :
 
-// 512 KiB: composed on sm_80 only.
+// 512 KiB: direct everywhere (composed starts at 1 MiB).
 func.func @kib512(%a: memref<262144xbf16>) {
   coll.all_reduce sum %a, %a world 8 : memref<262144xbf16>, memref<262144xbf16>
   func.return
 }
 // SM80-LABEL:  func.func @kib512
-// SM80-NEXT:     snac.program %a, %a world 8 regime throughput strategy composed :
+// SM80-NEXT:     snac.program %a, %a world 8 regime throughput strategy direct :
 // SM90-LABEL:  func.func @kib512
 // SM90-NEXT:     snac.program %a, %a world 8 regime throughput strategy direct :
 // SM100-LABEL: func.func @kib512
@@ -200,16 +200,16 @@ func.func @mib1(%a: memref<524288xbf16>) {
 // SM80-NEXT:     snac.program %a, %a world 8 regime throughput strategy composed :
 // SM90-LABEL:  func.func @mib1
 // SM90-NEXT:     snac.program %a, %a world 8 regime throughput strategy composed :
-// SM90-NEXT:       snac.buffer @reduce_buf staging halves 2 slots 4 elems 131072 : bf16
-// SM90:            snac.buffer @forward_buf staging halves 2 slots 4 elems 131072 : bf16
-// SM90:            snac.role producer blocks 16 {
-// SM90:            snac.role reducer blocks 16 {
-// SM90:            snac.role consumer blocks 16 {
+// SM90-NEXT:       snac.buffer @reduce_buf staging halves 2 slots 4 elems 65536 : bf16
+// SM90:            snac.buffer @forward_buf staging halves 2 slots 4 elems 65536 : bf16
+// SM90:            snac.role producer blocks 64 {
+// SM90:            snac.role reducer blocks 64 {
+// SM90:            snac.role consumer blocks 64 {
 // SM100-LABEL: func.func @mib1
 // SM100-NEXT:    snac.program %a, %a world 8 regime throughput strategy composed :
-// SM100:           snac.role producer blocks 24 {
-// SM100:           snac.role reducer blocks 24 {
-// SM100:           snac.role consumer blocks 24 {
+// SM100:           snac.role producer blocks 64 {
+// SM100:           snac.role reducer blocks 64 {
+// SM100:           snac.role consumer blocks 64 {
 // DIRECT-LABEL: func.func @mib1
 // DIRECT-NEXT:    snac.program %a, %a world 8 regime throughput strategy direct :
 // DIRECT-NOT:     snac.phase @forward
@@ -222,7 +222,7 @@ func.func @world32(%a: memref<64xbf16>) {
 }
 // SM90-LABEL:  func.func @world32
 // SM90-NEXT:     snac.program %a, %a world 32 regime throughput strategy direct :
-// SM90-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 131072 : bf16
+// SM90-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 2 : bf16
 // SM90-NEXT:       snac.signals @exchange_ready slots 32
 
 // Other collectives at large sizes: a large reduce_scatter stays direct (each

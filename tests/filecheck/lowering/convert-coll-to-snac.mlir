@@ -29,7 +29,7 @@
 // ERR-STRATEGY-NOT: Traceback
 // ERR-ARCH:         error: convert-coll-to-snac: unknown arch 'sm_70', expected one of sm_80, sm_90, sm_100
 // ERR-ARCH-NOT:     Traceback
-// ERR-NEGATIVE:     error: convert-coll-to-snac: chunk-bytes and slots must be non-negative
+// ERR-NEGATIVE:     error: convert-coll-to-snac: chunk-bytes, slots and blocks must be non-negative
 // ERR-NEGATIVE-NOT: Traceback
 // ERR-COMPOSED-RS:     stdin:1:{{[0-9]+}}: error: the composed strategy needs static counts and a slice that several ranks receive; use strategy=direct
 // ERR-COMPOSED-RS-NOT: Traceback
@@ -97,7 +97,7 @@ func.func @all_gather(%in: memref<16xf32>, %out: memref<64xf32>) {
 // THR-NEXT:      [[MOST:%[0-9]+]] = snac.max_units @exchange
 // THR-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // THR-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
-// THR-NEXT:      snac.role producer blocks 24 {
+// THR-NEXT:      snac.role producer blocks 64 {
 // THR-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // THR-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
@@ -107,7 +107,7 @@ func.func @all_gather(%in: memref<16xf32>, %out: memref<64xf32>) {
 // THR-NEXT:          snac.notify @exchange unit [[U]] of [[RANK]] value [[VALUE]] release system
 // THR-NEXT:        }
 // THR-NEXT:      }
-// THR-NEXT:      snac.role consumer blocks 24 {
+// THR-NEXT:      snac.role consumer blocks 64 {
 // THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -179,7 +179,7 @@ func.func @all_reduce(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // THR-NEXT:      [[MOST:%[0-9]+]] = snac.max_units @exchange
 // THR-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // THR-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
-// THR-NEXT:      snac.role producer blocks 24 {
+// THR-NEXT:      snac.role producer blocks 64 {
 // THR-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // THR-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
@@ -189,7 +189,7 @@ func.func @all_reduce(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // THR-NEXT:          snac.notify @exchange unit [[U]] of [[RANK]] value [[VALUE]] release system
 // THR-NEXT:        }
 // THR-NEXT:      }
-// THR-NEXT:      snac.role consumer blocks 24 {
+// THR-NEXT:      snac.role consumer blocks 64 {
 // THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -260,7 +260,7 @@ func.func @reduce_scatter(%in: memref<64xf16>, %out: memref<16xf16>) {
 // THR-NEXT:      [[MOST:%[0-9]+]] = snac.max_units @exchange
 // THR-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // THR-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
-// THR-NEXT:      snac.role producer blocks 24 {
+// THR-NEXT:      snac.role producer blocks 64 {
 // THR-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // THR-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
@@ -270,7 +270,7 @@ func.func @reduce_scatter(%in: memref<64xf16>, %out: memref<16xf16>) {
 // THR-NEXT:          snac.notify @exchange unit [[U]] of [[RANK]] value [[VALUE]] release system
 // THR-NEXT:        }
 // THR-NEXT:      }
-// THR-NEXT:      snac.role consumer blocks 24 {
+// THR-NEXT:      snac.role consumer blocks 64 {
 // THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -342,7 +342,7 @@ func.func @all_to_all(%in: memref<64xf32>, %out: memref<64xf32>) {
 // THR-NEXT:      [[MOST:%[0-9]+]] = snac.max_units @exchange
 // THR-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // THR-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
-// THR-NEXT:      snac.role producer blocks 24 {
+// THR-NEXT:      snac.role producer blocks 64 {
 // THR-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // THR-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
@@ -352,7 +352,7 @@ func.func @all_to_all(%in: memref<64xf32>, %out: memref<64xf32>) {
 // THR-NEXT:          snac.notify @exchange unit [[U]] of [[RANK]] value [[VALUE]] release system
 // THR-NEXT:        }
 // THR-NEXT:      }
-// THR-NEXT:      snac.role consumer blocks 24 {
+// THR-NEXT:      snac.role consumer blocks 64 {
 // THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -411,10 +411,10 @@ func.func @all_gather_v(%in: memref<8xbf16>, %out: memref<12xbf16>) {
 
 // THR-LABEL: func.func @all_gather_v
 // THR-NEXT:    snac.program %in, %out world 4 regime throughput strategy copy : memref<8xbf16>, memref<12xbf16> {
-// THR-NEXT:      snac.buffer @exchange_buf staging halves 2 slots 2 elems 16 : bf16
+// THR-NEXT:      snac.buffer @exchange_buf staging halves 2 slots 2 elems 8 : bf16
 // THR-NEXT:      snac.signals @exchange_ready slots 4
 // THR-NEXT:      snac.signals @exchange_free slots 4
-// THR-NEXT:      snac.phase @exchange from input <packed_v, world 4, [4, 0, 8, 0]> to <scattered_v, world 4, [4, 0, 8, 0]> consume <copy> chunk 16 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
+// THR-NEXT:      snac.phase @exchange from input <packed_v, world 4, [4, 0, 8, 0]> to <scattered_v, world 4, [4, 0, 8, 0]> consume <copy> chunk 8 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
 // THR-NEXT:      [[RANK:%[0-9]+]] = snac.rank
 // THR-NEXT:      [[EPOCH:%[0-9]+]], [[PREV:%[0-9]+]] = snac.epoch
 // THR-NEXT:      [[HALF:%[0-9]+]] = snac.half [[EPOCH]]
@@ -423,7 +423,7 @@ func.func @all_gather_v(%in: memref<8xbf16>, %out: memref<12xbf16>) {
 // THR-NEXT:      [[MOST:%[0-9]+]] = snac.max_units @exchange
 // THR-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // THR-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
-// THR-NEXT:      snac.role producer blocks 24 {
+// THR-NEXT:      snac.role producer blocks 64 {
 // THR-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // THR-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
@@ -433,7 +433,7 @@ func.func @all_gather_v(%in: memref<8xbf16>, %out: memref<12xbf16>) {
 // THR-NEXT:          snac.notify @exchange unit [[U]] of [[RANK]] value [[VALUE]] release system
 // THR-NEXT:        }
 // THR-NEXT:      }
-// THR-NEXT:      snac.role consumer blocks 24 {
+// THR-NEXT:      snac.role consumer blocks 64 {
 // THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -492,10 +492,10 @@ func.func @reduce_scatter_v(%in: memref<12xbf16>, %out: memref<8xbf16>) {
 
 // THR-LABEL: func.func @reduce_scatter_v
 // THR-NEXT:    snac.program %in, %out world 4 regime throughput strategy direct : memref<12xbf16>, memref<8xbf16> {
-// THR-NEXT:      snac.buffer @exchange_buf staging halves 2 slots 2 elems 16 : bf16
+// THR-NEXT:      snac.buffer @exchange_buf staging halves 2 slots 2 elems 8 : bf16
 // THR-NEXT:      snac.signals @exchange_ready slots 4
 // THR-NEXT:      snac.signals @exchange_free slots 4
-// THR-NEXT:      snac.phase @exchange from input <scattered_v, world 4, [0, 0, 8, 4]> to <packed_v, world 4, [0, 0, 8, 4]> consume <reduce min> chunk 16 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
+// THR-NEXT:      snac.phase @exchange from input <scattered_v, world 4, [0, 0, 8, 4]> to <packed_v, world 4, [0, 0, 8, 4]> consume <reduce min> chunk 8 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
 // THR-NEXT:      [[RANK:%[0-9]+]] = snac.rank
 // THR-NEXT:      [[EPOCH:%[0-9]+]], [[PREV:%[0-9]+]] = snac.epoch
 // THR-NEXT:      [[HALF:%[0-9]+]] = snac.half [[EPOCH]]
@@ -504,7 +504,7 @@ func.func @reduce_scatter_v(%in: memref<12xbf16>, %out: memref<8xbf16>) {
 // THR-NEXT:      [[MOST:%[0-9]+]] = snac.max_units @exchange
 // THR-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // THR-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
-// THR-NEXT:      snac.role producer blocks 24 {
+// THR-NEXT:      snac.role producer blocks 64 {
 // THR-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // THR-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
@@ -514,7 +514,7 @@ func.func @reduce_scatter_v(%in: memref<12xbf16>, %out: memref<8xbf16>) {
 // THR-NEXT:          snac.notify @exchange unit [[U]] of [[RANK]] value [[VALUE]] release system
 // THR-NEXT:        }
 // THR-NEXT:      }
-// THR-NEXT:      snac.role consumer blocks 24 {
+// THR-NEXT:      snac.role consumer blocks 64 {
 // THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -587,7 +587,7 @@ func.func @all_to_all_v(%in: memref<64xf32>, %out: memref<64xf32>, %counts: memr
 // THR-NEXT:      [[MOST:%[0-9]+]] = snac.max_units @exchange
 // THR-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // THR-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
-// THR-NEXT:      snac.role producer blocks 24 {
+// THR-NEXT:      snac.role producer blocks 64 {
 // THR-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // THR-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
@@ -597,7 +597,7 @@ func.func @all_to_all_v(%in: memref<64xf32>, %out: memref<64xf32>, %counts: memr
 // THR-NEXT:          snac.notify @exchange unit [[U]] of [[RANK]] value [[VALUE]] release system
 // THR-NEXT:        }
 // THR-NEXT:      }
-// THR-NEXT:      snac.role consumer blocks 24 {
+// THR-NEXT:      snac.role consumer blocks 64 {
 // THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system

@@ -2,16 +2,16 @@
 // orchestration (buffers, phases, loops, flag values) is carried over from
 // snac unchanged, each protocol step becomes its atom, and only the
 // mechanisms and widths differ by generation.
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2},convert-snac-to-atom{arch=sm_80}' | filecheck %s --check-prefixes=CHECK,SM80
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2},convert-snac-to-atom{arch=sm_90}' | filecheck %s --check-prefixes=CHECK,SM90
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2},convert-snac-to-atom' | filecheck %s --check-prefixes=CHECK,SM90
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2},convert-snac-to-atom{arch=sm_90 multimem=true}' | filecheck %s --check-prefixes=CHECK,SM90MM
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2},convert-snac-to-atom{arch=sm_100}' | filecheck %s --check-prefixes=CHECK,SM100
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2},convert-snac-to-atom{arch=sm_100 multimem=true}' | filecheck %s --check-prefixes=CHECK,SM100MM
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2},convert-snac-to-atom{arch=sm_100 multimem=true}' | filecheck %s --check-prefix=NOSNAC
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2 blocks=16},convert-snac-to-atom{arch=sm_80}' | filecheck %s --check-prefixes=CHECK,SM80
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2 blocks=16},convert-snac-to-atom{arch=sm_90}' | filecheck %s --check-prefixes=CHECK,SM90
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2 blocks=16},convert-snac-to-atom' | filecheck %s --check-prefixes=CHECK,SM90
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2 blocks=16},convert-snac-to-atom{arch=sm_90 multimem=true}' | filecheck %s --check-prefixes=CHECK,SM90MM
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2 blocks=16},convert-snac-to-atom{arch=sm_100}' | filecheck %s --check-prefixes=CHECK,SM100
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2 blocks=16},convert-snac-to-atom{arch=sm_100 multimem=true}' | filecheck %s --check-prefixes=CHECK,SM100MM
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2 blocks=16},convert-snac-to-atom{arch=sm_100 multimem=true}' | filecheck %s --check-prefix=NOSNAC
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency},convert-snac-to-atom{arch=sm_90}' | filecheck %s --check-prefix=NOSNAC
 // The output re-parses and verifies.
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2},convert-snac-to-atom{arch=sm_100 multimem=true}' | purlin-opt | filecheck %s --check-prefixes=CHECK,SM100MM
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=16384 slots=2 blocks=16},convert-snac-to-atom{arch=sm_100 multimem=true}' | purlin-opt | filecheck %s --check-prefixes=CHECK,SM100MM
 
 // Below 16 KiB a unit is not worth a bulk copy: sm_90 stages with cp.async.
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=4096 slots=2},convert-snac-to-atom{arch=sm_90}' | filecheck %s --check-prefix=SMALL
