@@ -183,13 +183,13 @@ def _ordered(sources: list[Slice], me: int, world: int, ordered: bool) -> list[S
     return sorted(sources, key=lambda s: (s.rank - me) % world)
 
 
-def owner_layouts(dst: Layout) -> tuple[Layout, Layout, Layout]:
+def owner_layouts(dst: Layout) -> tuple[Layout, Layout]:
     """Split a reduction into reduce-to-owner then copy-from-owner.
 
     The owner of the k-th name (in name order) is its (k mod n)-th
     destination, which for all_reduce makes rank i own slice i. Returns the
-    owner layout (phase A destinations), and the source and destination
-    layouts of phase B (owners' outputs to the other destinations).
+    owners' slices (where phase A reduces, and where phase B reads) and the
+    other destinations (where phase B copies to).
     """
     owned: list[Slice] = []
     rest: list[Slice] = []
@@ -199,7 +199,22 @@ def owner_layouts(dst: Layout) -> tuple[Layout, Layout, Layout]:
         owned.append(owner)
         rest += [d for d in dests if d.rank != owner.rank]
     w = dst.world
-    return Layout.named(w, owned), Layout.named(w, owned), Layout.named(w, rest)
+    return Layout.named(w, owned), Layout.named(w, rest)
+
+
+def route_layouts(src: Layout, dst: Layout, route: str | None) -> tuple[Layout, Layout]:
+    """The layouts a phase moves between. A composed reduction's phases keep
+    the collective's own layouts in the IR (compact at any world size) and
+    name a route: "to_owner" reduces every name at its owner, "from_owner"
+    copies the owners' results (in the output) to the other destinations."""
+    if route is None:
+        return src, dst
+    owned, rest = owner_layouts(dst)
+    if route == "to_owner":
+        return src, owned
+    if route == "from_owner":
+        return owned, rest
+    raise ValueError(f"unknown route {route!r}")
 
 
 def odd_at_least(n: int) -> int:

@@ -90,6 +90,14 @@ class PhaseSource(StrEnum):
     OUTPUT = "output"
 
 
+class Route(StrEnum):
+    """How a composed reduction routes a phase through one owner per name
+    (purlin.protocol.route_layouts): to the owners, or from them to the rest."""
+
+    TO_OWNER = "to_owner"
+    FROM_OWNER = "from_owner"
+
+
 class RoleKind(StrEnum):
     PRODUCER = "producer"
     CONSUMER = "consumer"
@@ -124,6 +132,11 @@ class StrategyAttr(EnumAttribute[Strategy], SpacedOpaqueSyntaxAttribute):
 @irdl_attr_definition
 class PhaseSourceAttr(EnumAttribute[PhaseSource], SpacedOpaqueSyntaxAttribute):
     name = "snac.source"
+
+
+@irdl_attr_definition
+class RouteAttr(EnumAttribute[Route], SpacedOpaqueSyntaxAttribute):
+    name = "snac.route"
 
 
 @irdl_attr_definition
@@ -296,12 +309,13 @@ class PhaseOp(IRDLOperation):
     buffer = prop_def(SymbolRefAttr)
     ready = prop_def(SymbolRefAttr)
     free = prop_def(SymbolRefAttr)
+    route = opt_prop_def(RouteAttr)
     deterministic = opt_prop_def(UnitAttr)
 
     traits = traits_def(SymbolOpInterface())
     assembly_format = (
-        "$sym_name `from` $source $src_layout `to` $dst_layout `consume` $consume "
-        "`chunk` $chunk `via` $buffer `ready` $ready `free` $free "
+        "$sym_name `from` $source $src_layout `to` $dst_layout (`route` $route^)? "
+        "`consume` $consume `chunk` $chunk `via` $buffer `ready` $ready `free` $free "
         "(`deterministic` $deterministic^)? attr-dict"
     )
 
@@ -317,6 +331,7 @@ class PhaseOp(IRDLOperation):
         ready: str,
         free: str,
         deterministic: bool,
+        route: Route | None = None,
     ):
         props: dict[str, Attribute] = {
             "sym_name": StringAttr(name),
@@ -331,6 +346,8 @@ class PhaseOp(IRDLOperation):
         }
         if deterministic:
             props["deterministic"] = UnitAttr()
+        if route is not None:
+            props["route"] = RouteAttr(route)
         super().__init__(properties=props)
 
     def program(self) -> ProgramOpBase:
@@ -775,6 +792,7 @@ Snac = Dialect(
         RegimeAttr,
         StrategyAttr,
         PhaseSourceAttr,
+        RouteAttr,
         RoleKindAttr,
         TokenType,
     ],

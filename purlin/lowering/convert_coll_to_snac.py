@@ -34,7 +34,7 @@ from purlin.diagnostics import op_error
 from purlin.dialects import snac
 from purlin.dialects.coll import CollectiveOp, ConsumeAttr, LayoutAttr, element_bytes
 from purlin.layouts import Layout
-from purlin.protocol import PACKET_DATA_BYTES, PhasePlan, owner_layouts, packet_elems
+from purlin.protocol import PACKET_DATA_BYTES, PhasePlan, packet_elems, route_layouts
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class PhaseSpec:
     src: Layout
     dst: Layout
     consume: ConsumeAttr
-    forward_of: str | None = None  # composed: staged by the reducer of this phase
+    route: snac.Route | None = None
 
 
 def _bytes_per_rank(layout: Layout, itemsize: int) -> int | None:
@@ -109,11 +109,11 @@ class LowerCollective(RewritePattern):
 
         phases: list[PhaseSpec]
         if strategy == snac.Strategy.COMPOSED:
-            owned, b_src, b_dst = owner_layouts(out)
             phases = [
-                PhaseSpec("reduce", snac.PhaseSource.INPUT, inp, owned, op.consume),
-                PhaseSpec("forward", snac.PhaseSource.OUTPUT, b_src, b_dst,
-                          ConsumeAttr.copy(), forward_of="reduce"),
+                PhaseSpec("reduce", snac.PhaseSource.INPUT, inp, out, op.consume,
+                          snac.Route.TO_OWNER),
+                PhaseSpec("forward", snac.PhaseSource.OUTPUT, out, out, ConsumeAttr.copy(),
+                          snac.Route.FROM_OWNER),
             ]
         else:
             phases = [PhaseSpec("exchange", snac.PhaseSource.INPUT, inp, out, op.consume)]
@@ -135,6 +135,7 @@ class LowerCollective(RewritePattern):
                     p.name, p.source, LayoutAttr.from_layout(p.src), LayoutAttr.from_layout(p.dst),
                     p.consume, chunk if regime == snac.Regime.THROUGHPUT else 0,
                     buf, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
+                    p.route,
                 )
             )
             decl.append((p, buf))
@@ -170,7 +171,8 @@ def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int) -> int
             )
         # Each of a source's units may start on a fresh packet.
         return bound + world * align
-    plan = PhasePlan(world, p.src, p.dst, p.consume.kind is not None, 0, True,
+    src, dst = route_layouts(p.src, p.dst, p.route)
+    plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0, True,
                      keep_unread=p.source == snac.PhaseSource.OUTPUT)
     return plan.window_elems(align)
 

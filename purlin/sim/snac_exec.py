@@ -29,7 +29,7 @@ from purlin.diagnostics import where
 from purlin.dialects import atom, snac
 from purlin.dialects.coll import element_bytes
 from purlin.layouts import Layout
-from purlin.protocol import PhasePlan, packet_elems
+from purlin.protocol import PhasePlan, packet_elems, route_layouts
 from purlin.sim.index_eval import IndexEvaluator
 
 if TYPE_CHECKING:
@@ -672,6 +672,7 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
         if shrink and op.chunk.value.data > 0:
             cap = op.chunk.value.data * (buf.slots.value.data + 1)
             src, dst = src.clamped(cap), dst.clamped(cap)
+        src, dst = route_layouts(src, dst, None if op.route is None else op.route.data.value)
         plan = PhasePlan(
             world, src, dst, op.consume.kind is not None, op.chunk.value.data,
             op.deterministic is not None,

@@ -57,13 +57,13 @@ def test_skipped_unit_leaves_nan_where_it_belonged(monkeypatch, capsys):
 
 
 def test_forward_that_misses_a_destination(monkeypatch, capsys):
-    owner_layouts = convert_coll_to_snac.owner_layouts
+    owner_layouts = protocol.owner_layouts
 
     def lose_one(dst):
-        owned, b_src, b_dst = owner_layouts(dst)
-        return owned, b_src, Layout.named(b_dst.world, b_dst.slices_[1:])
+        owned, rest = owner_layouts(dst)
+        return owned, Layout.named(rest.world, rest.slices_[1:])
 
-    monkeypatch.setattr(convert_coll_to_snac, "owner_layouts", lose_one)
+    monkeypatch.setattr(protocol, "owner_layouts", lose_one)
     # Composed all_reduce of 4x4 f32: rank 0 owns slice 0 and forwards it to
     # ranks 1, 2, 3; without the first of those, rank 1 never receives it.
     m = run_mismatch(capsys, "all_reduce", 4, 64, "regime=throughput strategy=composed")

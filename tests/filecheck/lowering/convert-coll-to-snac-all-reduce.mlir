@@ -22,17 +22,18 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
   func.return
 }
 
-// Composed, staged: phase @reduce reads the input, phase @forward the output.
+// Composed, staged: phase @reduce reads the input and reduces at each name's owner (route
+// to_owner); phase @forward copies the owners' output to the other ranks (route from_owner).
 // COMPOSED-LABEL: func.func @small
 // COMPOSED-NEXT:    snac.program %in, %out world 4 regime throughput strategy composed : memref<64xbf16>, memref<64xbf16> {
 // COMPOSED-NEXT:      snac.buffer @reduce_buf staging halves 2 slots 2 elems 8 : bf16
 // COMPOSED-NEXT:      snac.signals @reduce_ready slots 4
 // COMPOSED-NEXT:      snac.signals @reduce_free slots 4
-// COMPOSED-NEXT:      snac.phase @reduce from input <scattered, world 4, 16> to <named, world 4, [(0, 0, 16, 0), (1, 16, 16, 1), (2, 32, 16, 2), (3, 48, 16, 3)]> consume <reduce sum> chunk 8 via @reduce_buf ready @reduce_ready free @reduce_free deterministic
+// COMPOSED-NEXT:      snac.phase @reduce from input <scattered, world 4, 16> to <scattered, world 4, 16> route to_owner consume <reduce sum> chunk 8 via @reduce_buf ready @reduce_ready free @reduce_free deterministic
 // COMPOSED-NEXT:      snac.buffer @forward_buf staging halves 2 slots 2 elems 8 : bf16
 // COMPOSED-NEXT:      snac.signals @forward_ready slots 4
 // COMPOSED-NEXT:      snac.signals @forward_free slots 4
-// COMPOSED-NEXT:      snac.phase @forward from output <named, world 4, [(0, 0, 16, 0), (1, 16, 16, 1), (2, 32, 16, 2), (3, 48, 16, 3)]> to <named, world 4, [(1, 0, 16, 0), (2, 0, 16, 0), (3, 0, 16, 0), (0, 16, 16, 1), (2, 16, 16, 1), (3, 16, 16, 1), (0, 32, 16, 2), (1, 32, 16, 2), (3, 32, 16, 2), (0, 48, 16, 3), (1, 48, 16, 3), (2, 48, 16, 3)]> consume <copy> chunk 8 via @forward_buf ready @forward_ready free @forward_free
+// COMPOSED-NEXT:      snac.phase @forward from output <scattered, world 4, 16> to <scattered, world 4, 16> route from_owner consume <copy> chunk 8 via @forward_buf ready @forward_ready free @forward_free deterministic
 // COMPOSED-NEXT:      [[RANK:%[0-9]+]] = snac.rank
 // COMPOSED-NEXT:      [[EPOCH:%[0-9]+]], [[PREV:%[0-9]+]] = snac.epoch
 // COMPOSED-NEXT:      [[HALF:%[0-9]+]] = snac.half [[EPOCH]]
@@ -89,11 +90,11 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // COMPOSED-LAT-NEXT:      snac.buffer @reduce_buf packets halves 2 slots 4 elems 48 : bf16
 // COMPOSED-LAT-NEXT:      snac.signals @reduce_ready slots 4
 // COMPOSED-LAT-NEXT:      snac.signals @reduce_free slots 4
-// COMPOSED-LAT-NEXT:      snac.phase @reduce from input <scattered, world 4, 16> to <named, {{.*}}> consume <reduce sum> chunk 0 via @reduce_buf ready @reduce_ready free @reduce_free deterministic
+// COMPOSED-LAT-NEXT:      snac.phase @reduce from input <scattered, world 4, 16> to <scattered, world 4, 16> route to_owner consume <reduce sum> chunk 0 via @reduce_buf ready @reduce_ready free @reduce_free deterministic
 // COMPOSED-LAT-NEXT:      snac.buffer @forward_buf packets halves 2 slots 4 elems 16 : bf16
 // COMPOSED-LAT-NEXT:      snac.signals @forward_ready slots 4
 // COMPOSED-LAT-NEXT:      snac.signals @forward_free slots 4
-// COMPOSED-LAT-NEXT:      snac.phase @forward from output <named, {{.*}}> to <named, {{.*}}> consume <copy> chunk 0 via @forward_buf ready @forward_ready free @forward_free
+// COMPOSED-LAT-NEXT:      snac.phase @forward from output <scattered, world 4, 16> to <scattered, world 4, 16> route from_owner consume <copy> chunk 0 via @forward_buf ready @forward_ready free @forward_free deterministic
 // COMPOSED-LAT-NEXT:      [[RANK:%[0-9]+]] = snac.rank
 // COMPOSED-LAT-NEXT:      [[EPOCH:%[0-9]+]], [[PREV:%[0-9]+]] = snac.epoch
 // COMPOSED-LAT-NEXT:      [[HALF:%[0-9]+]] = snac.half [[EPOCH]]
