@@ -97,9 +97,6 @@ class PhasePlan:
     def unit_elems(self, rank: int) -> int:
         return sum(u.size for u in self.units[rank])
 
-    def unit_readers(self, rank: int, index: int) -> tuple[int, ...]:
-        return self.units[rank][index].consumers
-
     def window_offsets(self, rank: int, align: int) -> list[int]:
         """Where each unit of `rank` lands in its region of a consumer's packet
         window: packed in unit order, each starting on a packet boundary."""
@@ -215,8 +212,3 @@ def route_layouts(src: Layout, dst: Layout, route: str | None) -> tuple[Layout, 
     if route == "from_owner":
         return owned, rest
     raise ValueError(f"unknown route {route!r}")
-
-
-def odd_at_least(n: int) -> int:
-    """Epoch advance: at least n, and odd so the staging half alternates."""
-    return n if n % 2 else n + 1

@@ -215,8 +215,8 @@ class Execution(IndexEvaluator):
     # -- running -----------------------------------------------------------
 
     def run_call(self, threads_per_rank: int, base_tid: list[int], clocks: list[list[int]],
-                 nthreads: int) -> tuple[list[list[int]], list[int]]:
-        """One call on every rank; returns each rank's joined clock and advance."""
+                 nthreads: int) -> list[list[int]]:
+        """One call on every rank; returns each rank's clock at the end of the call."""
         threads: list[Thread] = []
         advances: list[int] = [0] * self.w.world
         for rank in range(self.w.world):
@@ -256,7 +256,7 @@ class Execution(IndexEvaluator):
             joined.append(c.v)
             self.w.prev[rank] = self.w.epoch[rank]
             self.w.epoch[rank] += advances[rank]
-        return joined, advances
+        return joined
 
     def _schedule(self, threads: list[Thread]) -> None:
         live = [t for t in threads]
@@ -718,16 +718,6 @@ def _bind(layout: Layout, counts: Sequence | None, op: Operation) -> Layout:
 # -- entry points -------------------------------------------------------------
 
 
-@dataclass
-class Report:
-    calls: int
-    advances: list[int]
-
-
-def programs_in(block_owner: Operation) -> list[snac.ProgramOpBase]:
-    return [op for op in block_owner.walk() if isinstance(op, snac.ProgramOpBase)]
-
-
 def execute(
     program: snac.ProgramOpBase,
     *,
@@ -737,7 +727,7 @@ def execute(
     seed: int = 0,
     world_state: World | None = None,
     shrink: bool = False,
-) -> Report:
+) -> None:
     """Run `program` on every rank `calls` times; data moves when `args` is given.
 
     `args` maps the program's input/output SSA values to one array per rank.
@@ -752,11 +742,8 @@ def execute(
     nthreads = world * max(roles, 1)
     base = [r * max(roles, 1) for r in range(world)]
     clocks = [[0] * nthreads for _ in range(world)]
-    advances: list[int] = []
     for _ in range(calls):
-        clocks, adv = ex.run_call(max(roles, 1), base, clocks, nthreads)
-        advances.append(adv[0])
-    return Report(calls, advances)
+        clocks = ex.run_call(max(roles, 1), base, clocks, nthreads)
 
 
 def verify_program(program: snac.ProgramOpBase, calls: int = 3, seeds: Sequence[int] = (0, 1, 2),
