@@ -273,6 +273,13 @@ class _Expander(IndexEvaluator):
                 return [P.Instr(P.Op.COPY, mech, group.size, dst=dst, srcs=tuple(srcs))]
             kind = ph.op.consume.kind
             assert kind is not None
+            if mech == P.Mech.MULTIMEM and (
+                len({(r.space, r.slot, r.offset) for r in srcs}) != 1 or srcs[0].space != P.Space.STAGING
+            ):
+                raise PlanBuildError(
+                    f"{where(op)}: multimem needs every source of group {group.index} on rank {rank} "
+                    "at the same staging slot; stage the local contribution (stage_local)"
+                )
             return [P.Instr(P.Op.REDUCE, mech, group.size, redop=_REDOP[kind], dst=dst, srcs=tuple(srcs))]
         if isinstance(op, atom.AckOp):
             group = groups[index(op.group, len(groups), "group")]

@@ -78,6 +78,9 @@ class PhasePlan:
     # Forwarding phases make a unit of every source slice, read or not, so
     # unit g is the reducer's group g.
     keep_unread: bool = False
+    # Stage every contribution, the consumer's own included, so that all of
+    # a group's sources sit in symmetric memory (what multimem reads).
+    stage_local: bool = False
     units: tuple[tuple[Unit, ...], ...] = field(init=False)
     groups: tuple[tuple[Group, ...], ...] = field(init=False)
 
@@ -130,14 +133,14 @@ def _chunks(size: int, chunk: int) -> list[tuple[int, int]]:
 
 def _build(plan: PhasePlan):
     w = plan.world
-    # Which remote ranks read each (source rank, name): a source is read by
-    # every destination of its name, except copies that have another source.
+    # Which ranks read each (source rank, name) from symmetric memory: every
+    # destination of its name, but the source's own rank only with stage_local.
     readers: dict[tuple[int, Name], set[int]] = {}
     for name, size in plan.dst.name_sizes.items():
         sources = plan.src.slices_named(name)
         for d in plan.dst.slices_named(name):
             for s in sources:
-                if s.rank != d.rank:
+                if s.rank != d.rank or plan.stage_local:
                     readers.setdefault((s.rank, name), set()).add(d.rank)
     units: list[tuple[Unit, ...]] = []
     index_of: dict[tuple[int, Name, int], int] = {}
@@ -163,7 +166,8 @@ def _build(plan: PhasePlan):
                     Source(
                         s.rank,
                         s.offset + lo,
-                        None if s.rank == rank else index_of[(s.rank, d.name, lo)],
+                        None if s.rank == rank and not plan.stage_local
+                        else index_of[(s.rank, d.name, lo)],
                     )
                     for s in sources
                 )

@@ -311,12 +311,15 @@ class PhaseOp(IRDLOperation):
     free = prop_def(SymbolRefAttr)
     route = opt_prop_def(RouteAttr)
     deterministic = opt_prop_def(UnitAttr)
+    # Stage the consumer's own contribution too (multimem reads all of a
+    # group's sources at one symmetric address).
+    stage_local = opt_prop_def(UnitAttr)
 
     traits = traits_def(SymbolOpInterface())
     assembly_format = (
         "$sym_name `from` $source $src_layout `to` $dst_layout (`route` $route^)? "
         "`consume` $consume `chunk` $chunk `via` $buffer `ready` $ready `free` $free "
-        "(`deterministic` $deterministic^)? attr-dict"
+        "(`deterministic` $deterministic^)? (`stage_local` $stage_local^)? attr-dict"
     )
 
     def __init__(

@@ -89,7 +89,13 @@ class LowerProgram(RewritePattern):
                 if kind is None:
                     self._swap(inner, atom.CopyOp, self._path(gen.copy()))
                 else:
-                    self._swap(inner, atom.ReduceOp, self._path(gen.reduce(kind, dtype, self.multimem)))
+                    # multimem.ld_reduce reads one symmetric address on every rank:
+                    # only staged phases, with the local contribution staged too.
+                    staged = buf.kind.data == snac.BufferKind.STAGING
+                    path = gen.reduce(kind, dtype, self.multimem and staged)
+                    if path.mech == atom.Mechanism.MULTIMEM:
+                        phase.properties["stage_local"] = UnitAttr()
+                    self._swap(inner, atom.ReduceOp, self._path(path))
             elif isinstance(inner, snac.AckOp):
                 self._swap(inner, atom.AckOp)
             elif isinstance(inner, snac.FinishOp):

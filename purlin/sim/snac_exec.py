@@ -677,6 +677,7 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
             world, src, dst, op.consume.kind is not None, op.chunk.value.data,
             op.deterministic is not None,
             keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
+            stage_local=op.stage_local is not None,
         )
         align = packet_elems(element_bytes(buf.elem_type))
         offsets = [plan.window_offsets(r, align) for r in range(world)]
