@@ -1,0 +1,60 @@
+"""One named collective compiled to the plan the runtime executes.
+
+    plan = compile_plan("all_reduce", world=4, dtype="bf16", op="sum", count=1024)
+    Communicator(plan, backend="cpu").run(inputs, outputs)
+
+The path is the pipeline's: Case -> coll module -> coll-expand,
+convert-coll-to-snac{lowering}, convert-snac-to-atom{arch} -> build_plan.
+Counts are static (V forms take `counts`), so the plan is built at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import UnitAttr
+
+from purlin.dialects import atom
+from purlin.plan import ARCHS, Plan
+from purlin.plan_builder import build_plan
+from purlin.sim.atom_level import atom_passes
+from purlin.sim.collectives import Case
+from purlin.sim.ir import entry_function, lower
+
+# The CPU backend runs any generation's plan (it executes instructions, not
+# mechanisms); sm_90 is the generation the tests use.
+CPU_ARCH = "sm_90"
+
+
+def arch_of_device(device: int | None = None) -> str:
+    """The purlin generation of CUDA device `device` (default: the current one)."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability(device)
+    if major >= 10:
+        return "sm_100"
+    if major == 9:
+        return "sm_90"
+    if major == 8:
+        return "sm_80"
+    raise RuntimeError(f"purlin needs an sm_80 or newer GPU, this one is sm_{major}{minor}")
+
+
+def compile_plan(collective: str, world: int, dtype: str, op: str | None, count: int = 0,
+                 counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
+                 deterministic: bool = False) -> Plan:
+    """The plan of `collective` on `world` ranks; Case's rules for sizes and ops
+    (CaseError on a bad combination), `lowering` the options of convert-coll-to-snac."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
+    case = Case(collective, world, dtype, op, count, counts=counts)
+    module = case.build_module()
+    if deterministic:
+        for named in module.walk():
+            if named.name == f"coll.{collective}":
+                named.properties["deterministic"] = UnitAttr()
+    func = entry_function(lower(module, atom_passes({"arch": arch, "lowering": lowering})))
+    kernels = [k for k in func.body.ops if isinstance(k, atom.KernelOp)]
+    if len(kernels) != 1:
+        raise RuntimeError(f"{collective}: lowering gave {len(kernels)} atom.kernel ops, expected one")
+    return build_plan(kernels[0])
