@@ -1,26 +1,40 @@
 """purlin-bench: purlin side by side with NCCL and torch symmetric memory.
 
     torchrun --nproc-per-node 2 -m purlin.bench [--out DIR] [--max-bytes N]
+    purlin-bench --single-process [--gpus N] [--backend cuda|cpu] [--out DIR]
 
 For each collective and size (16 B to 1 GiB) every implementation first
-checks its result against NCCL's, then is timed as CUDA-graph replays
-(PER_GRAPH calls per graph, median of REPS replays, slowest rank). Reported
-per size: latency (us), algbw and busbw (GB/s, nccl-tests conventions: size
-is the larger per-rank buffer; busbw = algbw x 2(n-1)/n for all_reduce and
-x (n-1)/n otherwise). Writes bench.json and bench.png to --out, and for
-all_reduce times every strategy so the cost model can be tuned
-(bench/results/README.md says how).
+checks its result, then is timed as CUDA-graph replays (PER_GRAPH calls per
+graph, median of REPS replays, slowest rank). Reported per size: latency
+(us), algbw and busbw (GB/s, nccl-tests conventions: size is the larger
+per-rank buffer; busbw = algbw x 2(n-1)/n for all_reduce and x (n-1)/n
+otherwise). Writes bench.json and bench.png to --out, and for all_reduce
+times every strategy so the cost model can be tuned (bench/results/README.md
+says how).
+
+Under torchrun (one process per GPU) results are checked against NCCL's.
+--single-process (the default without torchrun) drives every rank from one
+process through one `purlin.runtime.Communicator` and checks against the
+numpy reference of purlin.sim. On "cuda" the peer is NCCL through
+torch.cuda.nccl (all_reduce, all_gather, reduce_scatter only) and one graph
+spans all GPUs; torch symmetric memory needs one process per GPU and is left
+out. On "cpu" (CPU threads, no peers, up to 1 MiB by default) calls are timed
+by the wall clock.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+
+import numpy as np
 
 for _var in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
     # NVLink multicast stays off: it can take a shared host's GPUs down.
@@ -42,6 +56,9 @@ ALL_REDUCE_STRATEGIES = {
 }
 SWEEP_MAX_BYTES = 64 << 20
 SYMM_MAX_BYTES = 64 << 20
+CPU_MAX_BYTES = 1 << 20  # CPU threads are slow
+# Single-process NCCL (torch.cuda.nccl) has no all_to_all and no V forms.
+SINGLE_PROCESS_NCCL = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 def busbw_factor(collective: str, world: int) -> float:
@@ -116,16 +133,139 @@ def plot(rows: list[Row], path: str) -> None:
             ax.tick_params(labelsize=7)
             if k == 0:
                 ax.set_ylabel(ylabel, fontsize=8)
-        axes[0][k].set_yscale("log")
+        if any(r.us is not None for r in rows if r.collective == coll):  # log scale needs a point
+            axes[0][k].set_yscale("log")
         axes[0][k].legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
 
-# -- the GPU part -------------------------------------------------------------
+# -- shared by both modes ------------------------------------------------------
 
 
-def _graph_time(fn: Callable[[], object]) -> float:
+def _split(total: int, world: int) -> list[int]:
+    """Uneven counts adding up to `total`: rank r gets a little more than rank r+1."""
+    base, rest = divmod(total, world)
+    counts = [base + (1 if r < rest else 0) for r in range(world)]
+    if world > 1 and counts[-1] > 0:
+        counts[0] += 1
+        counts[-1] -= 1
+    return counts
+
+
+def _elems(nbytes: int, world: int) -> int:
+    """bf16 elements of the larger per-rank buffer for `nbytes`, a multiple of world."""
+    n = max(nbytes // 2, world)
+    return n - n % world
+
+
+def _counts(coll: str, n: int, world: int) -> list:
+    """Per-rank counts over n elements: a list, or for all_to_all(_v) the matrix
+    counts[sender][receiver]; even for the fixed forms, uneven for the V forms."""
+    row = _split(n, world) if coll.endswith("_v") else [n // world] * world
+    return [list(row) for _ in range(world)] if coll.startswith("all_to_all") else row
+
+
+def _small_ints(idx, rank: int, salt: int):
+    """Integers in [-8, 8] (numpy or torch): every order of summing them is exact,
+    so results compare bit for bit."""
+    return ((idx * 7 + rank * 5 + salt) % 17) - 8
+
+
+def _strategies(nbytes: int):
+    """(name, lowering) of the all_reduce strategies timed at `nbytes`."""
+    for name, lowering in ALL_REDUCE_STRATEGIES.items():
+        if nbytes > SWEEP_MAX_BYTES or (name.startswith("latency") and nbytes > 1 << 20):
+            continue
+        yield name, lowering
+
+
+Timer = Callable[[Callable[[], object]], tuple[float, str]]
+
+
+class _Recorder:
+    """Rows and failures: each implementation is checked, then timed by `timer`
+    (microseconds per call and a note, "" when nothing is special)."""
+
+    def __init__(self, world: int, timer: Timer, reference: str, note: str = ""):
+        self.world = world
+        self.timer = timer
+        self.reference = reference
+        self.note = note
+        self.rows: list[Row] = []
+        self.failures: list[str] = []
+
+    def record(self, coll: str, impl: str, nbytes: int, check: Callable[[], bool] | None,
+               fn: Callable[[], object]) -> None:
+        try:
+            if check is not None and not check():
+                self.failures.append(f"{coll} {impl} {human(nbytes)}: result differs from {self.reference}")
+                self.rows.append(make_row(coll, impl, nbytes, None, self.world, "wrong result"))
+                return
+            us, extra = self.timer(fn)
+        except Exception as e:  # one failing implementation must not stop the table
+            self.fail(coll, impl, nbytes, e)
+            return
+        if extra:
+            print(f"# {coll} {impl} {human(nbytes)}: {extra}", file=sys.stderr, flush=True)
+        note = "; ".join(x for x in (self.note, extra) if x)
+        self.rows.append(make_row(coll, impl, nbytes, us, self.world, note[:120]))
+
+    def fail(self, coll: str, impl: str, nbytes: int, e: Exception) -> None:
+        self.failures.append(f"{coll} {impl} {human(nbytes)}: {type(e).__name__}: {e}")
+        self.rows.append(make_row(coll, impl, nbytes, None, self.world, str(e)[:120]))
+
+
+def _event_median(launch: Callable[[], object]) -> float:
+    """Median microseconds per call over REPS launches of PER_GRAPH calls, timed
+    by CUDA events on the current stream."""
+    import torch
+
+    times = []
+    for _ in range(REPS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / PER_GRAPH)
+    return statistics.median(times)
+
+
+def _sweep(args: argparse.Namespace, bench, meta: dict, lead: bool = True) -> None:
+    """Every size of every collective; the lead rank saves bench.json after each
+    collective (a partial table survives a run cut short) and reports."""
+    for coll in args.collectives:
+        for nbytes in (s for s in SIZES if s <= args.max_bytes):
+            bench.run(coll, nbytes)
+            if lead:
+                print(f"# {coll} {human(nbytes)} done", file=sys.stderr, flush=True)
+        if lead:
+            _save(args.out, meta, bench)
+    if lead:
+        print(format_table(bench.rows))
+        for line in bench.failures:
+            print("FAILED:", line)
+        plot(bench.rows, os.path.join(args.out, "bench.png"))
+
+
+def _save(out: str, meta: dict, bench: _Recorder) -> None:
+    os.makedirs(out, exist_ok=True)
+    doc = {**meta, "per_graph": PER_GRAPH, "reps": REPS, "rows": [asdict(r) for r in bench.rows],
+           "failures": bench.failures}
+    with open(os.path.join(out, "bench.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+def _torch_meta(torch) -> dict:
+    return {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "nccl": ".".join(map(str, torch.cuda.nccl.version()))}
+
+
+# -- torchrun: one process per GPU ----------------------------------------------
+
+
+def _graph_time(fn: Callable[[], object]) -> tuple[float, str]:
     """Median microseconds per call over CUDA-graph replays, slowest rank."""
     import torch
     import torch.distributed as dist
@@ -146,57 +286,22 @@ def _graph_time(fn: Callable[[], object]) -> float:
         graph.replay()
     torch.cuda.synchronize()
     dist.barrier()
-    times = []
-    for _ in range(REPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / PER_GRAPH)
-    t = torch.tensor([statistics.median(times)], device="cuda")
+    t = torch.tensor([_event_median(graph.replay)], device="cuda")
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
+    return t.item(), ""
 
 
-def _split(total: int, world: int) -> list[int]:
-    """Uneven counts adding up to `total`: rank r gets a little more than rank r+1."""
-    base, rest = divmod(total, world)
-    counts = [base + (1 if r < rest else 0) for r in range(world)]
-    if world > 1 and counts[-1] > 0:
-        counts[0] += 1
-        counts[-1] -= 1
-    return counts
-
-
-class _Bench:
+class _Bench(_Recorder):
     def __init__(self, world: int, rank: int):
         import torch
 
+        super().__init__(world, _graph_time, "NCCL")
         self.torch = torch
-        self.world = world
         self.rank = rank
-        self.rows: list[Row] = []
-        self.failures: list[str] = []
 
     def values(self, n: int, salt: int):
-        """Small integers: every order of summing them is exact, so results compare bit for bit."""
         t = self.torch
-        idx = t.arange(n, device="cuda", dtype=t.int64)
-        return (((idx * 7 + self.rank * 5 + salt) % 17) - 8).to(t.bfloat16)
-
-    def record(self, coll: str, impl: str, nbytes: int, check: Callable[[], bool] | None,
-               fn: Callable[[], object]) -> None:
-        try:
-            if check is not None and not check():
-                self.failures.append(f"{coll} {impl} {human(nbytes)}: result differs from NCCL")
-                self.rows.append(make_row(coll, impl, nbytes, None, self.world, "wrong result"))
-                return
-            us = _graph_time(fn)
-            self.rows.append(make_row(coll, impl, nbytes, us, self.world))
-        except Exception as e:  # one failing implementation must not stop the table
-            self.failures.append(f"{coll} {impl} {human(nbytes)}: {type(e).__name__}: {e}")
-            self.rows.append(make_row(coll, impl, nbytes, None, self.world, str(e)[:120]))
+        return _small_ints(t.arange(n, device="cuda", dtype=t.int64), self.rank, salt).to(t.bfloat16)
 
     def run(self, coll: str, nbytes: int) -> None:
         import torch.distributed as dist
@@ -204,8 +309,8 @@ class _Bench:
         import purlin.torch as pt
 
         t, w = self.torch, self.world
-        n = max(nbytes // 2, w)
-        n -= n % w
+        n = _elems(nbytes, w)
+        counts = _counts(coll, n, w)
         eq = t.equal
         if coll == "all_reduce":
             x, y = self.values(n, 0), t.empty(n, dtype=t.bfloat16, device="cuda")
@@ -216,16 +321,13 @@ class _Bench:
             self.record(coll, "nccl", nbytes, None, lambda: dist.all_reduce(scratch))
             self.record(coll, "purlin", nbytes, lambda: eq(pt.all_reduce(x, out=y), ref),
                         lambda: pt.all_reduce(x, out=y))
-            for name, lowering in ALL_REDUCE_STRATEGIES.items():
-                if nbytes > SWEEP_MAX_BYTES or (name.startswith("latency") and nbytes > 1 << 20):
-                    continue
+            for name, lowering in _strategies(nbytes):
                 self.record(coll, f"purlin-{name}", nbytes,
                             lambda lw=lowering: eq(pt.all_reduce(x, out=y, lowering=lw), ref),
                             lambda lw=lowering: pt.all_reduce(x, out=y, lowering=lw))
             if nbytes <= SYMM_MAX_BYTES:
                 self.symmetric_memory(n, nbytes, ref)
         elif coll in ("all_gather", "all_gather_v"):
-            counts = [n // w] * w if coll == "all_gather" else _split(n, w)
             x = self.values(counts[self.rank], 1)
             y, ref = t.empty(n, dtype=t.bfloat16, device="cuda"), t.empty(n, dtype=t.bfloat16, device="cuda")
             if coll == "all_gather":
@@ -239,7 +341,6 @@ class _Bench:
             self.record(coll, "nccl", nbytes, None, nccl)
             self.record(coll, "purlin", nbytes, lambda: eq(mine(), ref), mine)
         elif coll in ("reduce_scatter", "reduce_scatter_v"):
-            counts = [n // w] * w if coll == "reduce_scatter" else _split(n, w)
             x = self.values(n, 2)
             y = t.empty(counts[self.rank], dtype=t.bfloat16, device="cuda")
             ref = t.empty_like(y)
@@ -254,12 +355,8 @@ class _Bench:
             self.record(coll, "nccl", nbytes, None, nccl)
             self.record(coll, "purlin", nbytes, lambda: eq(mine(), ref), mine)
         else:
-            if coll == "all_to_all":
-                matrix = [[n // w] * w for _ in range(w)]
-            else:
-                matrix = [_split(n, w) for _ in range(w)]
-            sends = matrix[self.rank]
-            recvs = [matrix[s][self.rank] for s in range(w)]
+            sends = counts[self.rank]
+            recvs = [counts[s][self.rank] for s in range(w)]
             x = self.values(sum(sends), 3)
             y = t.empty(sum(recvs), dtype=t.bfloat16, device="cuda")
             ref = t.empty_like(y)
@@ -268,7 +365,7 @@ class _Bench:
                 mine = lambda: pt.all_to_all(y, x)  # noqa: E731
             else:
                 nccl = lambda: dist.all_to_all_single(ref, x, recvs, sends)  # noqa: E731
-                mine = lambda: pt.all_to_all_v(y, x, matrix)  # noqa: E731
+                mine = lambda: pt.all_to_all_v(y, x, counts)  # noqa: E731
             nccl()
             self.record(coll, "nccl", nbytes, None, nccl)
             self.record(coll, "purlin", nbytes, lambda: eq(mine(), ref), mine)
@@ -295,59 +392,257 @@ class _Bench:
                     lambda: t.ops.symm_mem.two_shot_all_reduce_(buf, "sum", group))
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"), help="where bench.json and bench.png go")
-    ap.add_argument("--max-bytes", type=int, default=1 << 30, help="largest size (default 1 GiB)")
-    ap.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated subset")
-    args = ap.parse_args(argv)
+def _main_torchrun(args: argparse.Namespace) -> int:
     import torch
     import torch.distributed as dist
 
     import purlin.torch as pt
 
-    if "LOCAL_RANK" not in os.environ:
-        print("purlin-bench: run it under torchrun, e.g. torchrun --nproc-per-node 2 -m purlin.bench",
-              file=sys.stderr)
-        return 2
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     pt.init()
     world, rank = dist.get_world_size(), dist.get_rank()
     bench = _Bench(world, rank)
-
-    def save() -> None:
-        os.makedirs(args.out, exist_ok=True)
-        doc = {
-            "command": f"torchrun --nproc-per-node {world} -m purlin.bench",
-            "world": world,
-            "gpu": torch.cuda.get_device_name(),
-            "torch": torch.__version__,
-            "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-            "per_graph": PER_GRAPH,
-            "reps": REPS,
-            "rows": [asdict(r) for r in bench.rows],
-            "failures": bench.failures,
-        }
-        with open(os.path.join(args.out, "bench.json"), "w") as f:
-            json.dump(doc, f, indent=1)
-
-    for coll in args.collectives.split(","):
-        for nbytes in (s for s in SIZES if s <= args.max_bytes):
-            bench.run(coll, nbytes)
-            if rank == 0:
-                print(f"# {coll} {human(nbytes)} done", file=sys.stderr, flush=True)
-        if rank == 0:
-            save()  # a partial table survives a run cut short
-    if rank == 0:
-        plot(bench.rows, os.path.join(args.out, "bench.png"))
-        print(format_table(bench.rows))
-        for line in bench.failures:
-            print("FAILED:", line)
+    meta = {"command": f"torchrun --nproc-per-node {world} -m purlin.bench", "mode": "torchrun",
+            "backend": "cuda", "world": world, **_torch_meta(torch)}
+    _sweep(args, bench, meta, lead=rank == 0)
     dist.barrier()
     dist.destroy_process_group()
     return 1 if bench.failures else 0
+
+
+# -- single process: every rank driven from here ---------------------------------
+
+
+def _cpu_time(fn: Callable[[], object]) -> tuple[float, str]:
+    """Median wall-clock microseconds per call over REPS runs of PER_GRAPH calls."""
+    fn()
+    times = []
+    for _ in range(REPS):
+        start = time.perf_counter()
+        for _ in range(PER_GRAPH):
+            fn()
+        times.append((time.perf_counter() - start) * 1e6 / PER_GRAPH)
+    return statistics.median(times), ""
+
+
+@contextlib.contextmanager
+def _fork_join(streams: list):
+    """Device d's current stream is streams[d] inside the block, forked from
+    streams[0] on entry and joined back into it on exit: work on streams[0]
+    after the block follows every device's."""
+    import torch
+
+    for s in streams[1:]:
+        s.wait_stream(streams[0])
+    with contextlib.ExitStack() as current:
+        for s in streams:
+            current.enter_context(torch.cuda.stream(s))
+        yield
+    for s in streams[1:]:
+        streams[0].wait_stream(s)
+
+
+def _devices_timer(world: int) -> Timer:
+    """Times a callable that launches on every device's current stream: one CUDA
+    graph spanning the devices, replayed and timed on device 0's stream (the join
+    makes that the slowest rank); eager launches when the capture fails."""
+    import torch
+
+    streams = [torch.cuda.Stream(device=d) for d in range(world)]
+
+    def calls(fn: Callable[[], object], k: int) -> None:
+        with _fork_join(streams):
+            for _ in range(k):
+                fn()
+
+    def timer(fn: Callable[[], object]) -> tuple[float, str]:
+        calls(fn, 3)
+        for s in streams:
+            s.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.device(0), torch.cuda.graph(graph, stream=streams[0]):
+                calls(fn, PER_GRAPH)
+            launch, note = graph.replay, ""
+        except Exception as e:  # not every driver/torch captures across devices
+            launch = lambda: calls(fn, PER_GRAPH)  # noqa: E731
+            note = f"eager: multi-device graph capture failed ({type(e).__name__}: {e})"
+        with torch.cuda.device(0), torch.cuda.stream(streams[0]):
+            for _ in range(2):
+                launch()
+            streams[0].synchronize()
+            return _event_median(launch), note
+
+    return timer
+
+
+class _SingleBench(_Recorder):
+    """All ranks in this process: purlin through one Communicator over `world`
+    devices (or CPU threads), NCCL through torch.cuda.nccl, both checked
+    against the numpy reference."""
+
+    def __init__(self, world: int, backend: str, arch: str):
+        from purlin.sim.dtypes import numpy_dtype
+
+        if backend == "cpu":
+            super().__init__(world, _cpu_time, "the reference", "cpu threads")
+        else:
+            super().__init__(world, _devices_timer(world), "the reference")
+        self.backend = backend
+        self.arch = arch
+        self.bf16 = numpy_dtype("bf16")
+
+    def values(self, n: int, rank: int):
+        period = _small_ints(np.arange(17), rank, 0).astype(np.float32).astype(self.bf16)
+        return np.resize(period, n)
+
+    def buffers(self, arrays: list) -> list:
+        """Per-rank copies of `arrays` where the backend runs: rank r's on GPU r."""
+        from purlin.runtime import to_device
+
+        if self.backend == "cpu":
+            return [a.copy() for a in arrays]
+        return [to_device(a, r) for r, a in enumerate(arrays)]
+
+    def same(self, outs: list, expected: list) -> bool:
+        from purlin.runtime import to_host
+        from purlin.sim.dtypes import compare
+
+        host = outs if self.backend == "cpu" else [to_host(o, self.bf16) for o in outs]
+        return compare(host, expected, "bf16") is None  # bit for bit
+
+    def run(self, coll: str, nbytes: int) -> None:
+        from purlin.sim.collectives import COLLECTIVES, Case
+        from purlin.sim.dtypes import filler
+
+        w = self.world
+        n = _elems(nbytes, w)
+        op = "sum" if COLLECTIVES[coll].reduces else None
+        if coll.endswith("_v"):
+            case = Case(coll, w, "bf16", op, counts=_counts(coll, n, w))
+        else:
+            case = Case(coll, w, "bf16", op, n if coll == "all_reduce" else n // w)
+        n_in, n_out = case.buffer_sizes()
+        inputs = [self.values(n_in, r) for r in range(w)]
+        before = [filler("bf16", n_out) for _ in range(w)]
+        expected = case.expected([inputs, before])
+        ins = self.buffers(inputs)
+        if self.backend == "cuda":
+            self.nccl(coll, nbytes, ins, before, expected)
+        self.purlin(case, "purlin", nbytes, "", ins, before, expected)
+        if coll == "all_reduce":
+            for name, lowering in _strategies(nbytes):
+                self.purlin(case, f"purlin-{name}", nbytes, lowering, ins, before, expected)
+
+    def purlin(self, case, impl: str, nbytes: int, lowering: str, ins: list, before: list,
+               expected: list) -> None:
+        from purlin.compile import compile_plan
+        from purlin.runtime import Communicator
+
+        coll, w = case.collective, self.world
+        try:
+            plan = compile_plan(coll, w, "bf16", case.op, case.count, case.counts, arch=self.arch,
+                                lowering=lowering)
+            comm = Communicator(plan, backend=self.backend, devices=list(range(w)), name=f"{coll} {impl}")
+        except Exception as e:  # a strategy that does not lower is a failure, not a crash
+            self.fail(coll, impl, nbytes, e)
+            return
+        outs = self.buffers(before)
+
+        def check() -> bool:
+            comm.run(ins, outs)
+            comm.synchronize()
+            return self.same(outs, expected)
+
+        self.record(coll, impl, nbytes, check, lambda: comm.run(ins, outs))
+
+    def nccl(self, coll: str, nbytes: int, ins: list, before: list, expected: list) -> None:
+        import torch.cuda.nccl as nccl
+
+        if coll not in SINGLE_PROCESS_NCCL:
+            self.rows.append(make_row(coll, "nccl", nbytes, None, self.world, "no single-process NCCL"))
+            return
+        outs = self.buffers(before)
+        call = getattr(nccl, coll)
+
+        def check() -> bool:
+            call(ins, outs)
+            return self.same(outs, expected)
+
+        self.record(coll, "nccl", nbytes, check, lambda: call(ins, outs))
+
+
+def _main_single(args: argparse.Namespace) -> int:
+    from purlin.compile import CPU_ARCH, arch_of_device
+    from purlin.runtime import available_backends
+
+    backend = args.backend
+    gpu: dict = {}
+    if args.gpus is not None and args.gpus < 2:
+        return _usage(f"--gpus must be at least 2 (a collective needs two ranks), got {args.gpus}")
+    if backend == "cpu":
+        world, arch = args.gpus or 2, CPU_ARCH
+        peers = "CPU threads, wall clock; no peers"
+    else:
+        if "cuda" not in available_backends():
+            return _usage("this purlin was built without its CUDA backend; use --backend cpu")
+        try:
+            import torch
+        except ImportError:
+            return _usage("--backend cuda needs torch (CUDA tensors, graphs and NCCL)")
+        visible = torch.cuda.device_count()
+        world = args.gpus or visible
+        if world > visible or world < 2:
+            return _usage(f"--backend cuda needs {max(world, 2)} GPUs, {visible} visible; "
+                          "--backend cpu runs on CPU threads")
+        torch.cuda.set_device(0)
+        arch = arch_of_device(0)
+        gpu = _torch_meta(torch)
+        peers = ("NCCL through torch.cuda.nccl (all_reduce, all_gather, reduce_scatter); torch "
+                 "symmetric memory omitted: it needs one process per GPU")
+    meta = {"command": f"purlin-bench --single-process --backend {backend} --gpus {world}",
+            "mode": "single-process", "backend": backend, "world": world, **gpu}
+    print(f"# purlin-bench single-process: backend {backend}, world {world}, {arch}; {peers}", flush=True)
+    bench = _SingleBench(world, backend, arch)
+    _sweep(args, bench, meta)
+    return 1 if bench.failures else 0
+
+
+def _usage(message: str) -> int:
+    print(f"purlin-bench: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"), help="where bench.json and bench.png go")
+    ap.add_argument("--max-bytes", type=int, default=None,
+                    help=f"largest size (default 1 GiB; {human(CPU_MAX_BYTES)} on --backend cpu)")
+    ap.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated subset")
+    ap.add_argument("--single-process", action="store_true",
+                    help="drive every rank from this process (the default outside torchrun)")
+    ap.add_argument("--gpus", "--world", dest="gpus", type=int, default=None,
+                    help="single-process world (default: every visible GPU on cuda, 2 on cpu)")
+    ap.add_argument("--backend", choices=("cuda", "cpu"), default=None,
+                    help="single-process backend (default: cuda when a GPU is visible, else cpu)")
+    args = ap.parse_args(argv)
+    args.collectives = args.collectives.split(",")
+    unknown = [c for c in args.collectives if c not in COLLECTIVES]
+    if unknown:
+        return _usage(f"unknown collective {', '.join(unknown)}; expected some of {', '.join(COLLECTIVES)}")
+    single = args.single_process or "LOCAL_RANK" not in os.environ
+    if not single and (args.gpus is not None or args.backend is not None):
+        return _usage("--gpus and --backend are for --single-process; under torchrun the world is "
+                      "--nproc-per-node and the backend cuda")
+    if single and args.backend is None:
+        from purlin.runtime import default_backend
+
+        args.backend = default_backend()
+    if args.max_bytes is None:
+        args.max_bytes = CPU_MAX_BYTES if args.backend == "cpu" else 1 << 30
+    return _main_single(args) if single else _main_torchrun(args)
 
 
 def main_exit() -> None:

@@ -1,7 +1,5 @@
 """The benchmark's formulas and report, without GPUs."""
 
-import json
-
 import pytest
 
 from purlin import bench
@@ -61,10 +59,3 @@ def test_plot_writes_a_png(tmp_path):
     bench.plot(rows, str(path))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-
-def test_refuses_to_run_outside_torchrun(monkeypatch, capsys):
-    pytest.importorskip("torch")
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
-    assert bench.main([]) == 2
-    assert "torchrun" in capsys.readouterr().err
-    json.dumps([])
