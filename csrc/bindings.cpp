@@ -35,9 +35,13 @@ purlin::Plan decode(const py::array& words) {
   return purlin::decode_plan(flat.data(), flat.size());
 }
 
-// Pointers to the per-rank arrays, each C-contiguous and at least `bytes` long.
+// Pointers to the per-rank arrays, each C-contiguous and at least `bytes[r]` long.
 template <class Ptr>
-std::vector<Ptr> rank_pointers(const py::list& arrays, int64_t bytes, bool writable, const char* what) {
+std::vector<Ptr> rank_pointers(const py::list& arrays, const std::vector<int64_t>& bytes, bool writable,
+                               const char* what) {
+  if (arrays.size() != bytes.size())
+    throw py::value_error("the plan is for world " + std::to_string(bytes.size()) + ", got " +
+                          std::to_string(arrays.size()) + " " + what + "s (one array per rank expected)");
   std::vector<Ptr> out;
   for (size_t r = 0; r < arrays.size(); ++r) {
     auto a = py::reinterpret_borrow<py::object>(arrays[r]);
@@ -47,9 +51,9 @@ std::vector<Ptr> rank_pointers(const py::list& arrays, int64_t bytes, bool writa
     const std::string where = std::string(what) + " of rank " + std::to_string(r);
     if (!(arr.flags() & py::array::c_style)) throw py::value_error(where + " is not C-contiguous");
     if (writable && !arr.writeable()) throw py::value_error(where + " is read-only");
-    if (arr.nbytes() < bytes)
+    if (arr.nbytes() < bytes[r])
       throw py::value_error(where + " has " + std::to_string(arr.nbytes()) + " bytes, the plan needs at least " +
-                            std::to_string(bytes));
+                            std::to_string(bytes[r]) + " for rank " + std::to_string(r));
     out.push_back(static_cast<Ptr>(writable ? arr.mutable_data() : const_cast<void*>(arr.data())));
   }
   return out;
@@ -73,6 +77,8 @@ PYBIND11_MODULE(_runtime, m) {
       .def_readonly("world", &purlin::Plan::world)
       .def_readonly("input_elems", &purlin::Plan::input_elems)
       .def_readonly("output_elems", &purlin::Plan::output_elems)
+      .def_readonly("input_extent", &purlin::Plan::input_extent, "per rank: input elements the plan touches")
+      .def_readonly("output_extent", &purlin::Plan::output_extent, "per rank: output elements the plan touches")
       .def_readonly("advance", &purlin::Plan::advance)
       .def_property_readonly("dtype", [](const purlin::Plan& p) { return dtype_name(p.dtype); })
       .def_property_readonly("roles", [](const purlin::Plan& p) { return p.roles.size(); })
@@ -92,8 +98,13 @@ PYBIND11_MODULE(_runtime, m) {
       .def(
           "run",
           [](purlin::cpu::Communicator& c, const py::list& inputs, const py::list& outputs) {
-            auto in = rank_pointers<const void*>(inputs, c.input_bytes(), false, "input");
-            auto out = rank_pointers<void*>(outputs, c.output_bytes(), true, "output");
+            std::vector<int64_t> in_bytes, out_bytes;
+            for (int64_t r = 0; r < c.world(); ++r) {
+              in_bytes.push_back(c.input_bytes(r));
+              out_bytes.push_back(c.output_bytes(r));
+            }
+            auto in = rank_pointers<const void*>(inputs, in_bytes, false, "input");
+            auto out = rank_pointers<void*>(outputs, out_bytes, true, "output");
             py::gil_scoped_release release;
             c.run(in, out);
           },

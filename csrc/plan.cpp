@@ -1,5 +1,7 @@
 #include "purlin/plan.h"
 
+#include <algorithm>
+
 namespace purlin {
 
 namespace {
@@ -106,6 +108,29 @@ Plan decode_plan(const int64_t* words, int64_t n) {
     };
     if (in.dst >= 0) fits(in.dst);
     for (int64_t k = 0; k < in.src_count; ++k) fits(in.src_first + k);
+  }
+  // What each rank's user buffers must hold: the ends of the ranges its copies,
+  // reduces and puts move (a put's destination is its window, not a ref).
+  p.input_extent.assign(p.world, 0);
+  p.output_extent.assign(p.world, 0);
+  for (int64_t rank = 0; rank < p.world; ++rank) {
+    for (int64_t role = 0; role < n_roles; ++role) {
+      int64_t count;
+      const Instr* body = p.program(rank, role, &count);
+      for (int64_t k = 0; k < count; ++k) {
+        const Instr& in = body[k];
+        if (in.elems == 0 || !(in.op == Op::Copy || in.op == Op::Reduce || in.op == Op::Put)) continue;
+        auto touch = [&](int64_t idx) {
+          const Ref& ref = p.refs[idx];
+          std::vector<int64_t>* extent = ref.space == Space::Input    ? &p.input_extent
+                                         : ref.space == Space::Output ? &p.output_extent
+                                                                      : nullptr;
+          if (extent) (*extent)[rank] = std::max((*extent)[rank], ref.offset + in.elems);
+        };
+        if (in.dst >= 0 && in.op != Op::Put) touch(in.dst);
+        for (int64_t s = 0; s < in.src_count; ++s) touch(in.src_first + s);
+      }
+    }
   }
   return p;
 }

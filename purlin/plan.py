@@ -15,10 +15,12 @@ Execution model (one call, every rank):
   flag values are `epoch + rel` (or `prev + rel`). The staging half and the
   packet-window half are `epoch % 2`. After the call every rank sets
   prev = epoch and epoch += advance.
-- Memory per rank: `input`, `output` (the user's buffers), and in symmetric
-  memory each buffer (2 halves x slots x elems elements; packet windows hold
-  16-byte packets of 8 data bytes and an 8-byte flag) and each signal array
-  (slots x uint64).
+- Memory per rank: `input`, `output` (the user's buffers; `input_elems` and
+  `output_elems` bound every rank's, `input_extent(rank)` and
+  `output_extent(rank)` are what that rank's instructions touch, smaller on
+  some ranks of the V collectives), and in symmetric memory each buffer
+  (2 halves x slots x elems elements; packet windows hold 16-byte packets of
+  8 data bytes and an 8-byte flag) and each signal array (slots x uint64).
 
 Instructions (fields after `op` and `mech`):
 - wait:    sig, slot, base, rel, order      spin until own signals[sig][slot] >= base + rel
@@ -199,6 +201,38 @@ class Plan:
     @property
     def elem_bytes(self) -> int:
         return DTYPES[self.dtype][1]
+
+    # -- per-rank sizes --------------------------------------------------------
+
+    def input_extent(self, rank: int) -> int:
+        """Elements of rank `rank`'s input the plan touches (at most `input_elems`):
+        the smallest input that rank may pass."""
+        return self._extent(rank, Space.INPUT)
+
+    def output_extent(self, rank: int) -> int:
+        """Elements of rank `rank`'s output the plan touches (at most `output_elems`)."""
+        return self._extent(rank, Space.OUTPUT)
+
+    def _extent(self, rank: int, space: Space) -> int:
+        if not 0 <= rank < self.world:
+            raise IndexError(f"rank {rank} is outside world {self.world}")
+        end = 0
+        for body in self.programs[rank]:
+            for i in body:
+                if i.elems == 0:
+                    continue  # a zero-length move touches nothing
+                # The refs the runtimes dereference: a put writes its window by
+                # buf/offset, wait_packets reads none, signals carry no data.
+                if i.op in (Op.COPY, Op.REDUCE):
+                    refs = (i.dst, *i.srcs)
+                elif i.op == Op.PUT:
+                    refs = i.srcs
+                else:
+                    continue
+                for r in refs:
+                    if r is not None and r.space == space:
+                        end = max(end, r.offset + i.elems)
+        return end
 
     # -- JSON ----------------------------------------------------------------
 

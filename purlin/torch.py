@@ -5,6 +5,8 @@
     pt.all_reduce(x)                # instead of torch.distributed.all_reduce(x)
 
 Each call runs on the current CUDA stream and is capturable in CUDA graphs.
+The V collectives take each rank's tensors at that rank's own size and run on
+them directly, with no scratch copies.
 Plans are compiled once per (collective, sizes, dtype, op, world, generation,
 lowering) and cached with their symmetric memory; the first call with a new
 shape is collective (every rank must make it), later ones cost no compilation.
@@ -175,9 +177,11 @@ def all_gather_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[int
                  lowering: str = "") -> torch.Tensor:
     """Rank r contributes counts[r] elements; output holds them in rank order."""
     x, y = _flat(input, "input"), _flat(output, "output")
-    _check(y.numel() >= sum(counts), "output must hold sum(counts) elements")
     comm = _communicator("all_gather_v", _dtype(x), None, counts=list(counts), lowering=lowering)
-    _run_fitted(comm, x, y)
+    rank = _current().rank
+    _check_size(x, counts[rank], f"input of rank {rank}", f"counts[{rank}]")
+    _check_size(y, sum(counts), "output", "sum(counts)")
+    comm.run(x, y)
     return output
 
 
@@ -185,9 +189,11 @@ def reduce_scatter_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence
                      op: str = "sum", *, lowering: str = "") -> torch.Tensor:
     """Rank r receives the reduction of slice r (counts[r] elements) of every input."""
     x, y = _flat(input, "input"), _flat(output, "output")
-    _check(x.numel() >= sum(counts), "input must hold sum(counts) elements")
     comm = _communicator("reduce_scatter_v", _dtype(x), op, counts=list(counts), lowering=lowering)
-    _run_fitted(comm, x, y)
+    rank = _current().rank
+    _check_size(x, sum(counts), "input", "sum(counts)")
+    _check_size(y, counts[rank], f"output of rank {rank}", f"counts[{rank}]")
+    comm.run(x, y)
     return output
 
 
@@ -197,27 +203,16 @@ def all_to_all_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[Seq
     x, y = _flat(input, "input"), _flat(output, "output")
     comm = _communicator("all_to_all_v", _dtype(x), None, counts=[list(r) for r in counts],
                          lowering=lowering)
-    _run_fitted(comm, x, y)
+    rank = _current().rank
+    _check_size(x, sum(counts[rank]), f"input of rank {rank}", f"sum(counts[{rank}])")
+    _check_size(y, sum(row[rank] for row in counts), f"output of rank {rank}", f"column {rank} of counts summed")
+    comm.run(x, y)
     return output
 
 
-def _run_fitted(comm: ProcessCommunicator, x: torch.Tensor, y: torch.Tensor) -> None:
-    """A V plan sizes every rank's buffers for the largest rank; a smaller rank's
-    tensors go through scratch buffers of the plan's size."""
-    plan = comm.plan
-    xin = x if x.numel() >= plan.input_elems else _padded(x, plan.input_elems)
-    yout = y if y.numel() >= plan.output_elems else _scratch(y, plan.output_elems)
-    comm.run(xin, yout)
-    if yout is not y:
-        y.copy_(yout[: y.numel()])
-
-
-def _padded(x: torch.Tensor, n: int) -> torch.Tensor:
-    buf = _current().scratch.get((x.dtype, x.device, n, "in"))
-    if buf is None:
-        buf = _current().scratch[(x.dtype, x.device, n, "in")] = torch.zeros(n, dtype=x.dtype, device=x.device)
-    buf[: x.numel()].copy_(x)
-    return buf
+def _check_size(t: torch.Tensor, need: int, what: str, rule: str) -> None:
+    """A rank's tensor of a V collective holds at least what this rank moves (its plan extent)."""
+    _check(t.numel() >= need, f"{what} must hold {rule} = {need} elements, it has {t.numel()}")
 
 
 def _check(ok: bool, message: str) -> None:

@@ -52,13 +52,14 @@ class Communicator {
   Communicator(Plan plan, Options options);
 
   // One call of the collective on all ranks. inputs[r] / outputs[r] hold at
-  // least input_bytes() / output_bytes() bytes. Throws CollectiveTimeout when
-  // a spin times out; the communicator is then unusable.
+  // least input_bytes(r) / output_bytes(r) bytes. Throws CollectiveTimeout
+  // when a spin times out; the communicator is then unusable.
   void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
 
   int64_t world() const { return plan_.world; }
-  int64_t input_bytes() const { return plan_.input_elems * plan_.elem_bytes(); }
-  int64_t output_bytes() const { return plan_.output_elems * plan_.elem_bytes(); }
+  // What rank `rank`'s buffers must hold: its own extent, not the largest rank's.
+  int64_t input_bytes(int64_t rank) const { return plan_.input_extent.at(rank) * plan_.elem_bytes(); }
+  int64_t output_bytes(int64_t rank) const { return plan_.output_extent.at(rank) * plan_.elem_bytes(); }
   int64_t epoch(int64_t rank) const;
 
  private:

@@ -324,8 +324,9 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   DeviceRestore restore;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
-    check_pointer(ranks_[i], inputs[i], plan_.input_elems * eb, "input");
-    check_pointer(ranks_[i], outputs[i], plan_.output_elems * eb, "output");
+    // Each rank's own extent: a V collective's smaller ranks pass smaller buffers.
+    check_pointer(ranks_[i], inputs[i], plan_.input_extent[ranks_[i].rank] * eb, "input");
+    check_pointer(ranks_[i], outputs[i], plan_.output_extent[ranks_[i].rank] * eb, "output");
   }
   const void* kernel = plan_kernel(plan_.dtype);
   for (size_t i = 0; i < ranks_.size(); ++i) {

@@ -5,11 +5,15 @@
 
 Buffers: one input and one output array per rank, C-contiguous, of the
 plan's dtype (numpy arrays on "cpu"; CUDA arrays exposing
-`__cuda_array_interface__` or DLPack on "cuda"). They may be larger than
-the plan's `input_elems`/`output_elems`: the call reads and writes only
-the first that many elements, so callers can reuse one large allocation.
-A rank's input and output must not overlap (peers may still read the input
-while the output is written).
+`__cuda_array_interface__` or DLPack on "cuda"). Rank r's need only hold
+`plan.input_extent(r)`/`plan.output_extent(r)` elements, what its
+instructions touch: a V collective's smaller ranks pass buffers of their own
+size, not the largest rank's (`input_elems`/`output_elems`). Larger buffers
+are fine: the call reads and writes only those elements, so callers can
+reuse one large allocation. A rank's input and output must not overlap
+(peers may still read the input while the output is written). A plan must
+not change once a communicator holds it: the backend runs its own copy, and
+the extents are computed once.
 
 Every spin of the call is bounded by `timeout_s`; when one runs out all
 ranks stop and `run` raises `CollectiveTimeout` naming the collective, rank,
@@ -22,6 +26,7 @@ runs one rank, its peers' memory mapped through CUDA IPC.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -78,6 +83,8 @@ class Communicator:
         self.backend = backend
         self.name = name
         self.dtype = numpy_dtype(plan.dtype)
+        # The backend copied the plan just now: its extents are these.
+        self._extents = _remember_extents(plan)
         if backend == "cpu":
             handle = _runtime.decode(plan.encode())
             signal_names = [s.name for s in plan.signals]
@@ -99,8 +106,8 @@ class Communicator:
         """One call of the collective on every rank."""
         self._check_world(inputs, outputs)
         if self.backend == "cpu":
-            ins = [self._check_numpy(a, r, "input", self.plan.input_elems) for r, a in enumerate(inputs)]
-            outs = [self._check_numpy(a, r, "output", self.plan.output_elems) for r, a in enumerate(outputs)]
+            ins = [self._check_numpy(a, r, "input", self._extents[r][0]) for r, a in enumerate(inputs)]
+            outs = [self._check_numpy(a, r, "output", self._extents[r][1]) for r, a in enumerate(outputs)]
             for r, (i, o) in enumerate(zip(ins, outs)):
                 if np.shares_memory(i, o):
                     raise ValueError(f"{self.name}: input and output of rank {r} overlap")
@@ -135,10 +142,29 @@ class Communicator:
         if not a.flags.c_contiguous:
             raise ValueError(f"{where} is not C-contiguous")
         if a.size < elems:
-            raise ValueError(f"{where} has {a.size} elements, the plan needs at least {elems}")
+            raise ValueError(f"{where} has {a.size} elements, the plan needs at least {elems} for rank {rank}")
         if what == "output" and not a.flags.writeable:
             raise ValueError(f"{where} is read-only")
         return a
+
+
+# (input, output) extents of each rank, by plan: scanning the instructions on
+# every call would cost more than the launch.
+_EXTENTS: dict[int, list[tuple[int, int]]] = {}
+
+
+def _remember_extents(plan: Plan) -> list[tuple[int, int]]:
+    """Computes (again) and keeps every rank's (input, output) extents of `plan`."""
+    if id(plan) not in _EXTENTS:
+        # Ids are reused once a plan is gone: forget its extents with it.
+        weakref.finalize(plan, _EXTENTS.pop, id(plan), None)
+    got = _EXTENTS[id(plan)] = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+    return got
+
+
+def _extents(plan: Plan, rank: int) -> tuple[int, int]:
+    got = _EXTENTS.get(id(plan))
+    return (got if got is not None else _remember_extents(plan))[rank]
 
 
 # -- CUDA buffers -------------------------------------------------------------
@@ -151,7 +177,7 @@ def _device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int) 
     """(device pointer, elements) of rank `rank`'s `what` ("input" or "output"), a torch tensor
     or a __cuda_array_interface__ array on `device`."""
     where = f"{name}: {what} of rank {rank}"
-    elems = plan.input_elems if what == "input" else plan.output_elems
+    elems = _extents(plan, rank)[0 if what == "input" else 1]
     if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
         if not a.is_cuda:
             raise TypeError(f"{where} is a CPU tensor; the cuda backend takes CUDA tensors")
@@ -174,7 +200,7 @@ def _device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int) 
     else:
         raise TypeError(f"{where} is a {type(a).__name__}; the cuda backend takes CUDA tensors or arrays")
     if n < elems:
-        raise ValueError(f"{where} has {n} elements, the plan needs at least {elems}")
+        raise ValueError(f"{where} has {n} elements, the plan needs at least {elems} for rank {rank}")
     return ptr, n
 
 

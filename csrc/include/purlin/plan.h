@@ -65,6 +65,9 @@ struct Plan {
   std::vector<std::pair<int64_t, int64_t>> directory;
   std::vector<Instr> instrs;
   std::vector<Ref> refs;
+  // Per rank: elements of its input / output that its data instructions
+  // touch, at most input_elems / output_elems (smaller on some V ranks).
+  std::vector<int64_t> input_extent, output_extent;
 
   int elem_bytes() const { return dtype == DType::F32 ? 4 : (dtype == DType::BF16 || dtype == DType::F16) ? 2 : 1; }
   const Instr* program(int64_t rank, int64_t role, int64_t* count) const {
