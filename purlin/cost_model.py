@@ -24,16 +24,22 @@ class Thresholds:
     # Blocks per role, for packets and for staging.
     latency_blocks: int
     throughput_blocks: int
+    # Copies (no reduction) of at least this many bytes per rank use units of
+    # copy_chunk_bytes: fewer per-unit signals, still enough units to pipeline.
+    copy_large_bytes: int
+    copy_chunk_bytes: int
 
 
 # sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
 # packets win up to 64 KiB; composed beats direct from about 4 MiB; 4 MiB units
 # with 64 blocks per role ran 32 MiB six times faster than 256 KiB with 16.
+# Copies: all_gather of 256 MiB ran at 236 GB/s busbw with 16 MiB units, 194
+# with 4 MiB (bench/results/README.md); all_reduce was slower with 16 MiB.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90.
 THRESHOLDS: dict[str, Thresholds] = {
-    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48),
-    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64),
-    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64),
+    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 64 << 20, 8 << 20),
+    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 64 << 20, 16 << 20),
+    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 64 << 20, 16 << 20),
 }
 
 # Latency packets carry 8 data bytes in 16: beyond this many ranks the
@@ -69,4 +75,6 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     else:
         strategy = Strategy.COMPOSED
     regime = Regime.LATENCY if latency else Regime.THROUGHPUT
-    return Choice(regime, strategy, t.chunk_bytes, t.slots, t.latency_blocks, t.throughput_blocks)
+    large_copy = not reduce and per_rank_bytes is not None and per_rank_bytes >= t.copy_large_bytes
+    chunk = t.copy_chunk_bytes if large_copy else t.chunk_bytes
+    return Choice(regime, strategy, chunk, t.slots, t.latency_blocks, t.throughput_blocks)

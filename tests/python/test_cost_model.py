@@ -1,0 +1,34 @@
+"""The cost model's choices at the thresholds measured on 2xH200 (sm_90)."""
+
+import pytest
+
+from purlin.cost_model import THRESHOLDS, choose
+from purlin.dialects.snac import Regime, Strategy
+
+T = THRESHOLDS["sm_90"]
+
+
+@pytest.mark.parametrize("per_rank, regime", [(16, Regime.LATENCY), (T.latency_max_bytes, Regime.LATENCY),
+                                              (T.latency_max_bytes + 16, Regime.THROUGHPUT)])
+def test_packets_up_to_latency_max_bytes(per_rank, regime):
+    assert choose("sm_90", 2, per_rank, 2 * per_rank, reduce=True, dynamic=False).regime == regime
+
+
+def test_reductions_compose_from_composed_min_bytes():
+    below = choose("sm_90", 2, T.composed_min_bytes // 4, T.composed_min_bytes // 2, reduce=True, dynamic=False)
+    above = choose("sm_90", 2, T.composed_min_bytes, 2 * T.composed_min_bytes, reduce=True, dynamic=False)
+    assert (below.strategy, above.strategy) == (Strategy.DIRECT, Strategy.COMPOSED)
+
+
+@pytest.mark.parametrize("reduce, per_rank, chunk", [
+    (False, T.copy_large_bytes, T.copy_chunk_bytes),
+    (False, T.copy_large_bytes - 1, T.chunk_bytes),
+    (True, T.copy_large_bytes, T.chunk_bytes),  # large units made all_reduce slower
+])
+def test_large_copies_use_larger_units(reduce, per_rank, chunk):
+    assert choose("sm_90", 2, per_rank, 2 * per_rank, reduce=reduce, dynamic=False).chunk_bytes == chunk
+
+
+def test_dynamic_sizes_never_compose():
+    c = choose("sm_90", 2, None, None, reduce=True, dynamic=True)
+    assert (c.regime, c.strategy, c.chunk_bytes) == (Regime.THROUGHPUT, Strategy.DIRECT, T.chunk_bytes)
