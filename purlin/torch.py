@@ -20,14 +20,8 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from xdsl.dialects.builtin import UnitAttr
-
-from purlin.dialects import atom
-from purlin.plan_builder import build_plan
+from purlin.compile import arch_of_device, compile_plan
 from purlin.runtime.process import ProcessCommunicator
-from purlin.sim.atom_level import atom_passes
-from purlin.sim.collectives import Case
-from purlin.sim.ir import entry_function, lower
 
 _DTYPES = {
     torch.bfloat16: "bf16",
@@ -53,18 +47,6 @@ class _State:
 _state: _State | None = None
 
 
-def arch_of(device: torch.device | int | None = None) -> str:
-    """The purlin generation of a CUDA device: sm_80, sm_90 or sm_100."""
-    major, _ = torch.cuda.get_device_capability(device)
-    if major >= 10:
-        return "sm_100"
-    if major == 9:
-        return "sm_90"
-    if major == 8:
-        return "sm_80"
-    raise RuntimeError(f"purlin needs an sm_80 or newer GPU, this one is sm_{major}x")
-
-
 def init(group: Any = None, arch: str | None = None, timeout_s: float = 10.0) -> None:
     """Bind purlin to a torch.distributed process group (default: the world)."""
     global _state
@@ -72,7 +54,7 @@ def init(group: Any = None, arch: str | None = None, timeout_s: float = 10.0) ->
         raise RuntimeError("purlin.torch.init needs torch.distributed.init_process_group first")
     group = group or dist.group.WORLD
     _state = _State(group, dist.get_rank(group), dist.get_world_size(group),
-                    arch or arch_of(torch.cuda.current_device()), timeout_s)
+                    arch or arch_of_device(torch.cuda.current_device()), timeout_s)
 
 
 def _current() -> _State:
@@ -97,16 +79,9 @@ def _communicator(collective: str, dtype: str, op: str | None, count: int = 0,
     key = (collective, dtype, op, count, repr(counts), lowering, deterministic)
     comm = st.plans.get(key)
     if comm is None:
-        case = Case(collective, st.world, dtype, op, count, counts=counts)
-        module = case.build_module()
-        if deterministic:
-            for named in module.walk():
-                if named.name == f"coll.{collective}":
-                    named.properties["deterministic"] = UnitAttr()
-        func = entry_function(lower(module, atom_passes({"arch": st.arch, "lowering": lowering})))
-        (kernel,) = [k for k in func.body.ops if isinstance(k, atom.KernelOp)]
-        comm = ProcessCommunicator(build_plan(kernel), group=st.group, timeout_s=st.timeout_s,
-                                   name=collective)
+        plan = compile_plan(collective, st.world, dtype, op, count, counts=counts, arch=st.arch,
+                            lowering=lowering, deterministic=deterministic)
+        comm = ProcessCommunicator(plan, group=st.group, timeout_s=st.timeout_s, name=collective)
         st.plans[key] = comm
     return comm
 
