@@ -277,3 +277,50 @@ def check_collective(inp: Layout, out: Layout, reduce: bool) -> None:
             raise LayoutError(
                 f"copy of slice {format_name(name)} is ambiguous: ranks {ranks} all hold it"
             )
+
+
+def coalesced(src: Layout, dst: Layout) -> tuple[Layout, Layout] | None:
+    """The same collective with fewer names, or None when no names merge.
+
+    Name b joins name a when, in both layouts, b's slices sit on exactly the
+    ranks that hold a's, each starting where a's ends: every output slice then
+    still receives the same elements from the same ranks, and the protocol moves
+    one unit where it moved two (an all_reduce's scattered names become one).
+    """
+    if src.is_dynamic or dst.is_dynamic or src.world != dst.world:
+        return None
+
+    def successors(layout: Layout) -> dict[Name, Name]:
+        after: dict[Name, set] = {}
+        for rank in range(layout.world):
+            slices = [s for s in layout.slices(rank) if s.size]
+            for a, b in zip(slices, slices[1:] + [None]):
+                follower = b.name if b is not None and b.offset == a.end else None
+                after.setdefault(a.name, set()).add(follower)
+        holders = {n: {s.rank for s in layout.slices_named(n)} for n in layout.name_sizes}
+        return {a: next(iter(f)) for a, f in after.items()
+                if len(f) == 1 and None not in f and holders[a] == holders[next(iter(f))]}
+
+    in_src, in_dst = successors(src), successors(dst)
+    joins = {a: b for a, b in in_src.items() if in_dst.get(a) == b and a != b}
+    if not joins:
+        return None
+    heads = [n for n in joins if n not in joins.values()]
+    head_of: dict[Name, Name] = {}
+    total: dict[Name, int] = {}
+    for head in heads:
+        name = head
+        while name is not None:
+            head_of[name] = head
+            total[head] = total.get(head, 0) + src.name_sizes[name]
+            name = joins.get(name)
+
+    def rebuilt(layout: Layout) -> Layout:
+        # A chain's head slice grows to the chain's size; its other members go.
+        return Layout.named(layout.world, [
+            Slice(s.rank, s.offset, total.get(s.name, s.size), s.name)
+            for rank in range(layout.world) for s in layout.slices(rank)
+            if head_of.get(s.name, s.name) == s.name
+        ])
+
+    return rebuilt(src), rebuilt(dst)

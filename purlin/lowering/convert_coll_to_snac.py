@@ -33,7 +33,7 @@ from purlin.cost_model import THRESHOLDS, choose
 from purlin.diagnostics import op_error
 from purlin.dialects import snac
 from purlin.dialects.coll import CollectiveOp, ConsumeAttr, LayoutAttr, element_bytes
-from purlin.layouts import Layout
+from purlin.layouts import Layout, coalesced
 from purlin.protocol import PACKET_DATA_BYTES, PhasePlan, packet_elems, route_layouts
 
 
@@ -94,12 +94,17 @@ class LowerCollective(RewritePattern):
                              "several ranks receive; use strategy=direct")
                 )
             strategy = snac.Strategy.DIRECT
+        # One exchange moves names that travel together as one: fewer units,
+        # signals and groups (the composed phases need the names for owners).
+        src, dst = inp, out
+        if strategy != snac.Strategy.COMPOSED:
+            src, dst = coalesced(inp, out) or (inp, out)
         chunk_bytes = o.chunk_bytes if o.chunk_bytes > 0 else choice.chunk_bytes
         slots = o.slots if o.slots > 0 else choice.slots
         chunk = max(1, chunk_bytes // itemsize)
         if not dynamic:
             # No unit is larger than the largest slice: staging need not be either.
-            chunk = min(chunk, max(max(inp.name_sizes.values(), default=1), 1))
+            chunk = min(chunk, max(max(src.name_sizes.values(), default=1), 1))
         if regime == snac.Regime.LATENCY:
             if chunk_bytes % PACKET_DATA_BYTES:
                 raise PassFailedException(
@@ -116,7 +121,7 @@ class LowerCollective(RewritePattern):
                           snac.Route.FROM_OWNER),
             ]
         else:
-            phases = [PhaseSpec("exchange", snac.PhaseSource.INPUT, inp, out, op.consume)]
+            phases = [PhaseSpec("exchange", snac.PhaseSource.INPUT, src, dst, op.consume)]
 
         body = Block()
         b = Builder(InsertPoint.at_end(body))

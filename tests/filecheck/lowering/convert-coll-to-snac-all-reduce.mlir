@@ -159,24 +159,25 @@ func.func @kib64(%a: memref<32768xbf16>) {
 }
 // SM80-LABEL:  func.func @kib64
 // SM80-NEXT:     snac.program %a, %a world 8 regime throughput strategy direct :
-// SM80-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 4096 : bf16
+// SM80-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 32768 : bf16
 // SM90-LABEL:  func.func @kib64
 // SM90-NEXT:     snac.program %a, %a world 8 regime latency strategy direct :
 // SM90-NEXT:       snac.buffer @exchange_buf packets halves 2 slots 8 elems 32768 : bf16
 // SM100-LABEL: func.func @kib64
 // SM100-NEXT:    snac.program %a, %a world 8 regime latency strategy direct :
 
-// 128 KiB: staged everywhere, still direct; one unit per slice (the chunk is capped at the largest slice).
+// 128 KiB: staged everywhere, still direct; the eight scattered names travel together and coalesce
+// into one, so one unit holds the whole buffer (the chunk is capped at the largest name).
 func.func @kib128(%a: memref<65536xbf16>) {
   coll.all_reduce sum %a, %a world 8 : memref<65536xbf16>, memref<65536xbf16>
   func.return
 }
 // SM80-LABEL:  func.func @kib128
 // SM80-NEXT:     snac.program %a, %a world 8 regime throughput strategy direct :
-// SM80-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 8192 : bf16
+// SM80-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 65536 : bf16
 // SM90-LABEL:  func.func @kib128
 // SM90-NEXT:     snac.program %a, %a world 8 regime throughput strategy direct :
-// SM90-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 8192 : bf16
+// SM90-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 65536 : bf16
 // SM100-LABEL: func.func @kib128
 // SM100-NEXT:    snac.program %a, %a world 8 regime throughput strategy direct :
 
@@ -223,7 +224,7 @@ func.func @world32(%a: memref<64xbf16>) {
 }
 // SM90-LABEL:  func.func @world32
 // SM90-NEXT:     snac.program %a, %a world 32 regime throughput strategy direct :
-// SM90-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 2 : bf16
+// SM90-NEXT:       snac.buffer @exchange_buf staging halves 2 slots 4 elems 64 : bf16
 // SM90-NEXT:       snac.signals @exchange_ready slots 32
 
 // Other collectives at large sizes: a large reduce_scatter stays direct (each

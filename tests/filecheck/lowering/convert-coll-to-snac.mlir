@@ -136,7 +136,7 @@ func.func @all_reduce(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // LAT-NEXT:      snac.buffer @exchange_buf packets halves 2 slots 4 elems 64 : bf16
 // LAT-NEXT:      snac.signals @exchange_ready slots 4
 // LAT-NEXT:      snac.signals @exchange_free slots 4
-// LAT-NEXT:      snac.phase @exchange from input <scattered, world 4, 16> to <scattered, world 4, 16> consume <reduce sum> chunk 0 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
+// LAT-NEXT:      snac.phase @exchange from input <named, world 4, [(0, 0, 64, 0), (1, 0, 64, 0), (2, 0, 64, 0), (3, 0, 64, 0)]> to <named, world 4, [(0, 0, 64, 0), (1, 0, 64, 0), (2, 0, 64, 0), (3, 0, 64, 0)]> consume <reduce sum> chunk 0 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
 // LAT-NEXT:      [[RANK:%[0-9]+]] = snac.rank
 // LAT-NEXT:      [[EPOCH:%[0-9]+]], [[PREV:%[0-9]+]] = snac.epoch
 // LAT-NEXT:      [[HALF:%[0-9]+]] = snac.half [[EPOCH]]
@@ -170,7 +170,7 @@ func.func @all_reduce(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // THR-NEXT:      snac.buffer @exchange_buf staging halves 2 slots 2 elems 16 : bf16
 // THR-NEXT:      snac.signals @exchange_ready slots 4
 // THR-NEXT:      snac.signals @exchange_free slots 4
-// THR-NEXT:      snac.phase @exchange from input <scattered, world 4, 16> to <scattered, world 4, 16> consume <reduce sum> chunk 16 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
+// THR-NEXT:      snac.phase @exchange from input <named, world 4, [(0, 0, 64, 0), (1, 0, 64, 0), (2, 0, 64, 0), (3, 0, 64, 0)]> to <named, world 4, [(0, 0, 64, 0), (1, 0, 64, 0), (2, 0, 64, 0), (3, 0, 64, 0)]> consume <reduce sum> chunk 16 via @exchange_buf ready @exchange_ready free @exchange_free{{$}}
 // THR-NEXT:      [[RANK:%[0-9]+]] = snac.rank
 // THR-NEXT:      [[EPOCH:%[0-9]+]], [[PREV:%[0-9]+]] = snac.epoch
 // THR-NEXT:      [[HALF:%[0-9]+]] = snac.half [[EPOCH]]

@@ -42,7 +42,7 @@ func.func @all_reduce(%in: memref<8192xf32>, %out: memref<8192xf32>) {
 // SM80-NEXT:      snac.buffer @exchange_buf staging halves 2 slots 2 elems 4096 : f32
 // SM80-NEXT:      snac.signals @exchange_ready slots 2
 // SM80-NEXT:      snac.signals @exchange_free slots 2
-// SM80-NEXT:      snac.phase @exchange from input <scattered, world 2, 4096> to <scattered, world 2, 4096> consume <reduce sum> chunk 4096 via @exchange_buf ready @exchange_ready free @exchange_free
+// SM80-NEXT:      snac.phase @exchange from input <named, world 2, [(0, 0, 8192, 0), (1, 0, 8192, 0)]> to <named, world 2, [(0, 0, 8192, 0), (1, 0, 8192, 0)]> consume <reduce sum> chunk 4096 via @exchange_buf ready @exchange_ready free @exchange_free
 // SM80-NEXT:      [[RANK:%[0-9]+]] = snac.rank
 // SM80-NEXT:      [[EPOCH:%[0-9]+]], [[PREV:%[0-9]+]] = snac.epoch
 // SM80-NEXT:      [[HALF:%[0-9]+]] = snac.half [[EPOCH]]
