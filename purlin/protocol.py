@@ -97,6 +97,11 @@ class PhasePlan:
     def max_unit_elems(self) -> int:
         return max((u.size for us in self.units for u in us), default=0)
 
+    def staged_groups(self, rank: int) -> int:
+        """How many of `rank`'s groups read staging: groups [0, n) wait for
+        units, groups [n, len) read only the rank's own buffers."""
+        return sum(1 for g in self.groups[rank] if g.remote)
+
     def unit_elems(self, rank: int) -> int:
         return sum(u.size for u in self.units[rank])
 
@@ -172,7 +177,11 @@ def _build(plan: PhasePlan):
                     for s in sources
                 )
                 mine_g.append(Group(rank, len(mine_g), d.name, lo, hi, d.offset + lo, srcs))
-        groups.append(tuple(mine_g))
+        # Groups that read staging first: the local-only ones after them can
+        # run in a role of their own (PhasePlan.staged_groups).
+        ordered = sorted(mine_g, key=lambda g: not g.remote)
+        groups.append(tuple(Group(g.consumer, i, g.name, g.lo, g.hi, g.dst_offset, g.sources)
+                            for i, g in enumerate(ordered)))
     return tuple(units), tuple(groups)
 
 

@@ -102,6 +102,7 @@ class RoleKind(StrEnum):
     PRODUCER = "producer"
     CONSUMER = "consumer"
     REDUCER = "reducer"
+    LOCAL = "local"  # groups with no staged source: nothing to wait for
 
 
 @irdl_attr_definition
@@ -476,6 +477,14 @@ class GroupsOp(_PhaseQuery):
 
 
 @irdl_op_definition
+class StagedGroupsOp(_PhaseQuery):
+    """How many of `rank`'s groups read staged units; they come first, the
+    groups that read only the rank's own buffers after them."""
+
+    name = "snac.staged_groups"
+
+
+@irdl_op_definition
 class MaxUnitsOp(IRDLOperation):
     """The most units any rank produces in the phase: the same on every rank."""
 
@@ -776,6 +785,7 @@ Snac = Dialect(
         HalfOp,
         UnitsOp,
         GroupsOp,
+        StagedGroupsOp,
         MaxUnitsOp,
         RoleOp,
         ReclaimOp,

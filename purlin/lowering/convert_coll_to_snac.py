@@ -153,7 +153,10 @@ class LowerCollective(RewritePattern):
             gen.consumer_role("forward", snac.RoleKind.CONSUMER)
         else:
             gen.producer_role("exchange")
-            gen.consumer_role("exchange", snac.RoleKind.CONSUMER)
+            # A copy's own slice needs no wait: a role of its own copies it
+            # while the consumer pulls the peers' units.
+            local = strategy == snac.Strategy.COPY and regime == snac.Regime.THROUGHPUT
+            gen.consumer_role("exchange", snac.RoleKind.CONSUMER, local_blocks=max(1, gen.blocks // 4) if local else 0)
         b.insert(snac.AdvanceOp(gen.adv))
 
         program = snac.ProgramOp(
@@ -212,14 +215,14 @@ class _Gen:
             # Every packet of this call carries the same flag.
             self.flag = b.insert(arith.AddiOp(self.epoch, self.c1)).result
 
-    def _role(self, kind: snac.RoleKind) -> Builder:
+    def _role(self, kind: snac.RoleKind, blocks: int = 0) -> Builder:
         block = Block()
-        self.b.insert(snac.RoleOp(kind, self.blocks, Region(block)))
+        self.b.insert(snac.RoleOp(kind, blocks or self.blocks, Region(block)))
         return Builder(InsertPoint.at_end(block))
 
-    def _loop(self, b: Builder, count: SSAValue) -> tuple[Builder, SSAValue]:
+    def _loop(self, b: Builder, count: SSAValue, first: SSAValue | None = None) -> tuple[Builder, SSAValue]:
         block = Block(arg_types=[IndexType()])
-        loop = b.insert(scf.ForOp(self.c0, count, self.c1, [], Region(block)))
+        loop = b.insert(scf.ForOp(first or self.c0, count, self.c1, [], Region(block)))
         inner = Builder(InsertPoint.at_end(loop.body.block))
         return inner, loop.body.block.args[0]
 
@@ -240,9 +243,13 @@ class _Gen:
         self._produce(body, phase, u)
         body.insert(scf.YieldOp())
 
-    def consumer_role(self, phase: str, kind: snac.RoleKind, forward: str | None = None) -> None:
+    def consumer_role(self, phase: str, kind: snac.RoleKind, forward: str | None = None,
+                      local_blocks: int = 0) -> None:
+        """Consumes the rank's groups; with `local_blocks`, only those that read
+        staging, and a LOCAL role of that many blocks the rest."""
         b = self._role(kind)
-        n = b.insert(snac.GroupsOp(phase, self.rank)).result
+        query = snac.StagedGroupsOp if local_blocks else snac.GroupsOp
+        n = b.insert(query(phase, self.rank)).result
         body, g = self._loop(b, n)
         token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch)).token
         body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
@@ -253,6 +260,15 @@ class _Gen:
             body.insert(snac.AckOp(phase, g, self.rank, self.epoch))
         body.insert(scf.YieldOp())
         b.insert(snac.FinishOp(phase, self.rank, self.next_epoch))
+        if local_blocks:
+            lb = self._role(snac.RoleKind.LOCAL, local_blocks)
+            first = lb.insert(snac.StagedGroupsOp(phase, self.rank)).result
+            n = lb.insert(snac.GroupsOp(phase, self.rank)).result
+            body, g = self._loop(lb, n, first)
+            # The wait has no staged source to wait for; its token orders the read.
+            token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch)).token
+            body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
+            body.insert(scf.YieldOp())
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,8 @@ class IndexEvaluator:
             env[op.result] = len(self._phase(op).plan.units[env[op.rank]])
         elif isinstance(op, snac.GroupsOp):
             env[op.result] = len(self._phase(op).plan.groups[env[op.rank]])
+        elif isinstance(op, snac.StagedGroupsOp):
+            env[op.result] = self._phase(op).plan.staged_groups(env[op.rank])
         elif isinstance(op, snac.MaxUnitsOp):
             env[op.result] = self._phase(op).plan.max_units
         else:

@@ -28,7 +28,7 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // peer copies it out of the producer's staging slot and acks.
 // THR:      {"format":"purlin-plan","version":1,"arch":"sm_80","world":2,"dtype":"f32",
 // THR-SAME: "input_elems":2,"output_elems":4,"advance":1,
-// THR-SAME: "kernel":{"threads":512,"roles":[{"kind":"producer","blocks":16},{"kind":"consumer","blocks":16}]},
+// THR-SAME: "kernel":{"threads":512,"roles":[{"kind":"producer","blocks":16},{"kind":"consumer","blocks":16},{"kind":"local","blocks":4}]},
 // THR-SAME: "buffers":[{"name":"exchange_buf","kind":"staging","slots":2,"elems":2}],
 // THR-SAME: "signals":[{"name":"exchange_ready","slots":2},{"name":"exchange_free","slots":2}],
 // Rank 0, producer: wait until rank 1 freed the slot in the previous call,
@@ -36,13 +36,14 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // THR-SAME: "ranks":{{\[\[\[}}{"op":"wait","mech":"none","sig":1,"slot":1,"base":"prev","order":"acquire"},
 // THR-SAME: {"op":"copy","mech":"cp_async","elems":2,"dst":{"space":"staging","rank":0,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]},
 // THR-SAME: {"op":"signal","mech":"none","peer":1,"rel":1,"order":"release"}],
-// Rank 0, consumer: its own slice straight from the input; rank 1's after
-// its flag, out of rank 1's staging; then ack and finish into rank 1's free slot.
-// THR-SAME: [{"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]},
-// THR-SAME: {"op":"wait","mech":"none","slot":1,"rel":1,"order":"acquire"},
+// Rank 0, consumer: rank 1's slice after its flag, out of rank 1's staging;
+// then ack and finish into rank 1's free slot. Local role: its own slice
+// straight from the input.
+// THR-SAME: [{"op":"wait","mech":"none","slot":1,"rel":1,"order":"acquire"},
 // THR-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"staging","rank":1,"buf":0,"slot":0,"offset":0}]},
 // THR-SAME: {"op":"signal","mech":"none","sig":1,"peer":1,"rel":1,"order":"release"},
-// THR-SAME: {"op":"signal","mech":"none","sig":1,"peer":1,"rel":1,"order":"release"}]],
+// THR-SAME: {"op":"signal","mech":"none","sig":1,"peer":1,"rel":1,"order":"release"}],
+// THR-SAME: [{"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]}]],
 // Rank 1 mirrors it.
 // THR-SAME: {{\[\[}}{"op":"wait","mech":"none","sig":1,"base":"prev","order":"acquire"},
 // THR-SAME: {"op":"copy","mech":"cp_async","elems":2,"dst":{"space":"staging","rank":1,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":1,"buf":0,"slot":0,"offset":0}]},
@@ -50,8 +51,8 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // THR-SAME: [{"op":"wait","mech":"none","rel":1,"order":"acquire"},
 // THR-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"staging","rank":0,"buf":0,"slot":0,"offset":0}]},
 // THR-SAME: {"op":"signal","mech":"none","sig":1,"slot":1,"rel":1,"order":"release"},
-// THR-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"input","rank":1,"buf":0,"slot":0,"offset":0}]},
-// THR-SAME: {"op":"signal","mech":"none","sig":1,"slot":1,"rel":1,"order":"release"}]]]}{{$}}
+// THR-SAME: {"op":"signal","mech":"none","sig":1,"slot":1,"rel":1,"order":"release"}],
+// THR-SAME: [{"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"input","rank":1,"buf":0,"slot":0,"offset":0}]}]]]}{{$}}
 // THR-NOT:  {
 
 // Latency: packets pushed into the peer's window (slot = source rank), polled
@@ -76,7 +77,7 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // BIN-NEXT: 0000000000000004
 // BIN-NEXT: 0000000000000001
 // BIN-NEXT: 0000000000000200
-// BIN-NEXT: 0000000000000002
+// BIN-NEXT: 0000000000000003
 // BIN-NEXT: 0000000000000001
 // BIN-NEXT: 0000000000000002
 // BIN-NEXT: 0000000000000000
@@ -87,6 +88,8 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // BIN-NEXT: 0000000000000010
 // BIN-NEXT: 0000000000000001
 // BIN-NEXT: 0000000000000010
+// BIN-NEXT: 0000000000000003
+// BIN-NEXT: 0000000000000004
 // BIN-NEXT: 0000000000000000
 // BIN-NEXT: 0000000000000002
 // BIN-NEXT: 0000000000000002

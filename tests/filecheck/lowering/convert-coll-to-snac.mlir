@@ -107,14 +107,24 @@ func.func @all_gather(%in: memref<16xf32>, %out: memref<64xf32>) {
 // THR-NEXT:          snac.notify @exchange unit [[U]] of [[RANK]] value [[VALUE]] release system
 // THR-NEXT:        }
 // THR-NEXT:      }
+// The consumer takes the groups that read staging (they come first); a local
+// role of a quarter of the blocks copies the rank's own slice meanwhile.
 // THR-NEXT:      snac.role consumer blocks 64 {
-// THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
-// THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
+// THR-NEXT:        [[STAGED:%[0-9]+]] = snac.staged_groups @exchange of [[RANK]]
+// THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[STAGED]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
 // THR-NEXT:          snac.consume @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]]
 // THR-NEXT:          snac.ack @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] release system
 // THR-NEXT:        }
 // THR-NEXT:        snac.finish @exchange of [[RANK]] value [[NEXT]] release system
+// THR-NEXT:      }
+// THR-NEXT:      snac.role local blocks 16 {
+// THR-NEXT:        [[FIRST:%[0-9]+]] = snac.staged_groups @exchange of [[RANK]]
+// THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
+// THR-NEXT:        scf.for [[L:%[0-9]+]] = [[FIRST]] to [[GROUPS]] step [[C1]] {
+// THR-NEXT:          [[LTOKEN:%[0-9]+]] = snac.wait @exchange group [[L]] of [[RANK]] epoch [[EPOCH]] acquire system
+// THR-NEXT:          snac.consume @exchange group [[L]] of [[RANK]] half [[HALF]] after [[LTOKEN]]
+// THR-NEXT:        }
 // THR-NEXT:      }
 // THR-NEXT:      snac.advance [[ADV]]
 // THR-NEXT:    }
@@ -353,13 +363,21 @@ func.func @all_to_all(%in: memref<64xf32>, %out: memref<64xf32>) {
 // THR-NEXT:        }
 // THR-NEXT:      }
 // THR-NEXT:      snac.role consumer blocks 64 {
-// THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
-// THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
+// THR-NEXT:        [[STAGED:%[0-9]+]] = snac.staged_groups @exchange of [[RANK]]
+// THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[STAGED]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
 // THR-NEXT:          snac.consume @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]]
 // THR-NEXT:          snac.ack @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] release system
 // THR-NEXT:        }
 // THR-NEXT:        snac.finish @exchange of [[RANK]] value [[NEXT]] release system
+// THR-NEXT:      }
+// THR-NEXT:      snac.role local blocks 16 {
+// THR-NEXT:        [[FIRST:%[0-9]+]] = snac.staged_groups @exchange of [[RANK]]
+// THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
+// THR-NEXT:        scf.for [[L:%[0-9]+]] = [[FIRST]] to [[GROUPS]] step [[C1]] {
+// THR-NEXT:          [[LTOKEN:%[0-9]+]] = snac.wait @exchange group [[L]] of [[RANK]] epoch [[EPOCH]] acquire system
+// THR-NEXT:          snac.consume @exchange group [[L]] of [[RANK]] half [[HALF]] after [[LTOKEN]]
+// THR-NEXT:        }
 // THR-NEXT:      }
 // THR-NEXT:      snac.advance [[ADV]]
 // THR-NEXT:    }
@@ -434,13 +452,21 @@ func.func @all_gather_v(%in: memref<8xbf16>, %out: memref<12xbf16>) {
 // THR-NEXT:        }
 // THR-NEXT:      }
 // THR-NEXT:      snac.role consumer blocks 64 {
-// THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
-// THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
+// THR-NEXT:        [[STAGED:%[0-9]+]] = snac.staged_groups @exchange of [[RANK]]
+// THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[STAGED]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
 // THR-NEXT:          snac.consume @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]]
 // THR-NEXT:          snac.ack @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] release system
 // THR-NEXT:        }
 // THR-NEXT:        snac.finish @exchange of [[RANK]] value [[NEXT]] release system
+// THR-NEXT:      }
+// THR-NEXT:      snac.role local blocks 16 {
+// THR-NEXT:        [[FIRST:%[0-9]+]] = snac.staged_groups @exchange of [[RANK]]
+// THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
+// THR-NEXT:        scf.for [[L:%[0-9]+]] = [[FIRST]] to [[GROUPS]] step [[C1]] {
+// THR-NEXT:          [[LTOKEN:%[0-9]+]] = snac.wait @exchange group [[L]] of [[RANK]] epoch [[EPOCH]] acquire system
+// THR-NEXT:          snac.consume @exchange group [[L]] of [[RANK]] half [[HALF]] after [[LTOKEN]]
+// THR-NEXT:        }
 // THR-NEXT:      }
 // THR-NEXT:      snac.advance [[ADV]]
 // THR-NEXT:    }
@@ -598,13 +624,21 @@ func.func @all_to_all_v(%in: memref<64xf32>, %out: memref<64xf32>, %counts: memr
 // THR-NEXT:        }
 // THR-NEXT:      }
 // THR-NEXT:      snac.role consumer blocks 64 {
-// THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
-// THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
+// THR-NEXT:        [[STAGED:%[0-9]+]] = snac.staged_groups @exchange of [[RANK]]
+// THR-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[STAGED]] step [[C1]] {
 // THR-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
 // THR-NEXT:          snac.consume @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]]
 // THR-NEXT:          snac.ack @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] release system
 // THR-NEXT:        }
 // THR-NEXT:        snac.finish @exchange of [[RANK]] value [[NEXT]] release system
+// THR-NEXT:      }
+// THR-NEXT:      snac.role local blocks 16 {
+// THR-NEXT:        [[FIRST:%[0-9]+]] = snac.staged_groups @exchange of [[RANK]]
+// THR-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
+// THR-NEXT:        scf.for [[L:%[0-9]+]] = [[FIRST]] to [[GROUPS]] step [[C1]] {
+// THR-NEXT:          [[LTOKEN:%[0-9]+]] = snac.wait @exchange group [[L]] of [[RANK]] epoch [[EPOCH]] acquire system
+// THR-NEXT:          snac.consume @exchange group [[L]] of [[RANK]] half [[HALF]] after [[LTOKEN]]
+// THR-NEXT:        }
 // THR-NEXT:      }
 // THR-NEXT:      snac.advance [[ADV]]
 // THR-NEXT:    }

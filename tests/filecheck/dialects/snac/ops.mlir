@@ -60,6 +60,14 @@ func.func @composed(%in: memref<8xf32>, %out: memref<8xf32>) {
       }
       snac.finish @forward of %rank value %next relaxed gpu
     }
+    snac.role local blocks 2 {
+      %first = snac.staged_groups @forward of %rank
+      %all = snac.groups @forward of %rank
+      scf.for %l = %first to %all step %c1 {
+        %ltok = snac.wait @forward group %l of %rank epoch %epoch relaxed gpu
+        snac.consume @forward group %l of %rank half %half after %ltok
+      }
+    }
     snac.advance %adv
   }
   func.return
@@ -114,6 +122,14 @@ func.func @composed(%in: memref<8xf32>, %out: memref<8xf32>) {
 // CHECK-NEXT:          snac.ack @forward group %g_1 of %rank epoch %epoch relaxed gpu
 // CHECK-NEXT:        }
 // CHECK-NEXT:        snac.finish @forward of %rank value %next relaxed gpu
+// CHECK-NEXT:      }
+// CHECK-NEXT:      snac.role local blocks 2 {
+// CHECK-NEXT:        %first = snac.staged_groups @forward of %rank
+// CHECK-NEXT:        %all = snac.groups @forward of %rank
+// CHECK-NEXT:        scf.for %l = %first to %all step %c1 {
+// CHECK-NEXT:          %ltok = snac.wait @forward group %l of %rank epoch %epoch relaxed gpu
+// CHECK-NEXT:          snac.consume @forward group %l of %rank half %half after %ltok
+// CHECK-NEXT:        }
 // CHECK-NEXT:      }
 // CHECK-NEXT:      snac.advance %adv
 // CHECK-NEXT:    }
