@@ -21,9 +21,11 @@ class Thresholds:
     # Staging: bytes per unit and slots per half.
     chunk_bytes: int
     slots: int
-    # Blocks per role, for packets and for staging.
+    # Blocks per role, for packets (at most; one per latency_block_bytes of
+    # payload, since every block pays the role's signal) and for staging.
     latency_blocks: int
     throughput_blocks: int
+    latency_block_bytes: int
     # Copies (no reduction) of at least this many bytes per rank use units of
     # copy_chunk_bytes: fewer per-unit signals, still enough units to pipeline.
     copy_large_bytes: int
@@ -35,11 +37,12 @@ class Thresholds:
 # with 64 blocks per role ran 32 MiB six times faster than 256 KiB with 16.
 # Copies: all_gather of 256 MiB ran at 236 GB/s busbw with 16 MiB units, 194
 # with 4 MiB (bench/results/README.md); all_reduce was slower with 16 MiB.
+# Packets: one block per role at 16 B took 16.1 us against 16.8 with 16.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90.
 THRESHOLDS: dict[str, Thresholds] = {
-    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 64 << 20, 8 << 20),
-    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 64 << 20, 16 << 20),
-    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 64 << 20, 16 << 20),
+    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20),
+    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20),
+    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20),
 }
 
 # Latency packets carry 8 data bytes in 16: beyond this many ranks the
@@ -77,4 +80,7 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     regime = Regime.LATENCY if latency else Regime.THROUGHPUT
     large_copy = not reduce and per_rank_bytes is not None and per_rank_bytes >= t.copy_large_bytes
     chunk = t.copy_chunk_bytes if large_copy else t.chunk_bytes
-    return Choice(regime, strategy, chunk, t.slots, t.latency_blocks, t.throughput_blocks)
+    latency_blocks = t.latency_blocks
+    if per_rank_bytes is not None:
+        latency_blocks = max(1, min(latency_blocks, -(-per_rank_bytes // t.latency_block_bytes)))
+    return Choice(regime, strategy, chunk, t.slots, latency_blocks, t.throughput_blocks)

@@ -32,3 +32,10 @@ def test_large_copies_use_larger_units(reduce, per_rank, chunk):
 def test_dynamic_sizes_never_compose():
     c = choose("sm_90", 2, None, None, reduce=True, dynamic=True)
     assert (c.regime, c.strategy, c.chunk_bytes) == (Regime.THROUGHPUT, Strategy.DIRECT, T.chunk_bytes)
+
+
+@pytest.mark.parametrize("per_rank, blocks", [(16, 1), (T.latency_block_bytes, 1), (T.latency_block_bytes + 1, 2),
+                                              (T.latency_max_bytes, T.latency_blocks)])
+def test_packet_roles_get_a_block_per_latency_block_bytes(per_rank, blocks):
+    c = choose("sm_90", 2, per_rank, 2 * per_rank, reduce=False, dynamic=False)
+    assert (c.regime, c.latency_blocks) == (Regime.LATENCY, blocks)

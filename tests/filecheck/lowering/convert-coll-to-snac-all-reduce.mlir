@@ -106,14 +106,14 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // COMPOSED-LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // COMPOSED-LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // COMPOSED-LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// COMPOSED-LAT-NEXT:      snac.role producer blocks 16 {
+// COMPOSED-LAT-NEXT:      snac.role producer blocks 1 {
 // COMPOSED-LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @reduce of [[RANK]]
 // COMPOSED-LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // COMPOSED-LAT-NEXT:          snac.reclaim @reduce unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // COMPOSED-LAT-NEXT:          snac.put @reduce unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // COMPOSED-LAT-NEXT:        }
 // COMPOSED-LAT-NEXT:      }
-// COMPOSED-LAT-NEXT:      snac.role reducer blocks 16 {
+// COMPOSED-LAT-NEXT:      snac.role reducer blocks 1 {
 // COMPOSED-LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @reduce of [[RANK]]
 // COMPOSED-LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // COMPOSED-LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @reduce group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -123,7 +123,7 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // COMPOSED-LAT-NEXT:        }
 // COMPOSED-LAT-NEXT:        snac.finish @reduce of [[RANK]] value [[NEXT]] release system
 // COMPOSED-LAT-NEXT:      }
-// COMPOSED-LAT-NEXT:      snac.role consumer blocks 16 {
+// COMPOSED-LAT-NEXT:      snac.role consumer blocks 1 {
 // COMPOSED-LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @forward of [[RANK]]
 // COMPOSED-LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // COMPOSED-LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @forward group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -148,7 +148,7 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // SM90-NEXT:     snac.program %in, %out world 4 regime latency strategy direct :
 // SM100-LABEL: func.func @small
 // SM100-NEXT:    snac.program %in, %out world 4 regime latency strategy direct :
-// SM100:         snac.role producer blocks 16 {
+// SM100:         snac.role producer blocks 1 {
 
 // -- the cost model's choice by size --------------------------------------------
 

@@ -64,14 +64,14 @@ func.func @all_gather(%in: memref<16xf32>, %out: memref<64xf32>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 16 {
+// LAT-NEXT:      snac.role producer blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
 // LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 16 {
+// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -156,14 +156,14 @@ func.func @all_reduce(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 16 {
+// LAT-NEXT:      snac.role producer blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
 // LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 16 {
+// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -237,14 +237,14 @@ func.func @reduce_scatter(%in: memref<64xf16>, %out: memref<16xf16>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 16 {
+// LAT-NEXT:      snac.role producer blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
 // LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 16 {
+// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -319,14 +319,14 @@ func.func @all_to_all(%in: memref<64xf32>, %out: memref<64xf32>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 16 {
+// LAT-NEXT:      snac.role producer blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
 // LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 16 {
+// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -408,14 +408,14 @@ func.func @all_gather_v(%in: memref<8xbf16>, %out: memref<12xbf16>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 16 {
+// LAT-NEXT:      snac.role producer blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
 // LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 16 {
+// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -497,14 +497,14 @@ func.func @reduce_scatter_v(%in: memref<12xbf16>, %out: memref<8xbf16>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 16 {
+// LAT-NEXT:      snac.role producer blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
 // LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 16 {
+// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system

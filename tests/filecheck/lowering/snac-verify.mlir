@@ -80,5 +80,5 @@ func.func @all_to_all_v(%in: memref<64xf32>, %out: memref<64xf32>, %counts: memr
 // COMPOSED:       snac.role reducer blocks 64
 // COMPOSED:       snac.advance
 // COMPOSED-LAT: snac.program %a, %b world 3 regime latency strategy composed
-// COMPOSED-LAT:   snac.role reducer blocks 16
+// COMPOSED-LAT:   snac.role reducer blocks 1
 // COMPOSED-LAT:   snac.advance
