@@ -1,4 +1,5 @@
-// Baseline Atoms (any generation): vector loads/stores through registers,
+// Baseline Atoms (any generation): vector loads/stores through registers
+// (sources aligned unlike the destination shifted into place across a warp),
 // reductions in registers with f32 accumulation, packets, and the
 // signal/wait memory operations. Later generations add to these in their
 // own atoms_smXX.cuh.
@@ -161,7 +162,8 @@ __device__ void copy_chunks(Span dst, Span src, int64_t from, int64_t chunks, Pa
   constexpr int U = 4;
   const int64_t stride = part.stride();
   for (int64_t i = part.first(); i < chunks; i += stride * U) {
-    Word<W> v[U];
+    // Zeroed: left undefined where not loaded, they went to local memory in the kernel.
+    Word<W> v[U] = {};
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (i + u * stride < chunks) v[u] = load<W>(at(src, from + (i + u * stride) * W));
@@ -169,6 +171,12 @@ __device__ void copy_chunks(Span dst, Span src, int64_t from, int64_t chunks, Pa
     for (int u = 0; u < U; ++u)
       if (i + u * stride < chunks) store<W>(at(dst, from + (i + u * stride) * W), v[u]);
   }
+}
+
+// dst[from, to) = src[from, to) a byte per thread: the few bytes around
+// wider copies, without copy_chunks' loads in flight (and their registers).
+__device__ __forceinline__ void copy_bytes(Span dst, Span src, int64_t from, int64_t to, Part part) {
+  for (int64_t i = from + part.first(); i < to; i += part.stride()) *at(dst, i) = *at(src, i);
 }
 
 // dst = srcs[0] op srcs[1] op ... in source order, accumulated in f32.
@@ -185,6 +193,110 @@ __device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, in
       Combine::apply(op, acc, x);
     }
     store<W>(at(dst, byte), pack<D, W>(acc));
+  }
+}
+
+// -- sources aligned unlike the destination -----------------------------------
+// A W-aligned destination chunk takes its bytes from two neighbouring aligned
+// W-byte words of the source. Each lane loads one aligned word and gets the
+// next from lane + 1, so every source word (on NVLink: remote) is read once;
+// words with no byte of the span are never read. These functions shuffle, so
+// all 32 lanes call them together (blocks are whole warps). Words are chosen
+// by assignment, not `?:`, which can put them in local memory.
+
+// The source word after `w`: lane l's comes from lane l + 1, lane 31's from
+// lane 0, which offers `after` (the word after the warp's) in place of its
+// own, since no other lane reads lane 0.
+template <int W>
+__device__ __forceinline__ Word<W> next_word(const Word<W>& w, const Word<W>& after) {
+  Word<W> offer = w, r;
+  if (threadIdx.x % 32 == 0) offer = after;
+  const int from = (threadIdx.x + 1) % 32;
+#pragma unroll
+  for (int i = 0; i < W / 4; ++i) set_word<W>(r, i, __shfl_sync(~0u, word<W>(offer, i), from));
+  return r;
+}
+
+// Bytes [off, off + W) of the 2W bytes lo, hi (off in [0, W), warp-uniform):
+// whole words are selected in log2(W / 4) steps, so that no register array is
+// indexed at run time (that would go to local memory), then bytes by a funnel shift.
+template <int W>
+__device__ __forceinline__ Word<W> extract(const Word<W>& lo, const Word<W>& hi, int off) {
+  constexpr int N = W / 4;
+  uint32_t c[2 * N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    c[i] = word<W>(lo, i);
+    c[N + i] = word<W>(hi, i);
+  }
+  const int q = off / 4;
+#pragma unroll
+  for (int s = 1; s < N; s *= 2)
+#pragma unroll
+    for (int i = 0; i + s < 2 * N; ++i) c[i] = q & s ? c[i + s] : c[i];
+  Word<W> r;
+#pragma unroll
+  for (int i = 0; i < N; ++i) set_word<W>(r, i, __funnelshift_r(c[i], c[i + 1], 8 * (off % 4)));
+  return r;
+}
+
+// Chunk k (bytes [k * W, (k + 1) * W)) of the linear span starting at `src`,
+// any alignment, of which the warp reads chunks [k - lane, k - lane + 32);
+// lanes with k >= chunks get zeros.
+template <int W>
+__device__ Word<W> load_shifted(const char* src, int64_t k, int64_t chunks) {
+  const int off = int(reinterpret_cast<uintptr_t>(src) % W);
+  if (off == 0) return k < chunks ? load<W>(src + k * W) : Word<W>{};
+  const char* base = src - off;
+  // Word `chunks` holds the span's last bytes (off > 0).
+  const int64_t after = k - threadIdx.x % 32 + 32;
+  Word<W> w{}, next{};
+  if (k <= chunks) w = load<W>(base + k * W);
+  if (threadIdx.x % 32 == 0 && after <= chunks) next = load<W>(base + after * W);
+  return extract<W>(w, next_word<W>(w, next), off);
+}
+
+// dst[k * W, (k + 1) * W) = src[k * W, (k + 1) * W) for k in [0, chunks), dst
+// W-aligned, src not. As copy_chunks, several loads in flight per thread: a
+// warp takes 32 * U consecutive chunks, lane l loading aligned words l,
+// l + 32, ..., and lane 0 also the word after the warp's.
+template <int W>
+__device__ void copy_shifted(char* dst, const char* src, int64_t chunks, Part part) {
+  constexpr int U = 64 / W;
+  const int off = int(reinterpret_cast<uintptr_t>(src) % W);
+  const char* base = src - off;
+  const int lane = threadIdx.x % 32;
+  for (int64_t k0 = (part.first() - lane) * U; k0 < chunks; k0 += part.stride() * U) {
+    Word<W> w[U + 1] = {};
+#pragma unroll
+    for (int u = 0; u <= U; ++u) {
+      const int64_t k = k0 + u * 32 + lane;
+      if (k <= chunks && (u < U || lane == 0)) w[u] = load<W>(base + k * W);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t k = k0 + u * 32 + lane;
+      const Word<W> v = extract<W>(w[u], next_word<W>(w[u], w[u + 1]), off);
+      if (k < chunks) store<W>(dst + k * W, v);
+    }
+  }
+}
+
+// As reduce_chunks from byte `from` of each span, for a destination W-aligned
+// there (dst points at it) and sources at any alignment.
+template <DType D, int W, class Combine>
+__device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, int64_t from, int64_t chunks,
+                               Part part) {
+  constexpr int E = W / Elem<D>::bytes;
+  const int lane = threadIdx.x % 32;
+  for (int64_t k = part.first(); k - lane < chunks; k += part.stride()) {
+    float acc[E], x[E];
+    unpack<D, W>(load_shifted<W>(srcs[0].p + from, k, chunks), acc);
+    for (int s = 1; s < n_srcs; ++s) {
+      unpack<D, W>(load_shifted<W>(srcs[s].p + from, k, chunks), x);
+      Combine::apply(op, acc, x);
+    }
+    if (k < chunks) store<W>(dst + k * W, pack<D, W>(acc));
   }
 }
 

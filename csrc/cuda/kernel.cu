@@ -177,6 +177,20 @@ __device__ int widest_access(const Span& dst, const Span* srcs, int n_srcs, int 
   return w;
 }
 
+__device__ bool any_packets(const Span& dst, const Span* srcs, int n_srcs) {
+  if (is_packets(dst)) return true;
+  for (int k = 0; k < n_srcs; ++k)
+    if (is_packets(srcs[k])) return true;
+  return false;
+}
+
+// Whether linear sources are `width`-aligned at `byte`.
+__device__ bool sources_aligned_at(const Span* srcs, int n_srcs, int64_t byte, int width) {
+  for (int k = 0; k < n_srcs; ++k)
+    if (reinterpret_cast<uintptr_t>(srcs[k].p + byte) % width) return false;
+  return true;
+}
+
 template <DType D, int W>
 __device__ void move_at(const Span& dst, const Span* srcs, int n_srcs, bool reduce, int op, int64_t from,
                         int64_t chunks, Part part) {
@@ -188,33 +202,67 @@ __device__ void move_at(const Span& dst, const Span* srcs, int n_srcs, bool redu
   }
 }
 
-// Bytes [from, bytes) through registers at the widest aligned access, the
-// remainder one element (a copy: one byte) at a time.
+// Bytes [from, to) one element (a copy: one byte) at a time.
+template <DType D>
+__device__ void move_units(const Span& dst, const Span* srcs, int n_srcs, bool reduce, int op, int64_t from,
+                           int64_t to, Part part) {
+  constexpr int elem = Elem<D>::bytes;
+  if (reduce)
+    move_at<D, elem>(dst, srcs, n_srcs, true, op, from, (to - from) / elem, part);
+  else
+    copy_bytes(dst, srcs[0], from, to, part);
+}
+
+// Linear spans, the destination element-aligned, at the widest access W: the
+// head one unit at a time until the destination is W-aligned, the body W
+// bytes at a time (sources aligned otherwise are shifted into place), the
+// tail one unit at a time. A copy and a reduce are separate instances, so
+// each holds only its own loops.
+template <DType D, bool Reduce>
+__device__ void move_linear(const Span& dst, const Span* srcs, int n_srcs, int op, int64_t from, int64_t bytes,
+                            Part part) {
+  // A reduce keeps at most 16 accumulators per thread, so fp8 chunks stay in registers.
+  constexpr int W = Reduce && 16 * Elem<D>::bytes < kWidestAccess ? 16 * Elem<D>::bytes : kWidestAccess;
+  const int head = (W - int(reinterpret_cast<uintptr_t>(dst.p + from) % W)) % W;
+  const int64_t body = min(from + head, bytes);
+  const int64_t chunks = (bytes - body) / W;
+  move_units<D>(dst, srcs, n_srcs, Reduce, op, from, body, part);
+  if (sources_aligned_at(srcs, Reduce ? n_srcs : 1, body, W))
+    move_at<D, W>(dst, srcs, n_srcs, Reduce, op, body, chunks, part);
+  else if constexpr (Reduce)
+    reduce_shifted<D, W, ArchCombine>(dst.p + body, srcs, n_srcs, op, body, chunks, part);
+  else
+    copy_shifted<W>(dst.p + body, srcs[0].p + body, chunks, part);
+  move_units<D>(dst, srcs, n_srcs, Reduce, op, body + chunks * W, bytes, part);
+}
+
+// Bytes [from, bytes) through registers. Linear spans: move_linear. With
+// packets (or a destination off element alignment): the widest access at
+// which every span is aligned, at most a packet's 8 data bytes, the
+// remainder one unit at a time.
 template <DType D>
 __device__ void move_registers(const Span& dst, const Span* srcs, int n_srcs, bool reduce, int op, int64_t from,
                                int64_t bytes, Part part) {
-  constexpr int elem = Elem<D>::bytes;
-  const int unit = reduce ? elem : 1;
-  // At most 16 accumulators per thread, so fp8 chunks stay in registers;
-  // chunks start at `from`, so they are no wider than its alignment.
-  int widest = reduce ? min(kWidestAccess, 16 * elem) : kWidestAccess;
+  const int unit = reduce ? Elem<D>::bytes : 1;
+  if (!any_packets(dst, srcs, n_srcs) && aligned(dst, unit)) {
+    if (reduce)
+      move_linear<D, true>(dst, srcs, n_srcs, op, from, bytes, part);
+    else
+      move_linear<D, false>(dst, srcs, n_srcs, op, from, bytes, part);
+    return;
+  }
+  // Chunks start at `from`, so they are no wider than its alignment.
+  int widest = kPacketDataBytes;
   while (from % widest) widest /= 2;
   const int w = widest_access(dst, srcs, n_srcs, unit, max(widest, unit));
   const int64_t chunks = (bytes - from) / w;
   switch (w) {
-    case 32: move_at<D, 32>(dst, srcs, n_srcs, reduce, op, from, chunks, part); break;
-    case 16: move_at<D, 16>(dst, srcs, n_srcs, reduce, op, from, chunks, part); break;
     case 8: move_at<D, 8>(dst, srcs, n_srcs, reduce, op, from, chunks, part); break;
     case 4: move_at<D, 4>(dst, srcs, n_srcs, reduce, op, from, chunks, part); break;
     case 2: move_at<D, 2>(dst, srcs, n_srcs, reduce, op, from, chunks, part); break;
     default: move_at<D, 1>(dst, srcs, n_srcs, reduce, op, from, chunks, part);
   }
-  const int64_t rest = from + chunks * w;
-  if (rest == bytes) return;
-  if (reduce)
-    move_at<D, elem>(dst, srcs, n_srcs, true, op, rest, (bytes - rest) / elem, part);
-  else
-    copy_chunks<1>(dst, srcs[0], rest, bytes - rest, part);
+  move_units<D>(dst, srcs, n_srcs, reduce, op, from + chunks * w, bytes, part);
 }
 
 template <DType D>

@@ -339,7 +339,7 @@ int main() {
   cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   const int arch = prop.major * 10, world = int(devices.size());
   std::printf("selftest: %d rank(s) on %s (sm_%d%d)\n", world, prop.name, prop.major, prop.minor);
-  enum Kind { kGatherStaged, kReduce, kGatherPackets, kGraph, kTimeout };
+  enum Kind { kGatherStaged, kGatherStagedBf16, kReduce, kGatherPackets, kGraph, kTimeout };
   struct Test {
     std::string name;
     Kind kind;
@@ -349,11 +349,15 @@ int main() {
   std::vector<Test> tests;
   std::vector<std::pair<std::string, Mech>> mechs = {{"vector", Mech::Vector}, {"cp_async", Mech::CpAsync}};
   if (arch >= 90) mechs.push_back({"bulk", Mech::Bulk});
-  for (const auto& m : mechs)
+  for (const auto& m : mechs) {
     for (int64_t n : {int64_t(1) << 20, int64_t(1003)}) {
       tests.push_back({"all_gather staged f32 " + m.first + " n=" + std::to_string(n), kGatherStaged, m.second, n});
       tests.push_back({"all_reduce direct bf16 " + m.first + " n=" + std::to_string(n), kReduce, m.second, n});
     }
+    // Rank 1's block starts 6 bytes past 16-byte alignment: a peeled head, then shifted copies.
+    const int64_t odd = (int64_t(1) << 20) + 3;
+    tests.push_back({"all_gather staged bf16 " + m.first + " n=" + std::to_string(odd), kGatherStagedBf16, m.second, odd});
+  }
   for (int64_t n : {int64_t(4096), int64_t(37)})
     tests.push_back({"all_gather packets bf16 n=" + std::to_string(n), kGatherPackets, Mech::Vector, n});
   tests.push_back({"all_gather staged f32, CUDA graph replayed 4 times", kGraph, Mech::Vector, 4096});
@@ -365,6 +369,9 @@ int main() {
       switch (t.kind) {
         case kGatherStaged:
           error = run_and_check(all_gather(world, arch, DType::F32, t.n, t.mech, false), devices, 5, false, false);
+          break;
+        case kGatherStagedBf16:
+          error = run_and_check(all_gather(world, arch, DType::BF16, t.n, t.mech, false), devices, 5, false, false);
           break;
         case kReduce:
           error = run_and_check(all_reduce(world, arch, DType::BF16, t.n, t.mech), devices, 5, true, false);
