@@ -116,6 +116,13 @@ void Executor::check_plan() {
       }
     }
   }
+  if (plan_.roles.size() > size_t(kMaxRoles))
+    throw std::invalid_argument(name_ + ": the plan has " + std::to_string(plan_.roles.size()) +
+                                " roles, the executor takes at most " + std::to_string(kMaxRoles));
+  if (plan_.threads > kMaxThreads)
+    throw std::invalid_argument(name_ + ": the plan asks for " + std::to_string(plan_.threads) +
+                                " threads per block, the executor runs at most " + std::to_string(kMaxThreads) +
+                                "; lower with fewer threads");
   for (const Role& r : plan_.roles) grid_ += static_cast<int>(r.blocks);
   smem_bytes_ = static_cast<int>(
       std::min<int64_t>(int64_t(kPipelineStages) * max_staged * plan_.threads * 16, kMaxPipelineSmem));
@@ -139,7 +146,7 @@ void Executor::lay_out() {
   symmetric_bytes_ = std::max<int64_t>(at, 256);
 }
 
-void Executor::check_device(int device) const {
+void Executor::check_device(int device) {
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (device < 0 || device >= count)
@@ -152,15 +159,21 @@ void Executor::check_device(int device) const {
     throw CudaError(name_ + ": the plan is for sm_" + std::to_string(plan_.arch) + ", GPU " + std::to_string(device) +
                     " (" + prop.name + ") is sm_" + std::to_string(prop.major * 10 + prop.minor) +
                     "; lower the collective for this GPU's arch");
-  const void* kernel = plan_kernel(plan_.dtype);
   check(cudaSetDevice(device), "cudaSetDevice");
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_),
-        "setting the executor's shared memory");
-  int per_sm = 0, sms = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(plan_.threads), smem_bytes_),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  int sms = 0;
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  // Producers and consumers spin on each other inside the kernel.
+  // Producers and consumers spin on each other inside the kernel: every
+  // block must be resident. The variant with more registers when it fits.
+  int per_sm = 0;
+  for (int variant : {1, 2}) {
+    kernel_ = plan_kernel(plan_.dtype, variant);
+    check(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_),
+          "setting the executor's shared memory");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_, static_cast<int>(plan_.threads),
+                                                        smem_bytes_),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (int64_t(per_sm) * sms >= grid_) break;
+  }
   if (int64_t(per_sm) * sms < grid_)
     throw CudaError(name_ + ": the plan needs " + std::to_string(grid_) + " co-resident blocks of " +
                     std::to_string(plan_.threads) + " threads (" + std::to_string(smem_bytes_) +
@@ -193,23 +206,42 @@ void Executor::allocate(const std::vector<Rank>& ranks) {
 void Executor::upload(const std::vector<char*>& symmetric) {
   const int n_roles = static_cast<int>(plan_.roles.size());
   const int n_buffers = static_cast<int>(plan_.buffers.size());
-  const int n_signals = static_cast<int>(plan_.signal_slots.size());
   const int world = static_cast<int>(plan_.world);
-  const int64_t per_packet = kPacketDataBytes / plan_.elem_bytes();
+  const int64_t eb = plan_.elem_bytes();
+  const int64_t per_packet = kPacketDataBytes / eb;
+  // Per buffer: bytes of one half (staging: all slots; windows: every source's region).
+  std::vector<int64_t> half_bytes, region_bytes;
+  for (const Buffer& b : plan_.buffers) {
+    region_bytes.push_back((b.elems + per_packet - 1) / per_packet * kPacketBytes);
+    half_bytes.push_back(b.kind == BufKind::Staging ? b.slots * b.elems * eb : world * region_bytes.back());
+  }
+  auto buffer_at = [&](int64_t rank, int64_t buf) { return symmetric[rank] + buffer_offsets_[buf]; };
+  auto signal_at = [&](int64_t rank, int64_t sig, int64_t slot) {
+    return reinterpret_cast<uint64_t*>(symmetric[rank] + signal_offsets_[sig]) + slot;
+  };
+  auto dev_ref = [&](const Ref& r) {
+    DevRef d{int32_t(r.space), int32_t(r.rank), int32_t(r.buf), int32_t(r.slot), nullptr, 0, r.offset * eb};
+    if (r.space == Space::Staging) {
+      d.base = buffer_at(r.rank, r.buf) + (r.slot * plan_.buffers[r.buf].elems + r.offset) * eb;
+      d.half_bytes = half_bytes[r.buf];
+      d.offset = 0;
+    } else if (r.space == Space::Window) {
+      d.base = buffer_at(r.rank, r.buf) + r.slot * region_bytes[r.buf];
+      d.half_bytes = half_bytes[r.buf];
+    }
+    return d;
+  };
   for (size_t local = 0; local < ranks_.size(); ++local) {
     Rank& mine = ranks_[local];
     const int rank = mine.rank;
-    std::vector<DevRole> roles;
+    DevPlan p{};
     std::vector<DevInstr> instrs;
     std::vector<DevRef> refs;
-    auto dev_ref = [](const Ref& r) {
-      return DevRef{int32_t(r.space), int32_t(r.rank), int32_t(r.buf), int32_t(r.slot), r.offset};
-    };
     int first_block = 0;
     for (int role = 0; role < n_roles; ++role) {
       int64_t n = 0;
       const Instr* body = plan_.program(rank, role, &n);
-      roles.push_back({first_block, int32_t(plan_.roles[role].blocks), int32_t(instrs.size()), int32_t(n)});
+      p.roles[role] = {first_block, int32_t(plan_.roles[role].blocks), int32_t(instrs.size()), int32_t(n)};
       first_block += static_cast<int>(plan_.roles[role].blocks);
       for (int64_t k = 0; k < n; ++k) {
         const Instr& in = body[k];
@@ -224,6 +256,14 @@ void Executor::upload(const std::vector<char*>& symmetric) {
         d.slot = int32_t(in.slot);
         d.base = int32_t(in.base);
         d.rel = in.rel;
+        if (in.op == Op::Wait) d.signal = signal_at(rank, in.sig, in.slot);
+        if (in.op == Op::Signal) d.signal = signal_at(in.peer, in.sig, in.slot);
+        if (in.op == Op::Put || in.op == Op::WaitPackets) {
+          // Put writes our region of the peer's window; WaitPackets reads the peer's region of ours.
+          const int64_t owner = in.op == Op::Put ? in.peer : rank, source = in.op == Op::Put ? rank : in.peer;
+          d.region = buffer_at(owner, in.buf) + source * region_bytes[in.buf];
+          d.region_half_bytes = half_bytes[in.buf];
+        }
         d.buf = int32_t(in.buf);
         d.offset = in.offset;
         d.src_count = int32_t(in.src_count);
@@ -234,53 +274,41 @@ void Executor::upload(const std::vector<char*>& symmetric) {
         instrs.push_back(d);
       }
     }
-    std::vector<DevBuffer> buffers;
-    for (const Buffer& b : plan_.buffers)
-      buffers.push_back({int32_t(b.kind), 0, b.slots, b.elems, (b.elems + per_packet - 1) / per_packet});
     std::vector<char*> bases, multicast(n_buffers, nullptr);
-    std::vector<uint64_t*> signals;
-    for (int r = 0; r < world; ++r) {
-      for (int b = 0; b < n_buffers; ++b) bases.push_back(symmetric[r] + buffer_offsets_[b]);
-      for (int s = 0; s < n_signals; ++s)
-        signals.push_back(reinterpret_cast<uint64_t*>(symmetric[r] + signal_offsets_[s]));
-    }
+    for (int r = 0; r < world; ++r)
+      for (int b = 0; b < n_buffers; ++b) bases.push_back(buffer_at(r, b));
 
-    // One blob: the DevPlan, then each table, 16-byte aligned.
+    // One blob for the tables, each 16-byte aligned.
     std::vector<std::pair<const void*, size_t>> tables = {
-        {roles.data(), roles.size() * sizeof(DevRole)},       {instrs.data(), instrs.size() * sizeof(DevInstr)},
-        {refs.data(), refs.size() * sizeof(DevRef)},          {buffers.data(), buffers.size() * sizeof(DevBuffer)},
-        {bases.data(), bases.size() * sizeof(char*)},         {signals.data(), signals.size() * sizeof(uint64_t*)},
+        {instrs.data(), instrs.size() * sizeof(DevInstr)},
+        {refs.data(), refs.size() * sizeof(DevRef)},
+        {bases.data(), bases.size() * sizeof(char*)},
         {multicast.data(), multicast.size() * sizeof(char*)},
     };
     std::vector<size_t> offsets;
-    size_t at = align_up(sizeof(DevPlan), 16);
+    size_t at = 0;
     for (const auto& t : tables) {
       offsets.push_back(at);
       at = align_up(at + t.second, 16);
     }
     check(cudaSetDevice(mine.device), "cudaSetDevice");
-    check(cudaMalloc(&mine.plan_blob, at), "allocating the device plan");
+    check(cudaMalloc(&mine.plan_blob, std::max<size_t>(at, 16)), "allocating the device plan");
     std::vector<char> blob(at, 0);
     for (size_t i = 0; i < tables.size(); ++i)
       if (tables[i].second) std::memcpy(blob.data() + offsets[i], tables[i].first, tables[i].second);
-    DevPlan p{};
     p.rank = rank;
     p.world = world;
     p.elem_bytes = plan_.elem_bytes();
     p.threads = static_cast<int32_t>(plan_.threads);
     p.n_roles = n_roles;
     p.n_buffers = n_buffers;
-    p.n_signals = n_signals;
     p.smem_bytes = smem_bytes_;
     p.advance = plan_.advance;
     p.timeout_ns = timeout_ns_;
-    p.roles = reinterpret_cast<const DevRole*>(mine.plan_blob + offsets[0]);
-    p.instrs = reinterpret_cast<const DevInstr*>(mine.plan_blob + offsets[1]);
-    p.refs = reinterpret_cast<const DevRef*>(mine.plan_blob + offsets[2]);
-    p.buffers = reinterpret_cast<const DevBuffer*>(mine.plan_blob + offsets[3]);
-    p.buffer_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[4]);
-    p.signal_bases = reinterpret_cast<uint64_t* const*>(mine.plan_blob + offsets[5]);
-    p.multicast_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[6]);
+    p.instrs = reinterpret_cast<const DevInstr*>(mine.plan_blob + offsets[0]);
+    p.refs = reinterpret_cast<const DevRef*>(mine.plan_blob + offsets[1]);
+    p.buffer_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[2]);
+    p.multicast_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[3]);
     p.state = mine.state;
     void* error = nullptr;
     check(cudaHostGetDevicePointer(&error, errors_ + local, 0), "mapping the error records");
@@ -290,8 +318,8 @@ void Executor::upload(const std::vector<char*>& symmetric) {
     void* abort = nullptr;
     check(cudaHostGetDevicePointer(&abort, errors_ + ranks_.size(), 0), "mapping the abort flag");
     p.abort = static_cast<volatile int32_t*>(abort);
-    std::memcpy(blob.data(), &p, sizeof(p));
-    check(cudaMemcpy(mine.plan_blob, blob.data(), at, cudaMemcpyHostToDevice), "uploading the device plan");
+    if (at) check(cudaMemcpy(mine.plan_blob, blob.data(), at, cudaMemcpyHostToDevice), "uploading the device plan");
+    mine.dev_plan = p;
   }
 }
 
@@ -328,14 +356,13 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
     check_pointer(ranks_[i], inputs[i], plan_.input_extent[ranks_[i].rank] * eb, "input");
     check_pointer(ranks_[i], outputs[i], plan_.output_extent[ranks_[i].rank] * eb, "output");
   }
-  const void* kernel = plan_kernel(plan_.dtype);
   for (size_t i = 0; i < ranks_.size(); ++i) {
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
-    const void* plan = ranks_[i].plan_blob;
+    DevPlan plan = ranks_[i].dev_plan;
     char* in = reinterpret_cast<char*>(inputs[i]);
     char* out = reinterpret_cast<char*>(outputs[i]);
     void* args[] = {&plan, &in, &out};
-    check(cudaLaunchKernel(kernel, dim3(grid_), dim3(static_cast<unsigned>(plan_.threads)), args, smem_bytes_,
+    check(cudaLaunchKernel(kernel_, dim3(grid_), dim3(static_cast<unsigned>(plan_.threads)), args, smem_bytes_,
                            reinterpret_cast<cudaStream_t>(streams[i])),
           name_ + ": launching rank " + std::to_string(ranks_[i].rank));
   }

@@ -40,7 +40,8 @@ class Executor {
     int device = 0;
     char* symmetric = nullptr;  // buffers, packet windows and signal arrays, one allocation
     EpochState* state = nullptr;
-    char* plan_blob = nullptr;  // DevPlan and its tables
+    char* plan_blob = nullptr;  // the device tables DevPlan points to
+    DevPlan dev_plan{};         // the kernel's parameter
   };
 
   Executor(const int64_t* plan_words, int64_t n_words, double timeout_s, std::string name);
@@ -49,8 +50,8 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Refuses a device that is missing, of another generation than the plan, or
-  // too small to hold all of the plan's blocks at once.
-  void check_device(int device) const;
+  // too small to hold all of the plan's blocks at once; picks the kernel variant.
+  void check_device(int device);
   // Allocates and zeroes the symmetric memory and epoch state of each
   // (rank, device), and one error record per rank.
   void allocate(const std::vector<Rank>& ranks);
@@ -85,6 +86,7 @@ class Executor {
   int64_t symmetric_bytes_ = 0;
   int grid_ = 0;
   int smem_bytes_ = 0;
+  const void* kernel_ = nullptr;  // the variant every checked device holds the grid of
   ErrorRecord* errors_ = nullptr;  // host-mapped: one record per local rank, then the abort flag
   bool failed_ = false;
 };

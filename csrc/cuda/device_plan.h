@@ -9,21 +9,31 @@ namespace purlin::cuda {
 // Roles, sources per reduce and pipeline stages are small in every plan the
 // compiler emits; fixed bounds keep per-block state in shared memory.
 constexpr int kMaxSources = 32;
+constexpr int kMaxRoles = 8;
+// Registers per thread are sized for this many threads (__launch_bounds__).
+constexpr int kMaxThreads = 512;
 constexpr int kPipelineStages = 3;
 constexpr int kMaxPipelineSmem = 64 * 1024;
 constexpr int kPacketBytes = 16;
 constexpr int kPacketDataBytes = 8;
 
+// Addresses are resolved on the host, so the kernel needs no table lookups:
+// a staging or window ref is `base` (half 0) plus `half_bytes` on odd epochs.
 struct DevRef {
-  int32_t space, rank, buf, slot;
-  int64_t offset;  // elements
+  int32_t space, rank, buf, slot;  // rank/buf locate multimem offsets
+  char* base;                      // null for input and output
+  int64_t half_bytes;
+  int64_t offset;  // bytes into the user buffer or base; windows: byte inside the packet data
 };
 
-struct DevInstr {
+struct alignas(16) DevInstr {  // copied to shared memory as 16-byte words
   int32_t op, mech, order, redop;
   int64_t elems;
-  int32_t sig, peer, slot, base;
+  int32_t sig, peer, slot, base;  // sig/slot/peer name the signal in timeout reports
   int64_t rel;
+  uint64_t* signal;  // wait: this rank's slot; signal: the peer's slot
+  char* region;      // put: the peer's window region for this rank; wait_packets: ours for the peer
+  int64_t region_half_bytes;
   int32_t buf, src_count;
   int64_t offset;
   int32_t src_first;  // into DevPlan::refs
@@ -33,13 +43,6 @@ struct DevInstr {
 
 struct DevRole {
   int32_t first_block, blocks, first_instr, count;
-};
-
-struct DevBuffer {
-  int32_t kind;
-  int32_t pad;
-  int64_t slots, elems;
-  int64_t packets_per_region;  // packet windows: ceil(elems / elements per packet)
 };
 
 // Where a wait gave up, written by the device into host-mapped memory.
@@ -63,18 +66,18 @@ struct EpochState {
   uint32_t arrivals[1];  // one counter per (role, instruction), sized at allocation
 };
 
+// Passed by value as the kernel's parameter (constant memory): the fields
+// and role table cost no global loads, which acquire fences would make slow.
 struct DevPlan {
   int32_t rank, world, elem_bytes, threads;
-  int32_t n_roles, n_buffers, n_signals, smem_bytes;
+  int32_t n_roles, n_buffers, smem_bytes, pad;
   int64_t advance;
   uint64_t timeout_ns;
-  const DevRole* roles;
+  DevRole roles[kMaxRoles];
   const DevInstr* instrs;
   const DevRef* refs;
-  const DevBuffer* buffers;
-  char* const* buffer_bases;    // [rank * n_buffers + buf]
-  uint64_t* const* signal_bases;  // [rank * n_signals + sig]
-  char* const* multicast_bases;   // [buf]; never set: multicast is refused on the host
+  char* const* buffer_bases;     // [rank * n_buffers + buf], for multimem offsets
+  char* const* multicast_bases;  // [buf]; never set: multicast is refused on the host
   EpochState* state;
   ErrorRecord* error;        // this rank's record, host-mapped
   volatile int32_t* abort;   // one flag for all ranks, host-mapped

@@ -21,7 +21,7 @@ constexpr int kWidestAccess = 16;
 constexpr int kPollsPerCheck = 256;
 
 struct Call {
-  const DevPlan& plan;
+  const DevPlan& plan;  // the kernel parameter
   char* input;
   char* output;
   uint64_t epoch, prev;
@@ -29,30 +29,18 @@ struct Call {
   Part part;
 };
 
-__device__ Span resolve(const Call& c, const DevRef& r) {
-  const DevPlan& p = c.plan;
-  const int64_t half = c.epoch & 1;
+__device__ __forceinline__ Span resolve(const Call& c, const DevRef& r) {
   switch (static_cast<Space>(r.space)) {
-    case Space::Input: return {c.input + r.offset * p.elem_bytes, -1};
-    case Space::Output: return {c.output + r.offset * p.elem_bytes, -1};
-    case Space::Staging: {
-      const DevBuffer& b = p.buffers[r.buf];
-      char* base = p.buffer_bases[r.rank * p.n_buffers + r.buf];
-      return {base + ((half * b.slots + r.slot) * b.elems + r.offset) * p.elem_bytes, -1};
-    }
-    default: {
-      const DevBuffer& b = p.buffers[r.buf];
-      char* base = p.buffer_bases[r.rank * p.n_buffers + r.buf];
-      return {base + (half * p.world + r.slot) * b.packets_per_region * kPacketBytes, r.offset * p.elem_bytes};
-    }
+    case Space::Input: return {c.input + r.offset, -1};
+    case Space::Output: return {c.output + r.offset, -1};
+    case Space::Staging: return {r.base + (c.epoch & 1) * r.half_bytes + r.offset, -1};
+    default: return {r.base + (c.epoch & 1) * r.half_bytes, r.offset};
   }
 }
 
-// Region of `source`'s packets in `owner`'s window `buf`, this call's half.
-__device__ char* window_region(const Call& c, int owner, int buf, int source) {
-  const DevPlan& p = c.plan;
-  char* base = p.buffer_bases[owner * p.n_buffers + buf];
-  return base + ((c.epoch & 1) * p.world + source) * p.buffers[buf].packets_per_region * kPacketBytes;
+// This call's half of a packet window region.
+__device__ __forceinline__ char* region_of(const Call& c, const DevInstr& in) {
+  return in.region + (c.epoch & 1) * in.region_half_bytes;
 }
 
 // Called by the one thread that gave up: the first record per rank wins, and
@@ -95,7 +83,7 @@ __device__ __noinline__ bool wait_signal(const Call& c, const DevInstr& in, int 
   __shared__ int ok;
   if (threadIdx.x == 0) {
     const DevPlan& p = c.plan;
-    const uint64_t* slot = p.signal_bases[p.rank * p.n_signals + in.sig] + in.slot;
+    const uint64_t* slot = in.signal;
     const uint64_t need = (in.base == int(Base::Prev) ? c.prev : c.epoch) + in.rel;
     uint64_t seen;
     Deadline deadline;
@@ -107,18 +95,18 @@ __device__ __noinline__ bool wait_signal(const Call& c, const DevInstr& in, int 
         break;
       }
     }
-    if (ok && in.order == int(Order::Acquire)) fence_acquire_sys();
+    if (ok && in.order == int(Order::Acquire)) ld_acquire_sys(slot);
   }
   __syncthreads();
   return ok;
 }
 
 // Every block polls every packet, so that the block's later reads of the
-// data are ordered after its own observation of the flags.
+// data are ordered after the block's own observation of the flags.
 __device__ __noinline__ bool wait_packets(const Call& c, const DevInstr& in, int instr) {
   const DevPlan& p = c.plan;
   const int per_packet = kPacketDataBytes / p.elem_bytes;
-  const char* region = window_region(c, p.rank, in.buf, in.peer);
+  const char* region = region_of(c, in);
   const int64_t first = in.offset / per_packet;
   const int64_t packets = (in.elems + per_packet - 1) / per_packet;
   const uint64_t need = c.epoch + 1;
@@ -137,8 +125,14 @@ __device__ __noinline__ bool wait_packets(const Call& c, const DevInstr& in, int
       }
     }
   }
-  if (in.order == int(Order::Acquire)) fence_acquire_sys();
-  return !__syncthreads_or(gave_up);
+  // The block's threads observed the flags before the barrier; one fence
+  // then orders the block's later reads of the data (L1 is per SM).
+  const bool failed = __syncthreads_or(gave_up);
+  if (!failed && in.order == int(Order::Acquire)) {
+    if (threadIdx.x == 0) fence_acq_rel_sys();
+    __syncthreads();
+  }
+  return !failed;
 }
 
 // After all blocks of the role finished the instructions before it, the last
@@ -147,14 +141,14 @@ __device__ void signal(const Call& c, const DevInstr& in, int counter, int block
   __syncthreads();
   if (threadIdx.x != 0) return;
   const DevPlan& p = c.plan;
-  __threadfence_system();
+  fence_acq_rel_sys();
   if (blocks > 1) {
     unsigned* arrivals = &p.state->arrivals[counter];
     if (atomicAdd(arrivals, 1u) != unsigned(blocks - 1)) return;
     *arrivals = 0;  // ready for the next call
-    __threadfence();
+    fence_acq_rel_sys();
   }
-  uint64_t* slot = p.signal_bases[in.peer * p.n_signals + in.sig] + in.slot;
+  uint64_t* slot = in.signal;
   const uint64_t value = (in.base == int(Base::Prev) ? c.prev : c.epoch) + in.rel;
   if (in.order == int(Order::Release))
     st_release_sys(slot, value);
@@ -282,7 +276,8 @@ __device__ void copy_or_reduce(const Call& c, const DevInstr& in) {
     // path is kept compiled so the sm_90 lowering stays checked.
     const int64_t vecs = bytes / 16;
     const DevRef& mc_ref = reduce ? p.refs[in.src_first] : in.dst;
-    char* mc = p.multicast_bases[mc_ref.buf] + (resolve(c, mc_ref).p - p.buffer_bases[mc_ref.rank * p.n_buffers + mc_ref.buf]);
+    char* mc = p.multicast_bases[mc_ref.buf] +
+               (resolve(c, mc_ref).p - p.buffer_bases[mc_ref.rank * p.n_buffers + mc_ref.buf]);
     if (reduce)
       sm90::multimem_reduce<D>(dst, mc, in.redop, vecs, c.part);
     else
@@ -310,26 +305,39 @@ __device__ void put(const Call& c, const DevInstr& in) {
   const DevPlan& p = c.plan;
   const int per_packet = kPacketDataBytes / p.elem_bytes;
   const Span src = resolve(c, p.refs[in.src_first]);
-  put_packets(window_region(c, in.peer, in.buf, p.rank), in.offset / per_packet, src, in.elems * p.elem_bytes,
+  put_packets(region_of(c, in), in.offset / per_packet, src, in.elems * p.elem_bytes,
               c.epoch + 1, c.part);
 }
 
-template <DType D>
-__global__ void __launch_bounds__(1024) run_plan(const DevPlan* __restrict__ plan_ptr, char* input, char* output) {
-  const DevPlan& p = *plan_ptr;
+// Instructions are copied into shared memory a window at a time: the
+// acquire fences of waits invalidate L1, which would make every later
+// instruction fetch a round trip to L2.
+constexpr int kInstrWindow = 16;
+
+template <DType D, int BlocksPerSm>
+__global__ void __launch_bounds__(kMaxThreads, BlocksPerSm) run_plan(const __grid_constant__ DevPlan p, char* input, char* output) {
   int role = 0;
   while (role + 1 < p.n_roles && int(blockIdx.x) >= p.roles[role + 1].first_block) ++role;
-  const DevRole r = p.roles[role];
+  const DevRole& r = p.roles[role];
   __shared__ uint64_t epoch, prev;
+  __shared__ __align__(16) DevInstr window[kInstrWindow];
   if (threadIdx.x == 0) {
     epoch = *reinterpret_cast<volatile uint64_t*>(&p.state->epoch);
     prev = *reinterpret_cast<volatile uint64_t*>(&p.state->prev);
   }
-  __syncthreads();
-  const Call c{p, input, output, epoch, prev, role, Part{int(blockIdx.x) - r.first_block, r.blocks}};
+  Call c{p, input, output, 0, 0, role, Part{int(blockIdx.x) - r.first_block, r.blocks}};
   for (int k = 0; k < r.count; ++k) {
+    if (k % kInstrWindow == 0) {
+      const int n = min(kInstrWindow, r.count - k) * int(sizeof(DevInstr) / 16);
+      const int4* from = reinterpret_cast<const int4*>(p.instrs + r.first_instr + k);
+      __syncthreads();  // the previous window is done with
+      for (int w = threadIdx.x; w < n; w += blockDim.x) reinterpret_cast<int4*>(window)[w] = from[w];
+      __syncthreads();
+      c.epoch = epoch;
+      c.prev = prev;
+    }
+    const DevInstr& in = window[k % kInstrWindow];
     const int index = r.first_instr + k;
-    const DevInstr& in = p.instrs[index];
     switch (static_cast<Op>(in.op)) {
       case Op::Wait:
         if (!wait_signal(c, in, k)) return;
@@ -357,14 +365,19 @@ __global__ void __launch_bounds__(1024) run_plan(const DevPlan* __restrict__ pla
 
 }  // namespace
 
-const void* plan_kernel(DType dtype) {
+template <int B>
+const void* plan_kernel_for(DType dtype) {
   switch (dtype) {
-    case DType::BF16: return reinterpret_cast<const void*>(&run_plan<DType::BF16>);
-    case DType::F16: return reinterpret_cast<const void*>(&run_plan<DType::F16>);
-    case DType::F32: return reinterpret_cast<const void*>(&run_plan<DType::F32>);
-    case DType::FP8E4M3: return reinterpret_cast<const void*>(&run_plan<DType::FP8E4M3>);
-    default: return reinterpret_cast<const void*>(&run_plan<DType::FP8E5M2>);
+    case DType::BF16: return reinterpret_cast<const void*>(&run_plan<DType::BF16, B>);
+    case DType::F16: return reinterpret_cast<const void*>(&run_plan<DType::F16, B>);
+    case DType::F32: return reinterpret_cast<const void*>(&run_plan<DType::F32, B>);
+    case DType::FP8E4M3: return reinterpret_cast<const void*>(&run_plan<DType::FP8E4M3, B>);
+    default: return reinterpret_cast<const void*>(&run_plan<DType::FP8E5M2, B>);
   }
+}
+
+const void* plan_kernel(DType dtype, int blocks_per_sm) {
+  return blocks_per_sm == 1 ? plan_kernel_for<1>(dtype) : plan_kernel_for<2>(dtype);
 }
 
 }  // namespace purlin::cuda

@@ -5,8 +5,9 @@
 
 namespace purlin::cuda {
 
-// The executor for one element type; its arguments are
-// (const DevPlan* plan, char* input, char* output).
-const void* plan_kernel(DType dtype);
+// The executor for one element type, compiled for `blocks_per_sm` resident
+// blocks of kMaxThreads threads (1: twice the registers, for grids that fit
+// one block per SM). Its arguments are (DevPlan plan, char* input, char* output).
+const void* plan_kernel(DType dtype, int blocks_per_sm);
 
 }  // namespace purlin::cuda
