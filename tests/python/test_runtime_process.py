@@ -193,6 +193,15 @@ def test_multimem_plans_are_refused():
 
 
 @needs_cuda_build
+def test_more_threads_than_the_executor_runs_are_refused():
+    plan = all_reduce_plan()
+    plan.threads = 1024
+    with pytest.raises(ValueError, match="ar: the plan asks for 1024 threads per block, the executor runs at "
+                                         "most 512; lower with fewer threads"):
+        _runtime.CudaProcessCommunicator(plan.encode(), 0, 0, 1.0, "ar")
+
+
+@needs_cuda_build
 @pytest.mark.parametrize("rank,timeout,match", [(2, 1.0, "rank 2 is outside the plan's world 2"),
                                                  (0, 0.0, "the timeout must be positive")])
 def test_rank_and_timeout_are_checked(rank, timeout, match):
