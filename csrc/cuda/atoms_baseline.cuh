@@ -184,15 +184,32 @@ template <DType D, int W, class Combine>
 __device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, int64_t from, int64_t chunks,
                               Part part) {
   constexpr int E = W / Elem<D>::bytes;
-  for (int64_t i = part.first(); i < chunks; i += part.stride()) {
-    const int64_t byte = from + i * W;
-    float acc[E], x[E];
-    unpack<D, W>(load<W>(at(srcs[0], byte)), acc);
+  // Chunks in flight per thread and source: NVLink reads need several to
+  // keep the link busy; at most 32 accumulators stay in registers.
+  constexpr int U = E >= 32 ? 1 : (32 / E < 4 ? 32 / E : 4);
+  const int64_t stride = part.stride();
+  for (int64_t i = part.first(); i < chunks; i += stride * U) {
+    float acc[U][E];
+    Word<W> raw[U] = {};
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i + u * stride < chunks) raw[u] = load<W>(at(srcs[0], from + (i + u * stride) * W));
+#pragma unroll
+    for (int u = 0; u < U; ++u) unpack<D, W>(raw[u], acc[u]);
     for (int k = 1; k < n_srcs; ++k) {
-      unpack<D, W>(load<W>(at(srcs[k], byte)), x);
-      Combine::apply(op, acc, x);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) raw[u] = load<W>(at(srcs[k], from + (i + u * stride) * W));
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float x[E];
+        unpack<D, W>(raw[u], x);
+        Combine::apply(op, acc[u], x);
+      }
     }
-    store<W>(at(dst, byte), pack<D, W>(acc));
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i + u * stride < chunks) store<W>(at(dst, from + (i + u * stride) * W), pack<D, W>(acc[u]));
   }
 }
 
