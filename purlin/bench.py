@@ -8,8 +8,9 @@ checks its result, then is timed as CUDA-graph replays (PER_GRAPH calls per
 graph, median of REPS replays, slowest rank). Reported per size: latency
 (us), algbw and busbw (GB/s, nccl-tests conventions: size is the larger
 per-rank buffer; busbw = algbw x 2(n-1)/n for all_reduce and x (n-1)/n
-otherwise). Writes bench.json and bench.png to --out, and for all_reduce
-times every strategy so the cost model can be tuned (bench/results/README.md
+otherwise). Writes bench.json and bench.png to --out. For all_reduce it
+times every strategy, and with --lowering NAME=OPTIONS any collective in
+other lowerings too, so the cost model can be tuned (bench/results/README.md
 says how).
 
 Under torchrun (one process per GPU) results are checked against NCCL's.
@@ -172,12 +173,15 @@ def _small_ints(idx, rank: int, salt: int):
     return ((idx * 7 + rank * 5 + salt) % 17) - 8
 
 
-def _strategies(nbytes: int):
-    """(name, lowering) of the all_reduce strategies timed at `nbytes`."""
-    for name, lowering in ALL_REDUCE_STRATEGIES.items():
-        if nbytes > SWEEP_MAX_BYTES or (name.startswith("latency") and nbytes > 1 << 20):
-            continue
-        yield name, lowering
+def _variants(coll: str, nbytes: int, extra: list[tuple[str, str]]):
+    """(name, lowering) of the purlin variants timed besides the default: the
+    all_reduce strategies (up to SWEEP_MAX_BYTES), then the --lowering ones."""
+    if coll == "all_reduce":
+        for name, lowering in ALL_REDUCE_STRATEGIES.items():
+            if nbytes > SWEEP_MAX_BYTES or (name.startswith("latency") and nbytes > 1 << 20):
+                continue
+            yield name, lowering
+    yield from extra
 
 
 Timer = Callable[[Callable[[], object]], tuple[float, str]]
@@ -292,12 +296,21 @@ def _graph_time(fn: Callable[[], object]) -> tuple[float, str]:
 
 
 class _Bench(_Recorder):
-    def __init__(self, world: int, rank: int):
+    def __init__(self, world: int, rank: int, lowerings: list[tuple[str, str]]):
         import torch
 
         super().__init__(world, _graph_time, "NCCL")
         self.torch = torch
         self.rank = rank
+        self.lowerings = lowerings
+
+    def purlin(self, coll: str, nbytes: int, mine: Callable[[str], object], ref) -> None:
+        """The default lowering, then every variant, each checked against `ref`."""
+        eq = self.torch.equal
+        self.record(coll, "purlin", nbytes, lambda: eq(mine(""), ref), lambda: mine(""))
+        for name, lowering in _variants(coll, nbytes, self.lowerings):
+            self.record(coll, f"purlin-{name}", nbytes, lambda lw=lowering: eq(mine(lw), ref),
+                        lambda lw=lowering: mine(lw))
 
     def values(self, n: int, salt: int):
         t = self.torch
@@ -311,7 +324,6 @@ class _Bench(_Recorder):
         t, w = self.torch, self.world
         n = _elems(nbytes, w)
         counts = _counts(coll, n, w)
-        eq = t.equal
         if coll == "all_reduce":
             x, y = self.values(n, 0), t.empty(n, dtype=t.bfloat16, device="cuda")
             ref = x.clone()
@@ -319,12 +331,7 @@ class _Bench(_Recorder):
             # NCCL reduces in place: time it on its own copy so x keeps its values.
             scratch = x.clone()
             self.record(coll, "nccl", nbytes, None, lambda: dist.all_reduce(scratch))
-            self.record(coll, "purlin", nbytes, lambda: eq(pt.all_reduce(x, out=y), ref),
-                        lambda: pt.all_reduce(x, out=y))
-            for name, lowering in _strategies(nbytes):
-                self.record(coll, f"purlin-{name}", nbytes,
-                            lambda lw=lowering: eq(pt.all_reduce(x, out=y, lowering=lw), ref),
-                            lambda lw=lowering: pt.all_reduce(x, out=y, lowering=lw))
+            self.purlin(coll, nbytes, lambda lw: pt.all_reduce(x, out=y, lowering=lw), ref)
             if nbytes <= SYMM_MAX_BYTES:
                 self.symmetric_memory(n, nbytes, ref)
         elif coll in ("all_gather", "all_gather_v"):
@@ -332,28 +339,28 @@ class _Bench(_Recorder):
             y, ref = t.empty(n, dtype=t.bfloat16, device="cuda"), t.empty(n, dtype=t.bfloat16, device="cuda")
             if coll == "all_gather":
                 nccl = lambda: dist.all_gather_into_tensor(ref, x)  # noqa: E731
-                mine = lambda: pt.all_gather(y, x)  # noqa: E731
+                mine = lambda lw: pt.all_gather(y, x, lowering=lw)  # noqa: E731
             else:
                 parts = list(ref.split(counts))
                 nccl = lambda: dist.all_gather(parts, x)  # noqa: E731
-                mine = lambda: pt.all_gather_v(y, x, counts)  # noqa: E731
+                mine = lambda lw: pt.all_gather_v(y, x, counts, lowering=lw)  # noqa: E731
             nccl()
             self.record(coll, "nccl", nbytes, None, nccl)
-            self.record(coll, "purlin", nbytes, lambda: eq(mine(), ref), mine)
+            self.purlin(coll, nbytes, mine, ref)
         elif coll in ("reduce_scatter", "reduce_scatter_v"):
             x = self.values(n, 2)
             y = t.empty(counts[self.rank], dtype=t.bfloat16, device="cuda")
             ref = t.empty_like(y)
             if coll == "reduce_scatter":
                 nccl = lambda: dist.reduce_scatter_tensor(ref, x)  # noqa: E731
-                mine = lambda: pt.reduce_scatter(y, x)  # noqa: E731
+                mine = lambda lw: pt.reduce_scatter(y, x, lowering=lw)  # noqa: E731
             else:
                 parts = list(x.split(counts))
                 nccl = lambda: dist.reduce_scatter(ref, parts)  # noqa: E731
-                mine = lambda: pt.reduce_scatter_v(y, x, counts)  # noqa: E731
+                mine = lambda lw: pt.reduce_scatter_v(y, x, counts, lowering=lw)  # noqa: E731
             nccl()
             self.record(coll, "nccl", nbytes, None, nccl)
-            self.record(coll, "purlin", nbytes, lambda: eq(mine(), ref), mine)
+            self.purlin(coll, nbytes, mine, ref)
         else:
             sends = counts[self.rank]
             recvs = [counts[s][self.rank] for s in range(w)]
@@ -362,13 +369,13 @@ class _Bench(_Recorder):
             ref = t.empty_like(y)
             if coll == "all_to_all":
                 nccl = lambda: dist.all_to_all_single(ref, x)  # noqa: E731
-                mine = lambda: pt.all_to_all(y, x)  # noqa: E731
+                mine = lambda lw: pt.all_to_all(y, x, lowering=lw)  # noqa: E731
             else:
                 nccl = lambda: dist.all_to_all_single(ref, x, recvs, sends)  # noqa: E731
-                mine = lambda: pt.all_to_all_v(y, x, counts)  # noqa: E731
+                mine = lambda lw: pt.all_to_all_v(y, x, counts, lowering=lw)  # noqa: E731
             nccl()
             self.record(coll, "nccl", nbytes, None, nccl)
-            self.record(coll, "purlin", nbytes, lambda: eq(mine(), ref), mine)
+            self.purlin(coll, nbytes, mine, ref)
 
     def symmetric_memory(self, n: int, nbytes: int, ref) -> None:
         import torch.distributed as dist
@@ -403,7 +410,7 @@ def _main_torchrun(args: argparse.Namespace) -> int:
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     pt.init()
     world, rank = dist.get_world_size(), dist.get_rank()
-    bench = _Bench(world, rank)
+    bench = _Bench(world, rank, args.lowerings)
     meta = {"command": f"torchrun --nproc-per-node {world} -m purlin.bench", "mode": "torchrun",
             "backend": "cuda", "world": world, **_torch_meta(torch)}
     _sweep(args, bench, meta, lead=rank == 0)
@@ -483,7 +490,7 @@ class _SingleBench(_Recorder):
     devices (or CPU threads), NCCL through torch.cuda.nccl, both checked
     against the numpy reference."""
 
-    def __init__(self, world: int, backend: str, arch: str):
+    def __init__(self, world: int, backend: str, arch: str, lowerings: list[tuple[str, str]]):
         from purlin.sim.dtypes import numpy_dtype
 
         if backend == "cpu":
@@ -492,6 +499,7 @@ class _SingleBench(_Recorder):
             super().__init__(world, _devices_timer(world), "the reference")
         self.backend = backend
         self.arch = arch
+        self.lowerings = lowerings
         self.bf16 = numpy_dtype("bf16")
 
     def values(self, n: int, rank: int):
@@ -532,9 +540,8 @@ class _SingleBench(_Recorder):
         if self.backend == "cuda":
             self.nccl(coll, nbytes, ins, before, expected)
         self.purlin(case, "purlin", nbytes, "", ins, before, expected)
-        if coll == "all_reduce":
-            for name, lowering in _strategies(nbytes):
-                self.purlin(case, f"purlin-{name}", nbytes, lowering, ins, before, expected)
+        for name, lowering in _variants(coll, nbytes, self.lowerings):
+            self.purlin(case, f"purlin-{name}", nbytes, lowering, ins, before, expected)
 
     def purlin(self, case, impl: str, nbytes: int, lowering: str, ins: list, before: list,
                expected: list) -> None:
@@ -605,7 +612,7 @@ def _main_single(args: argparse.Namespace) -> int:
     meta = {"command": f"purlin-bench --single-process --backend {backend} --gpus {world}",
             "mode": "single-process", "backend": backend, "world": world, **gpu}
     print(f"# purlin-bench single-process: backend {backend}, world {world}, {arch}; {peers}", flush=True)
-    bench = _SingleBench(world, backend, arch)
+    bench = _SingleBench(world, backend, arch, args.lowerings)
     _sweep(args, bench, meta)
     return 1 if bench.failures else 0
 
@@ -627,7 +634,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="single-process world (default: every visible GPU on cuda, 2 on cpu)")
     ap.add_argument("--backend", choices=("cuda", "cpu"), default=None,
                     help="single-process backend (default: cuda when a GPU is visible, else cpu)")
+    ap.add_argument("--lowering", action="append", default=[], metavar="NAME=OPTIONS",
+                    help="also time purlin lowered with these convert-coll-to-snac options, as purlin-NAME "
+                         "(repeatable; e.g. c16M='chunk-bytes=16777216 blocks=32')")
     args = ap.parse_args(argv)
+    args.lowerings = []
+    for spec in args.lowering:
+        name, sep, options = spec.partition("=")
+        if not sep or not name or not options or any(c.isspace() for c in name):
+            return _usage(f"--lowering takes NAME=OPTIONS, e.g. c16M='chunk-bytes=16777216'; got {spec!r}")
+        args.lowerings.append((name, options))
     args.collectives = args.collectives.split(",")
     unknown = [c for c in args.collectives if c not in COLLECTIVES]
     if unknown:

@@ -72,6 +72,8 @@ def test_a_wrong_result_is_a_failure(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("argv, message", [
     (["--gpus", "1"], "at least 2"),
     (["--collectives", "all_reduce,broadcast"], "unknown collective broadcast"),
+    (["--lowering", "chunk-bytes"], "--lowering takes NAME=OPTIONS"),
+    (["--lowering", "=blocks=1"], "--lowering takes NAME=OPTIONS"),
 ])
 def test_usage_errors(tmp_path, capsys, argv, message):
     assert run(tmp_path, *argv) == 2
@@ -93,3 +95,21 @@ def test_compile_plan_runs_on_cpu_threads():
     assert all((o == 6).all() for o in outputs)
     with pytest.raises(ValueError, match="unknown arch"):
         compile_plan("all_gather", 2, "f32", None, count=1, arch="sm_70")
+
+
+def test_lowering_variants_are_checked_and_timed(tmp_path):
+    assert run(tmp_path, "--collectives", "all_gather,reduce_scatter", "--lowering", "b1=blocks=1",
+               "--lowering", "thr=regime=throughput chunk-bytes=64") == 0
+    doc = json.loads((tmp_path / "bench.json").read_text())
+    assert doc["failures"] == []
+    sizes = [s for s in bench.SIZES if s <= 4096]
+    for coll in ("all_gather", "reduce_scatter"):
+        for impl in ("purlin-b1", "purlin-thr"):
+            rows = [r for r in doc["rows"] if r["collective"] == coll and r["impl"] == impl]
+            assert [r["bytes"] for r in rows] == sizes and all(r["us"] > 0 for r in rows)
+
+
+def test_a_lowering_that_does_not_lower_is_a_failure(tmp_path, capsys):
+    assert run(tmp_path, "--collectives", "all_gather", "--max-bytes", "16", "--lowering",
+               "bad=strategy=composed") == 1
+    assert "all_gather purlin-bad 16 B:" in capsys.readouterr().out
