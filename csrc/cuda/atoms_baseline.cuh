@@ -300,20 +300,35 @@ __device__ void copy_shifted(char* dst, const char* src, int64_t chunks, Part pa
 }
 
 // As reduce_chunks from byte `from` of each span, for a destination W-aligned
-// there (dst points at it) and sources at any alignment.
+// there (dst points at it) and sources at any alignment. Lane l of a warp
+// takes chunks k + u * stride, consecutive across the warp for every u.
 template <DType D, int W, class Combine>
 __device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, int64_t from, int64_t chunks,
                                Part part) {
   constexpr int E = W / Elem<D>::bytes;
+  constexpr int U = E >= 32 ? 1 : (32 / E < 4 ? 32 / E : 4);  // as reduce_chunks
   const int lane = threadIdx.x % 32;
-  for (int64_t k = part.first(); k - lane < chunks; k += part.stride()) {
-    float acc[E], x[E];
-    unpack<D, W>(load_shifted<W>(srcs[0].p + from, k, chunks), acc);
+  const int64_t stride = part.stride();
+  for (int64_t k = part.first(); k - lane < chunks; k += stride * U) {
+    float acc[U][E];
+    Word<W> raw[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) raw[u] = load_shifted<W>(srcs[0].p + from, k + u * stride, chunks);
+#pragma unroll
+    for (int u = 0; u < U; ++u) unpack<D, W>(raw[u], acc[u]);
     for (int s = 1; s < n_srcs; ++s) {
-      unpack<D, W>(load_shifted<W>(srcs[s].p + from, k, chunks), x);
-      Combine::apply(op, acc, x);
+#pragma unroll
+      for (int u = 0; u < U; ++u) raw[u] = load_shifted<W>(srcs[s].p + from, k + u * stride, chunks);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float x[E];
+        unpack<D, W>(raw[u], x);
+        Combine::apply(op, acc[u], x);
+      }
     }
-    if (k < chunks) store<W>(dst + k * W, pack<D, W>(acc));
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (k + u * stride < chunks) store<W>(dst + (k + u * stride) * W, pack<D, W>(acc[u]));
   }
 }
 
