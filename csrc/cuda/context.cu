@@ -269,8 +269,7 @@ void Executor::upload(const std::vector<char*>& symmetric) {
         d.src_count = int32_t(in.src_count);
         d.src_first = int32_t(refs.size());
         for (int64_t s = 0; s < in.src_count; ++s) refs.push_back(dev_ref(plan_.refs[in.src_first + s]));
-        d.has_dst = in.dst >= 0;
-        if (d.has_dst) d.dst = dev_ref(plan_.refs[in.dst]);
+        if (in.dst >= 0) d.dst = dev_ref(plan_.refs[in.dst]);
         instrs.push_back(d);
       }
     }
@@ -297,9 +296,7 @@ void Executor::upload(const std::vector<char*>& symmetric) {
     for (size_t i = 0; i < tables.size(); ++i)
       if (tables[i].second) std::memcpy(blob.data() + offsets[i], tables[i].first, tables[i].second);
     p.rank = rank;
-    p.world = world;
     p.elem_bytes = plan_.elem_bytes();
-    p.threads = static_cast<int32_t>(plan_.threads);
     p.n_roles = n_roles;
     p.n_buffers = n_buffers;
     p.smem_bytes = smem_bytes_;

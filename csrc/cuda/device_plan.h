@@ -37,7 +37,7 @@ struct alignas(16) DevInstr {  // copied to shared memory as 16-byte words
   int32_t buf, src_count;
   int64_t offset;
   int32_t src_first;  // into DevPlan::refs
-  int32_t has_dst;
+  int32_t pad;
   DevRef dst;
 };
 
@@ -69,8 +69,8 @@ struct EpochState {
 // Passed by value as the kernel's parameter (constant memory): the fields
 // and role table cost no global loads, which acquire fences would make slow.
 struct DevPlan {
-  int32_t rank, world, elem_bytes, threads;
-  int32_t n_roles, n_buffers, smem_bytes, pad;
+  int32_t rank, elem_bytes, n_roles, n_buffers;
+  int32_t smem_bytes, pad;
   int64_t advance;
   uint64_t timeout_ns;
   DevRole roles[kMaxRoles];
