@@ -179,34 +179,45 @@ __device__ __forceinline__ void copy_bytes(Span dst, Span src, int64_t from, int
   for (int64_t i = from + part.first(); i < to; i += part.stride()) *at(dst, i) = *at(src, i);
 }
 
+// Chunks in flight per thread and source for a reduction: NVLink reads need
+// several to keep the link busy; at most 32 accumulators stay in registers.
+template <DType D, int W>
+constexpr int kReduceUnroll = W / Elem<D>::bytes >= 32 ? 1 : (32 / (W / Elem<D>::bytes) < 4 ? 32 / (W / Elem<D>::bytes) : 4);
+
+// acc[u] = source 0 op source 1 op ... in source order, in f32, for the U
+// chunks that `load(s, u)` gives of source s (all sources' loads of one
+// round in flight together).
+template <DType D, int W, int U, class Combine, class Load>
+__device__ __forceinline__ void reduce_round(float (&acc)[U][W / Elem<D>::bytes], int n_srcs, int op, Load load) {
+  Word<W> raw[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u) raw[u] = load(0, u);
+#pragma unroll
+  for (int u = 0; u < U; ++u) unpack<D, W>(raw[u], acc[u]);
+  for (int s = 1; s < n_srcs; ++s) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) raw[u] = load(s, u);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      float x[W / Elem<D>::bytes];
+      unpack<D, W>(raw[u], x);
+      Combine::apply(op, acc[u], x);
+    }
+  }
+}
+
 // dst = srcs[0] op srcs[1] op ... in source order, accumulated in f32.
 template <DType D, int W, class Combine>
 __device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, int64_t from, int64_t chunks,
                               Part part) {
-  constexpr int E = W / Elem<D>::bytes;
-  // Chunks in flight per thread and source: NVLink reads need several to
-  // keep the link busy; at most 32 accumulators stay in registers.
-  constexpr int U = E >= 32 ? 1 : (32 / E < 4 ? 32 / E : 4);
+  constexpr int U = kReduceUnroll<D, W>;
   const int64_t stride = part.stride();
   for (int64_t i = part.first(); i < chunks; i += stride * U) {
-    float acc[U][E];
-    Word<W> raw[U] = {};
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (i + u * stride < chunks) raw[u] = load<W>(at(srcs[0], from + (i + u * stride) * W));
-#pragma unroll
-    for (int u = 0; u < U; ++u) unpack<D, W>(raw[u], acc[u]);
-    for (int k = 1; k < n_srcs; ++k) {
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (i + u * stride < chunks) raw[u] = load<W>(at(srcs[k], from + (i + u * stride) * W));
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        float x[E];
-        unpack<D, W>(raw[u], x);
-        Combine::apply(op, acc[u], x);
-      }
-    }
+    float acc[U][W / Elem<D>::bytes];
+    reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
+      const int64_t c = i + u * stride;
+      return c < chunks ? load<W>(at(srcs[s], from + c * W)) : Word<W>{};
+    });
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (i + u * stride < chunks) store<W>(at(dst, from + (i + u * stride) * W), pack<D, W>(acc[u]));
@@ -305,27 +316,14 @@ __device__ void copy_shifted(char* dst, const char* src, int64_t chunks, Part pa
 template <DType D, int W, class Combine>
 __device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, int64_t from, int64_t chunks,
                                Part part) {
-  constexpr int E = W / Elem<D>::bytes;
-  constexpr int U = E >= 32 ? 1 : (32 / E < 4 ? 32 / E : 4);  // as reduce_chunks
+  constexpr int U = kReduceUnroll<D, W>;
   const int lane = threadIdx.x % 32;
   const int64_t stride = part.stride();
   for (int64_t k = part.first(); k - lane < chunks; k += stride * U) {
-    float acc[U][E];
-    Word<W> raw[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) raw[u] = load_shifted<W>(srcs[0].p + from, k + u * stride, chunks);
-#pragma unroll
-    for (int u = 0; u < U; ++u) unpack<D, W>(raw[u], acc[u]);
-    for (int s = 1; s < n_srcs; ++s) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) raw[u] = load_shifted<W>(srcs[s].p + from, k + u * stride, chunks);
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        float x[E];
-        unpack<D, W>(raw[u], x);
-        Combine::apply(op, acc[u], x);
-      }
-    }
+    float acc[U][W / Elem<D>::bytes];
+    reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
+      return load_shifted<W>(srcs[s].p + from, k + u * stride, chunks);
+    });
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (k + u * stride < chunks) store<W>(dst + (k + u * stride) * W, pack<D, W>(acc[u]));
