@@ -26,7 +26,6 @@ runs one rank, its peers' memory mapped through CUDA IPC.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -83,8 +82,9 @@ class Communicator:
         self.backend = backend
         self.name = name
         self.dtype = numpy_dtype(plan.dtype)
-        # The backend copied the plan just now: its extents are these.
-        self._extents = _remember_extents(plan)
+        # Per rank (input, output) elements the plan touches; the backend runs
+        # its own copy of the plan, so these stay right.
+        self._extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
         if backend == "cpu":
             handle = _runtime.decode(plan.encode())
             signal_names = [s.name for s in plan.signals]
@@ -113,9 +113,9 @@ class Communicator:
                     raise ValueError(f"{self.name}: input and output of rank {r} overlap")
             self._impl.run(ins, outs)
         else:
-            ins = [_device_buffer(a, r, "input", self.plan, self.name, d) for r, (a, d) in
+            ins = [_device_buffer(a, r, "input", self.plan, self.name, d, self._extents[r][0]) for r, (a, d) in
                    enumerate(zip(inputs, self.devices))]
-            outs = [_device_buffer(a, r, "output", self.plan, self.name, d) for r, (a, d) in
+            outs = [_device_buffer(a, r, "output", self.plan, self.name, d, self._extents[r][1]) for r, (a, d) in
                     enumerate(zip(outputs, self.devices))]
             streams = [_current_stream(d) for d in self.devices]
             self._impl.run([b[0] for b in ins], [b[0] for b in outs], streams)
@@ -148,36 +148,16 @@ class Communicator:
         return a
 
 
-# (input, output) extents of each rank, by plan: scanning the instructions on
-# every call would cost more than the launch.
-_EXTENTS: dict[int, list[tuple[int, int]]] = {}
-
-
-def _remember_extents(plan: Plan) -> list[tuple[int, int]]:
-    """Computes (again) and keeps every rank's (input, output) extents of `plan`."""
-    if id(plan) not in _EXTENTS:
-        # Ids are reused once a plan is gone: forget its extents with it.
-        weakref.finalize(plan, _EXTENTS.pop, id(plan), None)
-    got = _EXTENTS[id(plan)] = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
-    return got
-
-
-def _extents(plan: Plan, rank: int) -> tuple[int, int]:
-    got = _EXTENTS.get(id(plan))
-    return (got if got is not None else _remember_extents(plan))[rank]
-
-
 # -- CUDA buffers -------------------------------------------------------------
 
 _TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32",
                  "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
 
 
-def _device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int) -> tuple[int, int]:
+def _device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, elems: int) -> tuple[int, int]:
     """(device pointer, elements) of rank `rank`'s `what` ("input" or "output"), a torch tensor
-    or a __cuda_array_interface__ array on `device`."""
+    or a __cuda_array_interface__ array on `device` holding at least `elems` elements."""
     where = f"{name}: {what} of rank {rank}"
-    elems = _extents(plan, rank)[0 if what == "input" else 1]
     if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
         if not a.is_cuda:
             raise TypeError(f"{where} is a CPU tensor; the cuda backend takes CUDA tensors")

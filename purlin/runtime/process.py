@@ -53,6 +53,7 @@ class ProcessCommunicator:
         self.name = name
         self.group = group
         self.rank = dist.get_rank(group) if rank is None else rank
+        self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
         self.device = torch.cuda.current_device() if device is None else device
         self._impl = _runtime.CudaProcessCommunicator(plan.encode(), self.rank, self.device, timeout_s, name)
         # Gathered with their ranks, so a `rank` other than the group rank still connects in plan order.
@@ -76,8 +77,8 @@ class ProcessCommunicator:
         """One call of the collective on this rank: `input` and `output` are CUDA tensors of the
         plan's dtype on this rank's device; `stream` a torch.cuda.Stream or cudaStream_t handle
         (default: torch's current stream)."""
-        ins = _device_buffer(input, self.rank, "input", self.plan, self.name, self.device)
-        outs = _device_buffer(output, self.rank, "output", self.plan, self.name, self.device)
+        ins = _device_buffer(input, self.rank, "input", self.plan, self.name, self.device, self._extents[0])
+        outs = _device_buffer(output, self.rank, "output", self.plan, self.name, self.device, self._extents[1])
         if stream is None:
             stream = _current_stream(self.device)
         self._impl.run(ins[0], outs[0], int(getattr(stream, "cuda_stream", stream)))
