@@ -117,6 +117,7 @@ class RoleKind(IntEnum):
     CONSUMER = 1
     REDUCER = 2
     LOCAL = 3
+    FUSED = 4
 
 
 DTYPES = {"bf16": (0, 2), "f16": (1, 2), "f32": (2, 4), "fp8e4m3": (3, 1), "fp8e5m2": (4, 1)}

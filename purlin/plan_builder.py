@@ -61,7 +61,8 @@ _REDOP = {ReduceKind.SUM: P.RedOp.SUM, ReduceKind.MAX: P.RedOp.MAX,
 _ORDER = {snac.MemoryOrder.RELAXED: P.Order.RELAXED, snac.MemoryOrder.ACQUIRE: P.Order.ACQUIRE,
           snac.MemoryOrder.RELEASE: P.Order.RELEASE}
 _ROLE = {snac.RoleKind.PRODUCER: P.RoleKind.PRODUCER, snac.RoleKind.CONSUMER: P.RoleKind.CONSUMER,
-         snac.RoleKind.REDUCER: P.RoleKind.REDUCER, snac.RoleKind.LOCAL: P.RoleKind.LOCAL}
+         snac.RoleKind.REDUCER: P.RoleKind.REDUCER, snac.RoleKind.LOCAL: P.RoleKind.LOCAL,
+         snac.RoleKind.FUSED: P.RoleKind.FUSED}
 _DTYPE = {"bf16": "bf16", "f16": "f16", "f32": "f32", "fp8e4m3": "fp8e4m3", "fp8e5m2": "fp8e5m2"}
 
 

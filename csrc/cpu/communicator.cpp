@@ -27,8 +27,8 @@ const char* op_name(Op op) {
 }
 
 const char* role_name(int64_t kind) {
-  static const char* names[] = {"producer", "consumer", "reducer"};
-  return kind >= 0 && kind < 3 ? names[kind] : "role";
+  static const char* names[] = {"producer", "consumer", "reducer", "local", "fused"};
+  return kind >= 0 && kind < int64_t(sizeof(names) / sizeof(names[0])) ? names[kind] : "role";
 }
 
 int64_t packets_for(int64_t elems, int64_t per_packet) { return (elems + per_packet - 1) / per_packet; }

@@ -103,6 +103,9 @@ class RoleKind(StrEnum):
     CONSUMER = "consumer"
     REDUCER = "reducer"
     LOCAL = "local"  # groups with no staged source: nothing to wait for
+    # Packets only: the same blocks put the rank's units and consume its
+    # groups, each thread its own lines, with no role split between them.
+    FUSED = "fused"
 
 
 @irdl_attr_definition
@@ -519,6 +522,14 @@ class RoleOpBase(IRDLOperation):
             raise _err(self, f"a role needs at least one block, got {self.blocks.value.data}")
         if not isinstance(self.parent_op(), ProgramOpBase):
             raise _err(self, "must be directly inside a snac.program")
+        if self.kind.data == RoleKind.FUSED:
+            for op in self.body.walk():
+                if isinstance(op, (StageOpBase, NotifyOpBase, AckOpBase)):
+                    raise _err(
+                        self,
+                        f"a fused role moves packets only (put, wait, consume), but holds "
+                        f"'{op.name}'; staged phases need separate producer and consumer roles",
+                    )
 
 
 @irdl_op_definition

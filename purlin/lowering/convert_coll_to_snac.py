@@ -147,7 +147,9 @@ class LowerCollective(RewritePattern):
 
         gen = _Gen(b, regime, o.blocks if o.blocks > 0 else choice.blocks(regime))
         gen.prologue([p.name for p in phases])
-        if strategy == snac.Strategy.COMPOSED:
+        if regime == snac.Regime.LATENCY and len(phases) == 1:
+            gen.fused_role("exchange", handshake=not _mutual(phases[0], world))
+        elif strategy == snac.Strategy.COMPOSED:
             gen.producer_role("reduce")
             gen.consumer_role("reduce", snac.RoleKind.REDUCER, forward="forward")
             gen.consumer_role("forward", snac.RoleKind.CONSUMER)
@@ -165,6 +167,21 @@ class LowerCollective(RewritePattern):
         program.location = op.location
         program.attributes.update(op.attributes)
         rewriter.replace(op, program)
+
+
+def _mutual(p: PhaseSpec, world: int) -> bool:
+    """Whether every rank that pushes to a peer also receives from that peer
+    in the same phase. Then a rank writes a window half again (two calls
+    later) only after it polled the peer's packets of the call in between,
+    which the peer pushed after its kernel finished reading that half: the
+    per-call wait_free / finish handshake is implied and can go. snac-verify
+    checks the resulting program on its own; dynamic layouts keep the
+    handshake (their peers are not known here)."""
+    if p.src.is_dynamic or p.dst.is_dynamic:
+        return False
+    plan = PhasePlan(world, p.src, p.dst, p.consume.kind is not None, 0, True)
+    pairs = {(u.producer, d) for units in plan.units for u in units for d in u.consumers}
+    return all((d, s) in pairs for s, d in pairs)
 
 
 def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int) -> int:
@@ -226,8 +243,9 @@ class _Gen:
         inner = Builder(InsertPoint.at_end(loop.body.block))
         return inner, loop.body.block.args[0]
 
-    def _produce(self, b: Builder, phase: str, unit: SSAValue) -> None:
-        b.insert(snac.ReclaimOp(phase, unit, self.rank, self.epoch, self.prev))
+    def _produce(self, b: Builder, phase: str, unit: SSAValue, reclaim: bool = True) -> None:
+        if reclaim:
+            b.insert(snac.ReclaimOp(phase, unit, self.rank, self.epoch, self.prev))
         if self.regime == snac.Regime.LATENCY:
             b.insert(snac.PutOp(phase, unit, self.rank, self.half, self.flag))
             return
@@ -242,6 +260,23 @@ class _Gen:
         body, u = self._loop(b, n)
         self._produce(body, phase, u)
         body.insert(scf.YieldOp())
+
+    def fused_role(self, phase: str, handshake: bool) -> None:
+        """Latency, one phase: the same blocks push the rank's units and consume
+        its groups. Without `handshake`, no wait_free before the pushes and no
+        finish after the reads (see _mutual)."""
+        b = self._role(snac.RoleKind.FUSED)
+        n = b.insert(snac.UnitsOp(phase, self.rank)).result
+        body, u = self._loop(b, n)
+        self._produce(body, phase, u, reclaim=handshake)
+        body.insert(scf.YieldOp())
+        n = b.insert(snac.GroupsOp(phase, self.rank)).result
+        body, g = self._loop(b, n)
+        token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch)).token
+        body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
+        body.insert(scf.YieldOp())
+        if handshake:
+            b.insert(snac.FinishOp(phase, self.rank, self.next_epoch))
 
     def consumer_role(self, phase: str, kind: snac.RoleKind, forward: str | None = None,
                       local_blocks: int = 0) -> None:

@@ -55,15 +55,16 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // THR-SAME: [{"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"input","rank":1,"buf":0,"slot":0,"offset":0}]}]]]}{{$}}
 // THR-NOT:  {
 
-// Latency: packets pushed into the peer's window (slot = source rank), polled
-// in place, no ack; the finish still frees the window half for the next call.
+// Latency: one fused role pushes packets into the peer's window (slot =
+// source rank) and polls its own in place; no ack, and no wait_free / finish
+// handshake, since each rank also receives from the peer it sends to.
 // LAT:      {"format":"purlin-plan","version":1,"arch":"sm_90","world":2,"dtype":"f32",
+// LAT-SAME: "kernel":{"threads":512,"roles":[{"kind":"fused","blocks":1}]},
 // LAT-SAME: "buffers":[{"name":"exchange_buf","kind":"packets","slots":2,"elems":2}],
-// LAT-SAME: "ranks":{{\[\[\[}}{"op":"wait","mech":"none","sig":1,"slot":1,"base":"prev","order":"acquire"},
-// LAT-SAME: {"op":"put","mech":"packet","elems":2,"peer":1,"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]}],
+// LAT-SAME: "ranks":{{\[\[\[}}{"op":"put","mech":"packet","elems":2,"peer":1,"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]},
 // LAT-SAME: {"op":"wait_packets","mech":"packet","elems":2,"peer":1},
 // LAT-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":2},"srcs":[{"space":"window","rank":0,"buf":0,"slot":1,"offset":0}]},
-// LAT-SAME: {"op":"signal","mech":"none","sig":1,"peer":1,"rel":1,"order":"release"}]],
+// LAT-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]}]],
 
 // Binary: the 16-word header (magic "PRLN", version, world, arch, dtype,
 // input and output elements, advance, threads, roles, buffers, signals, 4

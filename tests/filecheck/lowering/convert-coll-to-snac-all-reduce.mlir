@@ -148,7 +148,7 @@ func.func @small(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // SM90-NEXT:     snac.program %in, %out world 4 regime latency strategy direct :
 // SM100-LABEL: func.func @small
 // SM100-NEXT:    snac.program %in, %out world 4 regime latency strategy direct :
-// SM100:         snac.role producer blocks 1 {
+// SM100:         snac.role fused blocks 1 {
 
 // -- the cost model's choice by size --------------------------------------------
 

@@ -64,20 +64,16 @@ func.func @all_gather(%in: memref<16xf32>, %out: memref<64xf32>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 1 {
+// LAT-NEXT:      snac.role fused blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
-// LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
-// LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
 // LAT-NEXT:          snac.consume @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]]
 // LAT-NEXT:        }
-// LAT-NEXT:        snac.finish @exchange of [[RANK]] value [[NEXT]] release system
 // LAT-NEXT:      }
 // LAT-NEXT:      snac.advance [[ADV]]
 // LAT-NEXT:    }
@@ -156,20 +152,16 @@ func.func @all_reduce(%in: memref<64xbf16>, %out: memref<64xbf16>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 1 {
+// LAT-NEXT:      snac.role fused blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
-// LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
-// LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
 // LAT-NEXT:          snac.consume @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]]
 // LAT-NEXT:        }
-// LAT-NEXT:        snac.finish @exchange of [[RANK]] value [[NEXT]] release system
 // LAT-NEXT:      }
 // LAT-NEXT:      snac.advance [[ADV]]
 // LAT-NEXT:    }
@@ -237,20 +229,16 @@ func.func @reduce_scatter(%in: memref<64xf16>, %out: memref<16xf16>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 1 {
+// LAT-NEXT:      snac.role fused blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
-// LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
-// LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
 // LAT-NEXT:          snac.consume @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]]
 // LAT-NEXT:        }
-// LAT-NEXT:        snac.finish @exchange of [[RANK]] value [[NEXT]] release system
 // LAT-NEXT:      }
 // LAT-NEXT:      snac.advance [[ADV]]
 // LAT-NEXT:    }
@@ -319,20 +307,16 @@ func.func @all_to_all(%in: memref<64xf32>, %out: memref<64xf32>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 1 {
+// LAT-NEXT:      snac.role fused blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
-// LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
-// LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
 // LAT-NEXT:          snac.consume @exchange group [[G]] of [[RANK]] half [[HALF]] after [[TOKEN]]
 // LAT-NEXT:        }
-// LAT-NEXT:        snac.finish @exchange of [[RANK]] value [[NEXT]] release system
 // LAT-NEXT:      }
 // LAT-NEXT:      snac.advance [[ADV]]
 // LAT-NEXT:    }
@@ -393,6 +377,8 @@ func.func @all_gather_v(%in: memref<8xbf16>, %out: memref<12xbf16>) {
 // AUTO-LABEL: func.func @all_gather_v
 // AUTO-NEXT:    snac.program %in, %out world 4 regime latency strategy copy :
 
+// Ranks 1 and 3 send nothing, so they do not prove that ranks 0 and 2 are done
+// with their halves: the wait_free / finish handshake stays.
 // LAT-LABEL: func.func @all_gather_v
 // LAT-NEXT:    snac.program %in, %out world 4 regime latency strategy copy : memref<8xbf16>, memref<12xbf16> {
 // LAT-NEXT:      snac.buffer @exchange_buf packets halves 2 slots 4 elems 8 : bf16
@@ -408,14 +394,12 @@ func.func @all_gather_v(%in: memref<8xbf16>, %out: memref<12xbf16>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 1 {
+// LAT-NEXT:      snac.role fused blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
-// LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -482,6 +466,7 @@ func.func @reduce_scatter_v(%in: memref<12xbf16>, %out: memref<8xbf16>) {
 // AUTO-LABEL: func.func @reduce_scatter_v
 // AUTO-NEXT:    snac.program %in, %out world 4 regime latency strategy direct :
 
+// Ranks 0 and 1 receive nothing: the handshake stays.
 // LAT-LABEL: func.func @reduce_scatter_v
 // LAT-NEXT:    snac.program %in, %out world 4 regime latency strategy direct : memref<12xbf16>, memref<8xbf16> {
 // LAT-NEXT:      snac.buffer @exchange_buf packets halves 2 slots 4 elems 12 : bf16
@@ -497,14 +482,12 @@ func.func @reduce_scatter_v(%in: memref<12xbf16>, %out: memref<8xbf16>) {
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 1 {
+// LAT-NEXT:      snac.role fused blocks 1 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
-// LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 1 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system
@@ -565,6 +548,7 @@ func.func @all_to_all_v(%in: memref<64xf32>, %out: memref<64xf32>, %counts: memr
 // AUTO-LABEL: func.func @all_to_all_v
 // AUTO-NEXT:    snac.program %in, %out counts %counts world 4 regime throughput strategy copy :
 
+// Dynamic counts: who sends to whom is not known here, so the handshake stays.
 // LAT-LABEL: func.func @all_to_all_v
 // LAT-NEXT:    snac.program %in, %out counts %counts world 4 regime latency strategy copy : memref<64xf32>, memref<64xf32>, memref<4x4xi64> {
 // LAT-NEXT:      snac.buffer @exchange_buf packets halves 2 slots 4 elems 72 : f32
@@ -580,14 +564,12 @@ func.func @all_to_all_v(%in: memref<64xf32>, %out: memref<64xf32>, %counts: memr
 // LAT-NEXT:      [[ADV:%[0-9]+]] = arith.ori [[MOST]], [[C1]] : index
 // LAT-NEXT:      [[NEXT:%[0-9]+]] = arith.addi [[EPOCH]], [[ADV]] : index
 // LAT-NEXT:      [[FLAG:%[0-9]+]] = arith.addi [[EPOCH]], [[C1]] : index
-// LAT-NEXT:      snac.role producer blocks 16 {
+// LAT-NEXT:      snac.role fused blocks 16 {
 // LAT-NEXT:        [[UNITS:%[0-9]+]] = snac.units @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[U:%[0-9]+]] = [[C0]] to [[UNITS]] step [[C1]] {
 // LAT-NEXT:          snac.reclaim @exchange unit [[U]] of [[RANK]] epoch [[EPOCH]] prev [[PREV]] acquire system
 // LAT-NEXT:          snac.put @exchange unit [[U]] of [[RANK]] half [[HALF]] flag [[FLAG]] relaxed system
 // LAT-NEXT:        }
-// LAT-NEXT:      }
-// LAT-NEXT:      snac.role consumer blocks 16 {
 // LAT-NEXT:        [[GROUPS:%[0-9]+]] = snac.groups @exchange of [[RANK]]
 // LAT-NEXT:        scf.for [[G:%[0-9]+]] = [[C0]] to [[GROUPS]] step [[C1]] {
 // LAT-NEXT:          [[TOKEN:%[0-9]+]] = snac.wait @exchange group [[G]] of [[RANK]] epoch [[EPOCH]] acquire system

@@ -104,12 +104,13 @@ func.func @all_reduce(%in: memref<8192xf32>, %out: memref<8192xf32>) {
 
 // LAT-LABEL:     func.func @all_reduce
 // LAT:           atom.kernel {{.*}} regime latency strategy direct target sm_80
-// LAT:           atom.wait_free @exchange
-// LAT-NEXT:      atom.put @exchange {{.*}} mech packet width 16{{$}}
+// LAT:           atom.blocks fused first 0 blocks
+// LAT-NOT:       atom.wait_free
+// LAT:           atom.put @exchange {{.*}} mech packet width 16{{$}}
 // LAT:           atom.wait_packets @exchange
 // LAT-NEXT:      atom.reduce @exchange {{.*}} mech vector width 16{{$}}
-// LAT:           atom.fence system
-// LAT-NEXT:      atom.finish @exchange
+// LAT-NOT:       atom.finish
+// LAT:           snac.advance
 
 // -- all_reduce max: what multimem.ld_reduce can do depends on the type --------
 

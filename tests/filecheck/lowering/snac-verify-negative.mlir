@@ -265,3 +265,43 @@ builtin.module {
   }
 }
 
+
+// -----
+
+// Broadcast in one fused role without the wait_free / finish handshake: ranks 1
+// and 2 send nothing back, so rank 0 rewrites a window half two calls later
+// with nothing ordering the receivers' reads of it before.
+// CHECK: snac-verify: {{.*}}snac-verify-negative.mlir:{{[0-9]+}}:11: race: rank 0 (fused) overwrites @exchange_buf of rank {{[12]}} half 0 source 0 unit 0 with unit 0 of epoch 3 while rank {{[12]}} (fused) at epoch 1 may still read it (no acknowledgement orders the read before this write)
+builtin.module {
+  func.func @broadcast(%in: memref<4xf32>, %out: memref<4xf32>) {
+    snac.program %in, %out world 3 regime latency strategy copy : memref<4xf32>, memref<4xf32> {
+      snac.buffer @exchange_buf packets halves 2 slots 3 elems 4 : f32
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <named, world 3, [(0, 0, 4, 7)]> to <named, world 3, [(0, 0, 4, 7), (1, 0, 4, 7), (2, 0, 4, 7)]> consume <copy> chunk 0 via @exchange_buf ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      %9 = arith.addi %1, %5 : index
+      snac.role fused blocks 1 {
+        %10 = snac.units @exchange of %0
+        scf.for %11 = %4 to %10 step %5 {
+          snac.put @exchange unit %11 of %0 half %3 flag %9 relaxed system
+        }
+        %12 = snac.groups @exchange of %0
+        scf.for %13 = %4 to %12 step %5 {
+          %14 = snac.wait @exchange group %13 of %0 epoch %1 acquire system
+          snac.consume @exchange group %13 of %0 half %3 after %14
+        }
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+

@@ -313,6 +313,26 @@ func.func @role_inside_role(%a: memref<8xf32>) {
 
 // -----
 
+func.func @fused_role_stages(%in: memref<8xf32>, %out: memref<16xf32>) {
+  snac.program %in, %out world 2 regime throughput strategy copy : memref<8xf32>, memref<16xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 8 : f32
+    snac.signals @ready slots 2
+    snac.signals @free slots 2
+    snac.phase @p from input <packed, world 2, 8> to <scattered, world 2, 8> consume <copy> chunk 8 via @b ready @ready free @free
+    %r = snac.rank
+    %e, %v = snac.epoch
+    %h = snac.half %e
+    %c0 = arith.constant 0 : index
+    snac.role fused blocks 1 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.role': a fused role moves packets only (put, wait, consume), but holds 'snac.stage'; staged phases need separate producer and consumer roles
+      snac.stage @p unit %c0 of %r half %h
+    }
+  }
+  func.return
+}
+
+// -----
+
 func.func @advance_inside_role(%a: memref<8xf32>) {
   snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
     %c1 = arith.constant 1 : index
