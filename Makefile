@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 .PHONY: run test install clean
 
 # Editing the C++/CUDA runtime reinstalls, which rebuilds purlin._runtime.
-CSRC := $(wildcard csrc/CMakeLists.txt csrc/*.cpp csrc/*/*.cpp csrc/*/*.h csrc/*/*/*.h csrc/cuda/*.cu csrc/cuda/*.cuh)
+CSRC := $(wildcard csrc/CMakeLists.txt csrc/*.cpp csrc/*/*.cpp csrc/*/*.h csrc/*/*/*.h purlin/cuda/include/purlin/abi.h)
 
 $(STAMP): pyproject.toml CMakeLists.txt $(CSRC)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

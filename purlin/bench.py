@@ -173,10 +173,11 @@ def _small_ints(idx, rank: int, salt: int):
     return ((idx * 7 + rank * 5 + salt) % 17) - 8
 
 
-def _variants(coll: str, nbytes: int, extra: list[tuple[str, str]]):
+def _variants(coll: str, nbytes: int, extra: list[tuple[str, str]], sweep: bool = True):
     """(name, lowering) of the purlin variants timed besides the default: the
-    all_reduce strategies (up to SWEEP_MAX_BYTES), then the --lowering ones."""
-    if coll == "all_reduce":
+    all_reduce strategies (up to SWEEP_MAX_BYTES, unless not `sweep`), then the
+    --lowering ones."""
+    if coll == "all_reduce" and sweep:
         for name, lowering in ALL_REDUCE_STRATEGIES.items():
             if nbytes > SWEEP_MAX_BYTES or (name.startswith("latency") and nbytes > 1 << 20):
                 continue
@@ -190,6 +191,8 @@ Timer = Callable[[Callable[[], object]], tuple[float, str]]
 class _Recorder:
     """Rows and failures: each implementation is checked, then timed by `timer`
     (microseconds per call and a note, "" when nothing is special)."""
+
+    sweep = True  # time all_reduce in every strategy of ALL_REDUCE_STRATEGIES
 
     def __init__(self, world: int, timer: Timer, reference: str, note: str = ""):
         self.world = world
@@ -240,7 +243,7 @@ def _sweep(args: argparse.Namespace, bench, meta: dict, lead: bool = True) -> No
     """Every size of every collective; the lead rank saves bench.json after each
     collective (a partial table survives a run cut short) and reports."""
     for coll in args.collectives:
-        for nbytes in (s for s in SIZES if s <= args.max_bytes):
+        for nbytes in (s for s in args.sizes or SIZES if s <= args.max_bytes):
             bench.run(coll, nbytes)
             if lead:
                 print(f"# {coll} {human(nbytes)} done", file=sys.stderr, flush=True)
@@ -308,7 +311,7 @@ class _Bench(_Recorder):
         """The default lowering, then every variant, each checked against `ref`."""
         eq = self.torch.equal
         self.record(coll, "purlin", nbytes, lambda: eq(mine(""), ref), lambda: mine(""))
-        for name, lowering in _variants(coll, nbytes, self.lowerings):
+        for name, lowering in _variants(coll, nbytes, self.lowerings, self.sweep):
             self.record(coll, f"purlin-{name}", nbytes, lambda lw=lowering: eq(mine(lw), ref),
                         lambda lw=lowering: mine(lw))
 
@@ -411,6 +414,7 @@ def _main_torchrun(args: argparse.Namespace) -> int:
     pt.init()
     world, rank = dist.get_world_size(), dist.get_rank()
     bench = _Bench(world, rank, args.lowerings)
+    bench.sweep = args.sweep
     meta = {"command": f"torchrun --nproc-per-node {world} -m purlin.bench", "mode": "torchrun",
             "backend": "cuda", "world": world, **_torch_meta(torch)}
     _sweep(args, bench, meta, lead=rank == 0)
@@ -435,32 +439,36 @@ def _cpu_time(fn: Callable[[], object]) -> tuple[float, str]:
 
 
 @contextlib.contextmanager
-def _fork_join(streams: list):
-    """Device d's current stream is streams[d] inside the block, forked from
-    streams[0] on entry and joined back into it on exit: work on streams[0]
-    after the block follows every device's."""
+def _fork_join(streams: list, devices: list[int]):
+    """Inside the block, rank r's stream streams[r] follows streams[0] as it
+    was on entry, and each device's current stream is its first rank's; on
+    exit streams[0] waits for every rank: work on it after the block follows
+    all of them."""
     import torch
 
     for s in streams[1:]:
         s.wait_stream(streams[0])
     with contextlib.ExitStack() as current:
-        for s in streams:
-            current.enter_context(torch.cuda.stream(s))
+        for r, s in enumerate(streams):
+            if devices.index(devices[r]) == r:
+                current.enter_context(torch.cuda.stream(s))
         yield
     for s in streams[1:]:
         streams[0].wait_stream(s)
 
 
-def _devices_timer(world: int) -> Timer:
-    """Times a callable that launches on every device's current stream: one CUDA
-    graph spanning the devices, replayed and timed on device 0's stream (the join
-    makes that the slowest rank); eager launches when the capture fails."""
+def _ranks_timer(devices: list[int]) -> tuple[Timer, list]:
+    """Times a callable that launches each rank on its own stream (the streams
+    returned; several may share a device): one CUDA graph over all of them,
+    each rank's calls a chain of its own joined at the end, replayed and timed
+    on rank 0's stream (the join makes that the slowest rank); eager launches
+    when the capture fails."""
     import torch
 
-    streams = [torch.cuda.Stream(device=d) for d in range(world)]
+    streams = [torch.cuda.Stream(device=d) for d in devices]
 
     def calls(fn: Callable[[], object], k: int) -> None:
-        with _fork_join(streams):
+        with _fork_join(streams, devices):
             for _ in range(k):
                 fn()
 
@@ -470,19 +478,19 @@ def _devices_timer(world: int) -> Timer:
             s.synchronize()
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.device(0), torch.cuda.graph(graph, stream=streams[0]):
+            with torch.cuda.device(devices[0]), torch.cuda.graph(graph, stream=streams[0]):
                 calls(fn, PER_GRAPH)
             launch, note = graph.replay, ""
         except Exception as e:  # not every driver/torch captures across devices
             launch = lambda: calls(fn, PER_GRAPH)  # noqa: E731
             note = f"eager: multi-device graph capture failed ({type(e).__name__}: {e})"
-        with torch.cuda.device(0), torch.cuda.stream(streams[0]):
+        with torch.cuda.device(devices[0]), torch.cuda.stream(streams[0]):
             for _ in range(2):
                 launch()
             streams[0].synchronize()
             return _event_median(launch), note
 
-    return timer
+    return timer, streams
 
 
 class _SingleBench(_Recorder):
@@ -490,13 +498,18 @@ class _SingleBench(_Recorder):
     devices (or CPU threads), NCCL through torch.cuda.nccl, both checked
     against the numpy reference."""
 
-    def __init__(self, world: int, backend: str, arch: str, lowerings: list[tuple[str, str]]):
+    def __init__(self, devices: list[int], backend: str, arch: str, lowerings: list[tuple[str, str]]):
         from purlin.sim.dtypes import numpy_dtype
 
+        world = len(devices)
+        self.devices = devices
+        self.streams: list | None = None
         if backend == "cpu":
             super().__init__(world, _cpu_time, "the reference", "cpu threads")
         else:
-            super().__init__(world, _devices_timer(world), "the reference")
+            timer, self.streams = _ranks_timer(devices)
+            shared = "" if len(set(devices)) == world else f"ranks on GPUs {','.join(map(str, devices))}"
+            super().__init__(world, timer, "the reference", shared)
         self.backend = backend
         self.arch = arch
         self.lowerings = lowerings
@@ -507,12 +520,12 @@ class _SingleBench(_Recorder):
         return np.resize(period, n)
 
     def buffers(self, arrays: list) -> list:
-        """Per-rank copies of `arrays` where the backend runs: rank r's on GPU r."""
+        """Per-rank copies of `arrays` where the backend runs: rank r's on its GPU."""
         from purlin.runtime import to_device
 
         if self.backend == "cpu":
             return [a.copy() for a in arrays]
-        return [to_device(a, r) for r, a in enumerate(arrays)]
+        return [to_device(a, d) for a, d in zip(arrays, self.devices)]
 
     def same(self, outs: list, expected: list) -> bool:
         from purlin.runtime import to_host
@@ -540,7 +553,7 @@ class _SingleBench(_Recorder):
         if self.backend == "cuda":
             self.nccl(coll, nbytes, ins, before, expected)
         self.purlin(case, "purlin", nbytes, "", ins, before, expected)
-        for name, lowering in _variants(coll, nbytes, self.lowerings):
+        for name, lowering in _variants(coll, nbytes, self.lowerings, self.sweep):
             self.purlin(case, f"purlin-{name}", nbytes, lowering, ins, before, expected)
 
     def purlin(self, case, impl: str, nbytes: int, lowering: str, ins: list, before: list,
@@ -552,24 +565,31 @@ class _SingleBench(_Recorder):
         try:
             plan = compile_plan(coll, w, "bf16", case.op, case.count, case.counts, arch=self.arch,
                                 lowering=lowering)
-            comm = Communicator(plan, backend=self.backend, devices=list(range(w)), name=f"{coll} {impl}")
+            comm = Communicator(plan, backend=self.backend, devices=self.devices, name=f"{coll} {impl}")
         except Exception as e:  # a strategy that does not lower is a failure, not a crash
             self.fail(coll, impl, nbytes, e)
             return
         outs = self.buffers(before)
 
+        def call() -> None:
+            if self.streams is None:
+                comm.run(ins, outs)
+            else:
+                comm.run(ins, outs, self.streams)
+
         def check() -> bool:
-            comm.run(ins, outs)
+            call()
             comm.synchronize()
             return self.same(outs, expected)
 
-        self.record(coll, impl, nbytes, check, lambda: comm.run(ins, outs))
+        self.record(coll, impl, nbytes, check, call)
 
     def nccl(self, coll: str, nbytes: int, ins: list, before: list, expected: list) -> None:
         import torch.cuda.nccl as nccl
 
-        if coll not in SINGLE_PROCESS_NCCL:
-            self.rows.append(make_row(coll, "nccl", nbytes, None, self.world, "no single-process NCCL"))
+        if coll not in SINGLE_PROCESS_NCCL or len(set(self.devices)) < self.world:
+            why = "no single-process NCCL" if coll not in SINGLE_PROCESS_NCCL else "NCCL needs a GPU per rank"
+            self.rows.append(make_row(coll, "nccl", nbytes, None, self.world, why))
             return
         outs = self.buffers(before)
         call = getattr(nccl, coll)
@@ -589,8 +609,11 @@ def _main_single(args: argparse.Namespace) -> int:
     gpu: dict = {}
     if args.gpus is not None and args.gpus < 2:
         return _usage(f"--gpus must be at least 2 (a collective needs two ranks), got {args.gpus}")
+    if args.devices is not None and len(args.devices) < 2:
+        return _usage(f"--devices needs at least two ranks, got {len(args.devices)}")
     if backend == "cpu":
-        world, arch = args.gpus or 2, CPU_ARCH
+        world, arch = len(args.devices) if args.devices else args.gpus or 2, CPU_ARCH
+        devices = list(range(world))
         peers = "CPU threads, wall clock; no peers"
     else:
         if "cuda" not in available_backends():
@@ -600,19 +623,29 @@ def _main_single(args: argparse.Namespace) -> int:
         except ImportError:
             return _usage("--backend cuda needs torch (CUDA tensors, graphs and NCCL)")
         visible = torch.cuda.device_count()
-        world = args.gpus or visible
-        if world > visible or world < 2:
-            return _usage(f"--backend cuda needs {max(world, 2)} GPUs, {visible} visible; "
-                          "--backend cpu runs on CPU threads")
-        torch.cuda.set_device(0)
-        arch = arch_of_device(0)
+        if args.devices is not None:
+            devices = args.devices
+            if max(devices) >= visible:
+                return _usage(f"--devices names GPU {max(devices)}, {visible} visible")
+        else:
+            world = args.gpus or visible
+            if world > visible or world < 2:
+                return _usage(f"--backend cuda needs {max(world, 2)} GPUs, {visible} visible; --devices 0,0 "
+                              "runs two ranks on one GPU, --backend cpu on CPU threads")
+            devices = list(range(world))
+        world = len(devices)
+        torch.cuda.set_device(devices[0])
+        arch = arch_of_device(devices[0])
         gpu = _torch_meta(torch)
-        peers = ("NCCL through torch.cuda.nccl (all_reduce, all_gather, reduce_scatter); torch "
-                 "symmetric memory omitted: it needs one process per GPU")
-    meta = {"command": f"purlin-bench --single-process --backend {backend} --gpus {world}",
-            "mode": "single-process", "backend": backend, "world": world, **gpu}
-    print(f"# purlin-bench single-process: backend {backend}, world {world}, {arch}; {peers}", flush=True)
-    bench = _SingleBench(world, backend, arch, args.lowerings)
+        peers = ("NCCL through torch.cuda.nccl (all_reduce, all_gather, reduce_scatter; one GPU per rank); "
+                 "torch symmetric memory omitted: it needs one process per GPU")
+    where = f"--devices {','.join(map(str, devices))}" if args.devices else f"--gpus {world}"
+    meta = {"command": f"purlin-bench --single-process --backend {backend} {where}",
+            "mode": "single-process", "backend": backend, "world": world, "devices": devices, **gpu}
+    print(f"# purlin-bench single-process: backend {backend}, world {world} on {where}, {arch}; {peers}",
+          flush=True)
+    bench = _SingleBench(devices, backend, arch, args.lowerings)
+    bench.sweep = args.sweep
     _sweep(args, bench, meta)
     return 1 if bench.failures else 0
 
@@ -632,8 +665,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="drive every rank from this process (the default outside torchrun)")
     ap.add_argument("--gpus", "--world", dest="gpus", type=int, default=None,
                     help="single-process world (default: every visible GPU on cuda, 2 on cpu)")
+    ap.add_argument("--devices", default=None, metavar="LIST",
+                    help="single-process: the GPU of each rank, e.g. 0,0,0,0 (four ranks sharing GPU 0)")
+    ap.add_argument("--sizes", default=None, metavar="LIST",
+                    help=f"comma-separated sizes in bytes (default: {human(SIZES[0])}, x8 each, up to --max-bytes)")
     ap.add_argument("--backend", choices=("cuda", "cpu"), default=None,
                     help="single-process backend (default: cuda when a GPU is visible, else cpu)")
+    ap.add_argument("--no-sweep", dest="sweep", action="store_false",
+                    help="time all_reduce in the cost model's lowering only, not in every strategy")
     ap.add_argument("--lowering", action="append", default=[], metavar="NAME=OPTIONS",
                     help="also time purlin lowered with these convert-coll-to-snac options, as purlin-NAME "
                          "(repeatable; e.g. c16M='chunk-bytes=16777216 blocks=32')")
@@ -644,14 +683,21 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not name or not options or any(c.isspace() for c in name):
             return _usage(f"--lowering takes NAME=OPTIONS, e.g. c16M='chunk-bytes=16777216'; got {spec!r}")
         args.lowerings.append((name, options))
+    try:
+        args.devices = [int(d) for d in args.devices.split(",")] if args.devices else None
+        args.sizes = [int(b) for b in args.sizes.split(",")] if args.sizes else None
+    except ValueError:
+        return _usage("--devices and --sizes take comma-separated whole numbers")
+    if args.devices and min(args.devices) < 0 or args.sizes and min(args.sizes) < 1:
+        return _usage("--devices are GPU indices (>= 0), --sizes positive byte counts")
     args.collectives = args.collectives.split(",")
     unknown = [c for c in args.collectives if c not in COLLECTIVES]
     if unknown:
         return _usage(f"unknown collective {', '.join(unknown)}; expected some of {', '.join(COLLECTIVES)}")
     single = args.single_process or "LOCAL_RANK" not in os.environ
-    if not single and (args.gpus is not None or args.backend is not None):
-        return _usage("--gpus and --backend are for --single-process; under torchrun the world is "
-                      "--nproc-per-node and the backend cuda")
+    if not single and (args.gpus is not None or args.backend is not None or args.devices is not None):
+        return _usage("--gpus, --devices and --backend are for --single-process; under torchrun the world "
+                      "is --nproc-per-node and the backend cuda")
     if single and args.backend is None:
         from purlin.runtime import default_backend
 

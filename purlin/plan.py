@@ -199,6 +199,9 @@ class Plan:
     # programs[rank][role] -> instructions
     programs: list[list[list[Instr]]] = field(default_factory=list)
     version: int = VERSION
+    # The same atom.kernel compiled for the CUDA backend (purlin.cuda.program.
+    # CudaProgram), attached by build_plan; JSON and binary plans carry none.
+    cuda: object = field(default=None, compare=False, repr=False)
 
     @property
     def elem_bytes(self) -> int:

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin import plan as P
+from purlin.cuda.program import CudaProgram
 from purlin.diagnostics import where
 from purlin.dialects import atom, snac
 from purlin.dialects.coll import ReduceKind, dtype_name
@@ -115,6 +116,7 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
         P.validate(plan)
     except P.PlanError as e:
         raise PlanBuildError(f"{where(kernel)}: the expanded plan is invalid: {e}") from None
+    plan.cuda = CudaProgram(kernel, counts)
     return plan
 
 

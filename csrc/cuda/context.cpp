@@ -3,11 +3,11 @@
 #include <cuda.h>
 
 #include <algorithm>
-#include <cstring>
-#include <set>
+#include <cstddef>
 #include <cstdio>
-
-#include "kernel.h"
+#include <cstring>
+#include <map>
+#include <set>
 
 namespace purlin::cuda {
 
@@ -24,8 +24,6 @@ struct DeviceRestore {
   ~DeviceRestore() { cudaSetDevice(device); }
 };
 
-int64_t align_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
-
 // cuMemGetAddressRange through the runtime, so the library needs no -lcuda.
 using AddressRangeFn = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 AddressRangeFn address_range_fn() {
@@ -41,21 +39,49 @@ AddressRangeFn address_range_fn() {
   return fn;
 }
 
-}  // namespace
+// Dynamic shared memory a kernel gets without opting in.
+constexpr int kDefaultSmem = 48 * 1024;
+// The error claim word sits after the block epochs, padded to 16 bytes.
+constexpr int64_t kClaimBytes = 16;
 
+}  // namespace
 
 namespace detail {
 
-Executor::Executor(const int64_t* plan_words, int64_t n_words, double timeout_s, std::string name)
-    : plan_(decode_plan(plan_words, n_words)),
-      timeout_ns_(static_cast<uint64_t>(timeout_s * 1e9)),
-      name_(std::move(name)) {
-  if (!(timeout_s > 0)) throw std::invalid_argument(name_ + ": the timeout must be positive");
-  check_plan();
-  lay_out();
+Executor::Executor(KernelSpec spec, double timeout_s, std::string name)
+    : spec_(std::move(spec)), timeout_ns_(static_cast<uint64_t>(timeout_s * 1e9)), name_(std::move(name)) {
+  auto fail = [&](const std::string& msg) { throw std::invalid_argument(name_ + ": " + msg); };
+  if (!(timeout_s > 0)) fail("the timeout must be positive");
+  const KernelSpec& s = spec_;
+  if (s.arch != 80 && s.arch != 90 && s.arch != 100) fail("unknown arch sm_" + std::to_string(s.arch));
+  if (s.world < 1) fail("world must be at least 1, got " + std::to_string(s.world));
+  if (s.threads < 32 || s.threads > 1024 || s.threads % 32)
+    fail("threads per block must be a multiple of 32 in [32, 1024], got " + std::to_string(s.threads));
+  if (s.grid < 1) fail("the kernel needs at least one block");
+  if (s.smem < 0 || s.table_words < 0 || s.sites < 0 || s.counter_stride < 1 || s.symmetric_bytes < 0)
+    fail("negative sizes in the kernel description");
+  if (static_cast<int>(s.tables.size()) != s.world || static_cast<int>(s.input_bytes.size()) != s.world ||
+      static_cast<int>(s.output_bytes.size()) != s.world)
+    fail("the kernel description needs tables and extents for each of its " + std::to_string(s.world) + " ranks");
+  if (static_cast<int>(s.site_names.size()) != s.sites) fail("one name per site expected");
+  for (int r = 0; r < s.world; ++r) {
+    const auto& t = s.tables[r];
+    if (static_cast<int64_t>(t.size()) < abi::kGlobalWords + s.world)
+      fail("rank " + std::to_string(r) + "'s tables are shorter than their header");
+    if (s.table_words > 0 && static_cast<int64_t>(t.size()) > s.table_words)
+      fail("rank " + std::to_string(r) + "'s tables (" + std::to_string(t.size()) + " words) do not fit the " +
+           std::to_string(s.table_words) + " inline words the kernel was compiled for");
+  }
+  if (s.multimem)
+    fail("the kernel uses multimem, which needs an NVLink multicast object; this runtime never creates one "
+         "(multicast is off on the machines it targets): lower without multimem");
 }
 
-Executor::~Executor() { release(); }
+Executor::~Executor() {
+  release();
+  if (library_) cudaLibraryUnload(library_);
+  cudaGetLastError();
+}
 
 void Executor::release() {
   DeviceRestore restore;
@@ -64,7 +90,10 @@ void Executor::release() {
     cudaDeviceSynchronize();
     cudaFree(r.symmetric);
     cudaFree(r.state);
-    cudaFree(r.plan_blob);
+    cudaFree(r.tables);
+    if (r.side) cudaStreamDestroy(r.side);
+    if (r.fork) cudaEventDestroy(r.fork);
+    if (r.join) cudaEventDestroy(r.join);
   }
   ranks_.clear();
   if (errors_) cudaFreeHost(errors_);
@@ -72,251 +101,112 @@ void Executor::release() {
   cudaGetLastError();  // nothing above may leave an error behind for the caller
 }
 
-void Executor::check_plan() {
-  const int eb = plan_.elem_bytes();
-  const int per_packet = kPacketDataBytes / eb;
-  int max_staged = 0;
-  for (int64_t rank = 0; rank < plan_.world; ++rank) {
-    for (size_t role = 0; role < plan_.roles.size(); ++role) {
-      int64_t n = 0;
-      const Instr* body = plan_.program(rank, role, &n);
-      for (int64_t k = 0; k < n; ++k) {
-        const Instr& in = body[k];
-        auto fail = [&](const std::string& msg) {
-          throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + " role " + std::to_string(role) +
-                                      " instruction " + std::to_string(k) + ": " + msg);
-        };
-        if (in.mech == Mech::Multimem)
-          fail("uses multimem, which needs an NVLink multicast object; this runtime never creates one "
-               "(multicast is off on the machines it targets): lower without multimem");
-        if (in.mech == Mech::CopyEngine) fail("uses copy_engine, which the kernel executor does not implement");
-        if (in.src_count > kMaxSources)
-          fail(std::to_string(in.src_count) + " sources, the executor takes at most " + std::to_string(kMaxSources));
-        const bool data = in.op == Op::Copy || in.op == Op::Reduce;
-        if (data && in.dst < 0) fail("has no destination");
-        if ((in.op == Op::Copy || in.op == Op::Put) && in.src_count != 1) fail("needs exactly one source");
-        if (in.op == Op::Reduce && (in.src_count < 1 || in.redop == RedOp::None)) fail("needs sources and a reduction");
-        if ((in.op == Op::Put || in.op == Op::WaitPackets) && in.offset % per_packet)
-          fail("window offset " + std::to_string(in.offset) + " does not start a packet");
-        auto check_ref = [&](int64_t index, bool writes) {
-          const Ref& r = plan_.refs[index];
-          if ((r.space == Space::Input || r.space == Space::Output) && r.rank != rank)
-            fail("names rank " + std::to_string(r.rank) + "'s user buffer; only the own rank's is mapped");
-          if (writes && (r.space == Space::Input || r.space == Space::Window))
-            fail(r.space == Space::Input ? "writes the input" : "writes a packet window other than by put");
-          const bool staged = r.space == Space::Staging, windowed = r.space == Space::Window;
-          if ((staged && plan_.buffers[r.buf].kind != BufKind::Staging) ||
-              (windowed && plan_.buffers[r.buf].kind != BufKind::Packets))
-            fail("uses buffer " + std::to_string(r.buf) + " as the wrong kind");
-        };
-        if (in.dst >= 0) check_ref(in.dst, true);
-        for (int64_t s = 0; s < in.src_count; ++s) check_ref(in.src_first + s, false);
-        if (data && (in.mech == Mech::CpAsync || in.mech == Mech::Bulk))
-          max_staged = std::max<int>(max_staged, in.op == Op::Reduce ? in.src_count : 1);
-      }
-    }
-  }
-  if (plan_.roles.size() > size_t(kMaxRoles))
-    throw std::invalid_argument(name_ + ": the plan has " + std::to_string(plan_.roles.size()) +
-                                " roles, the executor takes at most " + std::to_string(kMaxRoles));
-  if (plan_.threads > kMaxThreads)
-    throw std::invalid_argument(name_ + ": the plan asks for " + std::to_string(plan_.threads) +
-                                " threads per block, the executor runs at most " + std::to_string(kMaxThreads) +
-                                "; lower with fewer threads");
-  for (const Role& r : plan_.roles) grid_ += static_cast<int>(r.blocks);
-  smem_bytes_ = static_cast<int>(
-      std::min<int64_t>(int64_t(kPipelineStages) * max_staged * plan_.threads * 16, kMaxPipelineSmem));
+int64_t Executor::state_bytes() const {
+  return int64_t(spec_.grid) * int64_t(sizeof(abi::BlockState)) + kClaimBytes +
+         int64_t(spec_.sites) * spec_.counter_stride * int64_t(sizeof(uint64_t));
 }
 
-void Executor::lay_out() {
-  const int64_t eb = plan_.elem_bytes();
-  const int64_t per_packet = kPacketDataBytes / eb;
-  int64_t at = 0;
-  for (const Buffer& b : plan_.buffers) {
-    buffer_offsets_.push_back(at);
-    const int64_t bytes = b.kind == BufKind::Staging
-                              ? 2 * b.slots * b.elems * eb
-                              : 2 * plan_.world * ((b.elems + per_packet - 1) / per_packet) * kPacketBytes;
-    at = align_up(at + bytes, 256);
+void Executor::check_devices(const std::vector<int>& devices) {
+  if (!library_) {
+    check(cudaLibraryLoadData(&library_, spec_.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+          name_ + ": loading the compiled kernel");
+    check(cudaLibraryGetKernel(&kernel_, library_, spec_.name.c_str()), name_ + ": finding kernel " + spec_.name);
   }
-  for (int64_t slots : plan_.signal_slots) {
-    signal_offsets_.push_back(at);
-    at = align_up(at + slots * int64_t(sizeof(uint64_t)), 256);
-  }
-  symmetric_bytes_ = std::max<int64_t>(at, 256);
-}
-
-void Executor::check_device(int device) {
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-  if (device < 0 || device >= count)
-    throw std::invalid_argument(name_ + ": device " + std::to_string(device) + " does not exist (" +
-                                std::to_string(count) + " GPUs visible)");
-  cudaDeviceProp prop;
-  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
-  // A plan uses its generation's mechanisms: it runs on that generation only.
-  if (prop.major != plan_.arch / 10)
-    throw CudaError(name_ + ": the plan is for sm_" + std::to_string(plan_.arch) + ", GPU " + std::to_string(device) +
-                    " (" + prop.name + ") is sm_" + std::to_string(prop.major * 10 + prop.minor) +
-                    "; lower the collective for this GPU's arch");
-  check(cudaSetDevice(device), "cudaSetDevice");
-  int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-  // Producers and consumers spin on each other inside the kernel: every
-  // block must be resident. The variant with more registers when it fits.
-  int per_sm = 0;
-  for (int variant : {1, 2}) {
-    kernel_ = plan_kernel(plan_.dtype, variant);
-    check(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_),
-          "setting the executor's shared memory");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_, static_cast<int>(plan_.threads),
-                                                        smem_bytes_),
-          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    if (int64_t(per_sm) * sms >= grid_) break;
+  std::map<int, int> ranks_on;
+  for (int d : devices) ++ranks_on[d];
+  for (const auto& [device, n] : ranks_on) {
+    if (device < 0 || device >= count)
+      throw std::invalid_argument(name_ + ": device " + std::to_string(device) + " does not exist (" +
+                                  std::to_string(count) + " GPUs visible)");
+    cudaDeviceProp prop;
+    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    // A kernel uses its generation's mechanisms: it runs on that generation only.
+    if (prop.major != spec_.arch / 10)
+      throw CudaError(name_ + ": the kernel is for sm_" + std::to_string(spec_.arch) + ", GPU " +
+                      std::to_string(device) + " (" + prop.name + ") is sm_" +
+                      std::to_string(prop.major * 10 + prop.minor) + "; lower the collective for this GPU's arch");
+    check(cudaSetDevice(device), "cudaSetDevice");
+    if (spec_.smem > kDefaultSmem)
+      check(cudaKernelSetAttributeForDevice(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, spec_.smem, device),
+            name_ + ": granting the kernel's shared memory");
+    int per_sm = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(kernel_),
+                                                        spec_.threads, spec_.smem),
+          name_ + ": cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    // Producers and consumers spin on each other, in one rank's grid and
+    // across the ranks sharing a GPU: every block must be resident.
+    const int64_t need = int64_t(spec_.grid) * n;
+    if (int64_t(per_sm) * prop.multiProcessorCount < need)
+      throw CudaError(name_ + ": " + std::to_string(n) + (n == 1 ? " rank needs " : " ranks on GPU ") +
+                      (n == 1 ? "" : std::to_string(device) + " need ") + std::to_string(need) +
+                      " co-resident blocks of " + std::to_string(spec_.threads) + " threads (" +
+                      std::to_string(spec_.smem) + " bytes of shared memory each); GPU " + std::to_string(device) +
+                      " holds " + std::to_string(per_sm) + " per SM x " + std::to_string(prop.multiProcessorCount) +
+                      " SMs; use fewer blocks per role (blocks=N) or fewer ranks per GPU");
   }
-  if (int64_t(per_sm) * sms < grid_)
-    throw CudaError(name_ + ": the plan needs " + std::to_string(grid_) + " co-resident blocks of " +
-                    std::to_string(plan_.threads) + " threads (" + std::to_string(smem_bytes_) +
-                    " bytes of shared memory each); GPU " + std::to_string(device) + " holds only " +
-                    std::to_string(per_sm) + " per SM x " + std::to_string(sms) + " SMs");
 }
 
 void Executor::allocate(const std::vector<Rank>& ranks) {
-  const size_t error_bytes = ranks.size() * sizeof(ErrorRecord) + sizeof(int32_t);
+  const size_t error_bytes = ranks.size() * sizeof(abi::ErrorRecord) + sizeof(int32_t);
   check(cudaHostAlloc(reinterpret_cast<void**>(&errors_), error_bytes, cudaHostAllocMapped | cudaHostAllocPortable),
         "allocating the error records");
-  std::memset(errors_, 0, error_bytes);
+  std::memset(static_cast<void*>(errors_), 0, error_bytes);
   for (const Rank& r : ranks) {
-    ranks_.push_back({r.rank, r.device});
+    ranks_.push_back({});
     Rank& mine = ranks_.back();
+    mine.rank = r.rank;
+    mine.device = r.device;
     check(cudaSetDevice(mine.device), "cudaSetDevice");
-    check(cudaMalloc(&mine.symmetric, symmetric_bytes_), "allocating symmetric memory");
-    check(cudaMemset(mine.symmetric, 0, symmetric_bytes_), "zeroing symmetric memory");
-    int64_t n_instrs = 0;
-    for (size_t role = 0; role < plan_.roles.size(); ++role)
-      n_instrs += plan_.directory[mine.rank * plan_.roles.size() + role].second;
-    const size_t state_bytes = sizeof(EpochState) + n_instrs * sizeof(uint32_t);
-    check(cudaMalloc(&mine.state, state_bytes), "allocating the epoch state");
-    check(cudaMemset(mine.state, 0, state_bytes), "zeroing the epoch state");
+    const int64_t sym = std::max<int64_t>(spec_.symmetric_bytes, 256);
+    check(cudaMalloc(&mine.symmetric, sym), "allocating symmetric memory");
+    check(cudaMemset(mine.symmetric, 0, sym), "zeroing symmetric memory");
+    check(cudaMalloc(&mine.state, state_bytes()), "allocating the device state");
+    check(cudaMemset(mine.state, 0, state_bytes()), "zeroing the device state");
+    if (spec_.table_words == 0) {
+      const size_t bytes = spec_.tables[mine.rank].size() * sizeof(int64_t);
+      check(cudaMalloc(&mine.tables, bytes), "allocating the tables");
+    }
+    check(cudaStreamCreateWithFlags(&mine.side, cudaStreamNonBlocking), "creating a rank's stream");
+    check(cudaEventCreateWithFlags(&mine.fork, cudaEventDisableTiming), "creating an event");
+    check(cudaEventCreateWithFlags(&mine.join, cudaEventDisableTiming), "creating an event");
     // Peers may signal into this memory as soon as they can address it.
     check(cudaDeviceSynchronize(), "zeroing symmetric memory");
   }
 }
 
 void Executor::upload(const std::vector<char*>& symmetric) {
-  const int n_roles = static_cast<int>(plan_.roles.size());
-  const int n_buffers = static_cast<int>(plan_.buffers.size());
-  const int world = static_cast<int>(plan_.world);
-  const int64_t eb = plan_.elem_bytes();
-  const int64_t per_packet = kPacketDataBytes / eb;
-  // Per buffer: bytes of one half (staging: all slots; windows: every source's region).
-  std::vector<int64_t> half_bytes, region_bytes;
-  for (const Buffer& b : plan_.buffers) {
-    region_bytes.push_back((b.elems + per_packet - 1) / per_packet * kPacketBytes);
-    half_bytes.push_back(b.kind == BufKind::Staging ? b.slots * b.elems * eb : world * region_bytes.back());
-  }
-  auto buffer_at = [&](int64_t rank, int64_t buf) { return symmetric[rank] + buffer_offsets_[buf]; };
-  auto signal_at = [&](int64_t rank, int64_t sig, int64_t slot) {
-    return reinterpret_cast<uint64_t*>(symmetric[rank] + signal_offsets_[sig]) + slot;
-  };
-  auto dev_ref = [&](const Ref& r) {
-    DevRef d{int32_t(r.space), int32_t(r.rank), int32_t(r.buf), int32_t(r.slot), nullptr, 0, r.offset * eb};
-    if (r.space == Space::Staging) {
-      d.base = buffer_at(r.rank, r.buf) + (r.slot * plan_.buffers[r.buf].elems + r.offset) * eb;
-      d.half_bytes = half_bytes[r.buf];
-      d.offset = 0;
-    } else if (r.space == Space::Window) {
-      d.base = buffer_at(r.rank, r.buf) + r.slot * region_bytes[r.buf];
-      d.half_bytes = half_bytes[r.buf];
-    }
-    return d;
-  };
   for (size_t local = 0; local < ranks_.size(); ++local) {
     Rank& mine = ranks_[local];
-    const int rank = mine.rank;
-    DevPlan p{};
-    std::vector<DevInstr> instrs;
-    std::vector<DevRef> refs;
-    int first_block = 0;
-    for (int role = 0; role < n_roles; ++role) {
-      int64_t n = 0;
-      const Instr* body = plan_.program(rank, role, &n);
-      p.roles[role] = {first_block, int32_t(plan_.roles[role].blocks), int32_t(instrs.size()), int32_t(n)};
-      first_block += static_cast<int>(plan_.roles[role].blocks);
-      for (int64_t k = 0; k < n; ++k) {
-        const Instr& in = body[k];
-        DevInstr d{};
-        d.op = int32_t(in.op);
-        d.mech = int32_t(in.mech);
-        d.order = int32_t(in.order);
-        d.redop = int32_t(in.redop);
-        d.elems = in.elems;
-        d.sig = int32_t(in.sig);
-        d.peer = int32_t(in.peer);
-        d.slot = int32_t(in.slot);
-        d.base = int32_t(in.base);
-        d.rel = in.rel;
-        if (in.op == Op::Wait) d.signal = signal_at(rank, in.sig, in.slot);
-        if (in.op == Op::Signal) d.signal = signal_at(in.peer, in.sig, in.slot);
-        if (in.op == Op::Put || in.op == Op::WaitPackets) {
-          // Put writes our region of the peer's window; WaitPackets reads the peer's region of ours.
-          const int64_t owner = in.op == Op::Put ? in.peer : rank, source = in.op == Op::Put ? rank : in.peer;
-          d.region = buffer_at(owner, in.buf) + source * region_bytes[in.buf];
-          d.region_half_bytes = half_bytes[in.buf];
-        }
-        d.buf = int32_t(in.buf);
-        d.offset = in.offset;
-        d.src_count = int32_t(in.src_count);
-        d.src_first = int32_t(refs.size());
-        for (int64_t s = 0; s < in.src_count; ++s) refs.push_back(dev_ref(plan_.refs[in.src_first + s]));
-        if (in.dst >= 0) d.dst = dev_ref(plan_.refs[in.dst]);
-        instrs.push_back(d);
-      }
-    }
-    std::vector<char*> bases, multicast(n_buffers, nullptr);
-    for (int r = 0; r < world; ++r)
-      for (int b = 0; b < n_buffers; ++b) bases.push_back(buffer_at(r, b));
-
-    // One blob for the tables, each 16-byte aligned.
-    std::vector<std::pair<const void*, size_t>> tables = {
-        {instrs.data(), instrs.size() * sizeof(DevInstr)},
-        {refs.data(), refs.size() * sizeof(DevRef)},
-        {bases.data(), bases.size() * sizeof(char*)},
-        {multicast.data(), multicast.size() * sizeof(char*)},
-    };
-    std::vector<size_t> offsets;
-    size_t at = 0;
-    for (const auto& t : tables) {
-      offsets.push_back(at);
-      at = align_up(at + t.second, 16);
-    }
-    check(cudaSetDevice(mine.device), "cudaSetDevice");
-    check(cudaMalloc(&mine.plan_blob, std::max<size_t>(at, 16)), "allocating the device plan");
-    std::vector<char> blob(at, 0);
-    for (size_t i = 0; i < tables.size(); ++i)
-      if (tables[i].second) std::memcpy(blob.data() + offsets[i], tables[i].first, tables[i].second);
-    p.rank = rank;
-    p.elem_bytes = plan_.elem_bytes();
-    p.n_roles = n_roles;
-    p.n_buffers = n_buffers;
-    p.smem_bytes = smem_bytes_;
-    p.advance = plan_.advance;
-    p.timeout_ns = timeout_ns_;
-    p.instrs = reinterpret_cast<const DevInstr*>(mine.plan_blob + offsets[0]);
-    p.refs = reinterpret_cast<const DevRef*>(mine.plan_blob + offsets[1]);
-    p.buffer_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[2]);
-    p.multicast_bases = reinterpret_cast<char* const*>(mine.plan_blob + offsets[3]);
-    p.state = mine.state;
+    std::vector<int64_t> tables = spec_.tables[mine.rank];
+    for (int r = 0; r < spec_.world; ++r) tables[abi::kGlobalWords + r] = reinterpret_cast<int64_t>(symmetric[r]);
+    abi::Header h{};
+    h.rank = mine.rank;
+    h.blocks = reinterpret_cast<abi::BlockState*>(mine.state);
+    h.error_claim = reinterpret_cast<u32*>(mine.state + int64_t(spec_.grid) * int64_t(sizeof(abi::BlockState)));
+    h.arrivals = reinterpret_cast<u64*>(mine.state + int64_t(spec_.grid) * int64_t(sizeof(abi::BlockState)) +
+                                        kClaimBytes);
     void* error = nullptr;
     check(cudaHostGetDevicePointer(&error, errors_ + local, 0), "mapping the error records");
-    p.error = static_cast<ErrorRecord*>(error);
+    h.error = static_cast<abi::ErrorRecord*>(error);
     // Shared by the ranks of this process only: ranks in other processes
     // stop at their own deadline.
     void* abort = nullptr;
     check(cudaHostGetDevicePointer(&abort, errors_ + ranks_.size(), 0), "mapping the abort flag");
-    p.abort = static_cast<volatile int32_t*>(abort);
-    if (at) check(cudaMemcpy(mine.plan_blob, blob.data(), at, cudaMemcpyHostToDevice), "uploading the device plan");
-    mine.dev_plan = p;
+    h.abort = static_cast<volatile i32*>(abort);
+    h.timeout_ns = timeout_ns_;
+    const int64_t words = spec_.table_words > 0 ? spec_.table_words : 1;
+    mine.params.assign(sizeof(abi::Header) + words * sizeof(int64_t), 0);
+    if (spec_.table_words > 0) {
+      std::memcpy(mine.params.data() + sizeof(abi::Header), tables.data(), tables.size() * sizeof(int64_t));
+    } else {
+      check(cudaSetDevice(mine.device), "cudaSetDevice");
+      check(cudaMemcpy(mine.tables, tables.data(), tables.size() * sizeof(int64_t), cudaMemcpyHostToDevice),
+            "uploading the tables");
+      h.tables = reinterpret_cast<const i64*>(mine.tables);
+    }
+    std::memcpy(mine.params.data(), &h, sizeof(h));
   }
 }
 
@@ -335,7 +225,7 @@ void Executor::check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const 
     CUdeviceptr base = 0;
     size_t size = 0;
     if (range(&base, &size, static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS && ptr + bytes > base + size)
-      throw std::invalid_argument(where + " holds " + std::to_string(base + size - ptr) + " bytes, the plan needs " +
+      throw std::invalid_argument(where + " holds " + std::to_string(base + size - ptr) + " bytes, the kernel needs " +
                                   std::to_string(bytes));
   }
 }
@@ -345,23 +235,43 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   if (failed_)
     throw CudaError(name_ + ": this communicator timed out earlier and its epochs are inconsistent; create a new one");
   check_recorded_errors();
-  const int64_t eb = plan_.elem_bytes();
   DeviceRestore restore;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
     // Each rank's own extent: a V collective's smaller ranks pass smaller buffers.
-    check_pointer(ranks_[i], inputs[i], plan_.input_extent[ranks_[i].rank] * eb, "input");
-    check_pointer(ranks_[i], outputs[i], plan_.output_extent[ranks_[i].rank] * eb, "output");
+    check_pointer(ranks_[i], inputs[i], spec_.input_bytes[ranks_[i].rank], "input");
+    check_pointer(ranks_[i], outputs[i], spec_.output_bytes[ranks_[i].rank], "output");
+  }
+  // A rank whose (device, stream) an earlier rank uses runs on its own stream,
+  // forked before any launch (the earlier rank's kernel waits for it) and
+  // joined after all of them.
+  std::set<std::pair<int, uintptr_t>> used;
+  std::vector<bool> forked(ranks_.size());
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    forked[i] = !used.insert({ranks_[i].device, streams[i]}).second;
+    if (!forked[i]) continue;
+    check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
+    check(cudaEventRecord(ranks_[i].fork, reinterpret_cast<cudaStream_t>(streams[i])), "forking a rank's stream");
+    check(cudaStreamWaitEvent(ranks_[i].side, ranks_[i].fork, 0), "forking a rank's stream");
   }
   for (size_t i = 0; i < ranks_.size(); ++i) {
+    Rank& r = ranks_[i];
+    check(cudaSetDevice(r.device), "cudaSetDevice");
+    auto* h = reinterpret_cast<abi::Header*>(r.params.data());
+    h->input = reinterpret_cast<char*>(inputs[i]);
+    h->output = reinterpret_cast<char*>(outputs[i]);
+    void* args[] = {r.params.data()};
+    const cudaStream_t s = forked[i] ? r.side : reinterpret_cast<cudaStream_t>(streams[i]);
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
+                           dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),
+          name_ + ": launching rank " + std::to_string(r.rank));
+  }
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (!forked[i]) continue;
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
-    DevPlan plan = ranks_[i].dev_plan;
-    char* in = reinterpret_cast<char*>(inputs[i]);
-    char* out = reinterpret_cast<char*>(outputs[i]);
-    void* args[] = {&plan, &in, &out};
-    check(cudaLaunchKernel(kernel_, dim3(grid_), dim3(static_cast<unsigned>(plan_.threads)), args, smem_bytes_,
-                           reinterpret_cast<cudaStream_t>(streams[i])),
-          name_ + ": launching rank " + std::to_string(ranks_[i].rank));
+    check(cudaEventRecord(ranks_[i].join, ranks_[i].side), "joining a rank's stream");
+    check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(streams[i]), ranks_[i].join, 0),
+          "joining a rank's stream");
   }
 }
 
@@ -379,33 +289,37 @@ void Executor::synchronize() {
 }
 
 void Executor::check_recorded_errors() {
-  // Plain string building: iostreams in this nvcc-compiled unit crashed on
-  // the GPU machine (inside ostream's integer insertion).
+  // Plain string building: iostreams in nvcc-compiled units crashed on the
+  // GPU machine (inside ostream's integer insertion).
   using std::to_string;
   std::string msg;
   int found = 0;
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    const volatile ErrorRecord& e = errors_[i];
+    const volatile abi::ErrorRecord& e = errors_[i];
     if (!e.valid) continue;
     char seconds[32];
     std::snprintf(seconds, sizeof(seconds), "%g", timeout_ns_ / 1e9);
+    const int site = e.site;
+    const std::string what = site >= 0 && site < spec_.sites ? spec_.site_names[site] : "site " + to_string(site);
     msg += (found++ ? "\n" : "") + name_ + ": rank " + to_string(int(e.rank)) + " (GPU " +
-           to_string(ranks_[i].device) + ") timed out after " + seconds + " s in role " + to_string(int(e.role)) +
-           " instruction " + to_string(int(e.instr)) + ": ";
-    if (e.is_packets)
-      msg += "packet " + to_string(int64_t(e.packet)) + " from rank " + to_string(int(e.slot)) +
-             " in window buffer " + to_string(int(e.array)) + " has flag " + to_string(uint64_t(e.seen)) +
-             ", expected >= " + to_string(uint64_t(e.awaited));
-    else
-      msg += "signals[" + to_string(int(e.array)) + "][" + to_string(int(e.slot)) + "] is " +
+           to_string(ranks_[i].device) + ") timed out after " + seconds + " s in block " + to_string(int(e.block)) +
+           " at " + what + ": ";
+    if (e.packets)
+      msg += "packet " + to_string(int64_t(e.packet)) + " from rank " + to_string(int(e.slot)) + " has flag " +
              to_string(uint64_t(e.seen)) + ", expected >= " + to_string(uint64_t(e.awaited));
+    else if (e.slot < 0)
+      msg += "the role's blocks reached " + to_string(uint64_t(e.seen)) + " arrivals, expected " +
+             to_string(uint64_t(e.awaited));
+    else
+      msg += "signal slot [" + to_string(int(e.slot)) + "] is " + to_string(uint64_t(e.seen)) + ", expected >= " +
+             to_string(uint64_t(e.awaited));
     msg += " (epoch " + to_string(uint64_t(e.epoch)) + ")";
   }
   failed_ |= found > 0;
   if (found)
     throw TimeoutError(msg +
-                       "\nthe peer never signalled: it hung, was not launched, ran another plan or call sequence, "
-                       "or the plan is wrong");
+                       "\nthe peer never signalled: it hung, was not launched, ran another kernel or call sequence, "
+                       "or the protocol is wrong");
 }
 
 uint64_t Executor::epoch(size_t local) {
@@ -413,32 +327,31 @@ uint64_t Executor::epoch(size_t local) {
   DeviceRestore restore;
   check(cudaSetDevice(r.device), "cudaSetDevice");
   check(cudaDeviceSynchronize(), name_ + ": synchronizing GPU " + std::to_string(r.device));
-  uint64_t e = 0;
-  check(cudaMemcpy(&e, &r.state->epoch, sizeof(e), cudaMemcpyDeviceToHost), "reading the epoch");
-  return e;
+  abi::BlockState s{};
+  check(cudaMemcpy(&s, r.state, sizeof(s), cudaMemcpyDeviceToHost), "reading the epoch");
+  return s.epoch;
 }
 
 }  // namespace detail
 
 // -- one process, every rank --------------------------------------------------
 
-Communicator::Communicator(const int64_t* plan_words, int64_t n_words, std::vector<int> devices, double timeout_s,
-                           std::string name)
-    : exec_(plan_words, n_words, timeout_s, std::move(name)) {
+Communicator::Communicator(KernelSpec spec, std::vector<int> devices, double timeout_s, std::string name)
+    : exec_(std::move(spec), timeout_s, std::move(name)) {
   const std::string& who = exec_.name();
-  if (static_cast<int64_t>(devices.size()) != exec_.plan().world)
-    throw std::invalid_argument(who + ": the plan is for " + std::to_string(exec_.plan().world) + " ranks, got " +
+  if (static_cast<int>(devices.size()) != exec_.spec().world)
+    throw std::invalid_argument(who + ": the kernel is for " + std::to_string(exec_.spec().world) + " ranks, got " +
                                 std::to_string(devices.size()) + " devices");
-  if (std::set<int>(devices.begin(), devices.end()).size() != devices.size())
-    throw std::invalid_argument(who + ": each rank needs its own GPU (a device is listed twice)");
   DeviceRestore restore;
   try {
+    exec_.check_devices(devices);
+    enable_peer_access(devices);
     std::vector<detail::Executor::Rank> ranks;
     for (size_t rank = 0; rank < devices.size(); ++rank) {
-      exec_.check_device(devices[rank]);
-      ranks.push_back({static_cast<int>(rank), devices[rank]});
+      ranks.push_back({});
+      ranks.back().rank = static_cast<int>(rank);
+      ranks.back().device = devices[rank];
     }
-    enable_peer_access(devices);
     exec_.allocate(ranks);
     std::vector<char*> symmetric;
     for (const auto& r : exec_.ranks()) symmetric.push_back(r.symmetric);
@@ -450,8 +363,9 @@ Communicator::Communicator(const int64_t* plan_words, int64_t n_words, std::vect
 }
 
 void Communicator::enable_peer_access(const std::vector<int>& devices) {
-  for (int i : devices) {
-    for (int j : devices) {
+  const std::set<int> distinct(devices.begin(), devices.end());
+  for (int i : distinct) {
+    for (int j : distinct) {
       if (i == j) continue;
       int ok = 0;
       check(cudaDeviceCanAccessPeer(&ok, i, j), "cudaDeviceCanAccessPeer");
@@ -488,40 +402,48 @@ uint64_t Communicator::epoch(int rank) {
 
 namespace {
 
-constexpr char kIpcTag[16] = "purlin.ipc.v1";
+constexpr char kIpcTag[16] = "purlin.ipc.v2";
 
 // What ipc_handle() returns, byte for byte.
 struct IpcBlob {
   char tag[16];
   int32_t rank, world;
-  int64_t bytes;        // of the symmetric allocation
-  uint64_t plan_hash;   // ranks must run the same plan
+  int64_t bytes;         // of the symmetric allocation
+  uint64_t fingerprint;  // ranks must run the same kernel
   cudaIpcMemHandle_t memory;
 };
 
-// FNV-1a over the plan's words.
-uint64_t plan_hash(const int64_t* words, int64_t n) {
+// FNV-1a over what every rank's kernel must agree on.
+uint64_t fingerprint(const KernelSpec& s) {
   uint64_t h = 1469598103934665603ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(words);
-  for (int64_t i = 0; i < n * int64_t(sizeof(int64_t)); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  auto mix = [&](const void* p, size_t n) {
+    const auto* bytes = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  };
+  mix(s.cubin.data(), s.cubin.size());
+  mix(s.name.data(), s.name.size());
+  mix(&s.world, sizeof(s.world));
+  mix(&s.symmetric_bytes, sizeof(s.symmetric_bytes));
+  for (const auto& t : s.tables) mix(t.data() + abi::kGlobalWords + s.world,
+                                     (t.size() - abi::kGlobalWords - s.world) * sizeof(int64_t));
   return h;
 }
 
 }  // namespace
 
-ProcessCommunicator::ProcessCommunicator(const int64_t* plan_words, int64_t n_words, int rank, int device,
-                                         double timeout_s, std::string name)
-    : exec_(plan_words, n_words, timeout_s, std::move(name)),
-      rank_(rank),
-      device_(device),
-      plan_hash_(plan_hash(plan_words, n_words)) {
+ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name)
+    : exec_(std::move(spec), timeout_s, std::move(name)), rank_(rank), device_(device),
+      fingerprint_(fingerprint(exec_.spec())) {
   if (rank < 0 || rank >= world())
-    throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside the plan's world " +
+    throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside the kernel's world " +
                                 std::to_string(world()));
   DeviceRestore restore;
   try {
-    exec_.check_device(device);
-    exec_.allocate({{rank, device}});
+    exec_.check_devices({device});
+    detail::Executor::Rank r;
+    r.rank = rank;
+    r.device = device;
+    exec_.allocate({r});
     handle_ = export_handle();
   } catch (...) {
     exec_.release();
@@ -546,8 +468,8 @@ std::string ProcessCommunicator::export_handle() const {
   std::memcpy(blob.tag, kIpcTag, sizeof(kIpcTag));
   blob.rank = rank_;
   blob.world = world();
-  blob.bytes = exec_.symmetric_bytes();
-  blob.plan_hash = plan_hash_;
+  blob.bytes = exec_.spec().symmetric_bytes;
+  blob.fingerprint = fingerprint_;
   check(cudaIpcGetMemHandle(&blob.memory, exec_.ranks()[0].symmetric),
         exec_.name() + ": exporting rank " + std::to_string(rank_) + "'s symmetric memory");
   return std::string(reinterpret_cast<const char*>(&blob), sizeof(blob));
@@ -572,10 +494,11 @@ void ProcessCommunicator::connect(const std::vector<std::string>& handles) {
                                   ", this one's is " + std::to_string(world()));
     if (b.rank != static_cast<int>(r))
       throw std::invalid_argument(where + " is rank " + std::to_string(b.rank) + "'s; handles go in rank order");
-    if (b.plan_hash != plan_hash_ || b.bytes != exec_.symmetric_bytes())
-      throw std::invalid_argument(where + " is for another plan (" + std::to_string(b.bytes) +
+    if (b.fingerprint != fingerprint_ || b.bytes != exec_.spec().symmetric_bytes)
+      throw std::invalid_argument(where + " is for another kernel (" + std::to_string(b.bytes) +
                                   " bytes of symmetric memory, this rank has " +
-                                  std::to_string(exec_.symmetric_bytes()) + "); every rank must run the same plan");
+                                  std::to_string(exec_.spec().symmetric_bytes) +
+                                  "); every rank must run the same collective");
   }
   if (handles[rank_] != handle_)
     throw std::invalid_argument(who + ": handle " + std::to_string(rank_) + " is not this communicator's own");
@@ -592,7 +515,7 @@ void ProcessCommunicator::connect(const std::vector<std::string>& handles) {
       void* p = nullptr;
       check(cudaIpcOpenMemHandle(&p, blobs[r].memory, cudaIpcMemLazyEnablePeerAccess),
             who + ": rank " + std::to_string(rank_) + " (GPU " + std::to_string(device_) + ") opening rank " +
-                std::to_string(r) + "'s memory (ranks must share a node, with peer access between their GPUs)");
+                std::to_string(r) + "'s memory (ranks must share a node, each on its own GPU, with peer access)");
       symmetric[r] = peers_[r] = static_cast<char*>(p);
     }
     exec_.upload(symmetric);

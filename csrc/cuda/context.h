@@ -1,6 +1,8 @@
-// Execution of a plan on GPUs with peer access: either one process driving
-// one GPU per rank (Communicator), or one process per rank with the symmetric
-// memory exchanged as CUDA IPC handles (ProcessCommunicator, as under torchrun).
+// Running a compiled collective (purlin/cuda: a generated kernel, NVRTC's
+// cubin and per-rank tables) on GPUs: either one process driving every rank
+// (Communicator; a GPU may host several ranks, each on its own stream), or
+// one process per rank with the symmetric memory exchanged as CUDA IPC
+// handles (ProcessCommunicator, as under torchrun).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "device_plan.h"
-#include "purlin/plan.h"
+#include "purlin/abi.h"
 
 namespace purlin::cuda {
 
@@ -21,41 +22,58 @@ class TimeoutError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A CUDA call that failed, or a device that cannot run the plan.
+// A CUDA call that failed, or a device that cannot run the kernel.
 class CudaError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
+// What purlin/cuda/program.py hands over: the kernel and what launching it needs.
+struct KernelSpec {
+  std::string cubin;  // for `arch`
+  std::string name;   // the extern "C" kernel
+  int arch = 0;       // 80, 90 or 100
+  int world = 0;
+  int threads = 0, grid = 0, smem = 0;
+  int table_words = 0;  // inline in the parameter; 0: tables in global memory
+  int sites = 0;        // signal and wait sites, each with its arrival counters
+  int64_t counter_stride = 1;
+  int64_t symmetric_bytes = 0;
+  std::vector<std::vector<int64_t>> tables;          // per rank (symmetric bases left 0)
+  std::vector<int64_t> input_bytes, output_bytes;    // per rank: what its kernel touches
+  std::vector<std::string> site_names;               // per site: the IR op, for timeout reports
+  bool multimem = false;
+};
+
 namespace detail {
 
-// The ranks one process drives, whichever communicator holds them: the plan
-// checked against their GPUs, the symmetric layout (identical on every rank,
-// so one rank's offsets hold for all), per-rank device state and pointer
-// tables, launches and timeout reports.
+// The ranks one process drives, whichever communicator holds them: the
+// kernel loaded and checked against their GPUs, each rank's symmetric
+// memory, device state and parameter, launches and timeout reports.
 class Executor {
  public:
   struct Rank {
     int rank = 0;
     int device = 0;
-    char* symmetric = nullptr;  // buffers, packet windows and signal arrays, one allocation
-    EpochState* state = nullptr;
-    char* plan_blob = nullptr;  // the device tables DevPlan points to
-    DevPlan dev_plan{};         // the kernel's parameter
+    char* symmetric = nullptr;  // buffers, packet windows and signal slots, one allocation
+    char* state = nullptr;      // block epochs, the error claim, arrival counters
+    int64_t* tables = nullptr;  // in global memory, when they are not inline
+    std::vector<char> params;   // abi::Header and the inline tables
+    cudaStream_t side = nullptr;  // for a rank whose caller's stream another rank uses
+    cudaEvent_t fork = nullptr, join = nullptr;
   };
 
-  Executor(const int64_t* plan_words, int64_t n_words, double timeout_s, std::string name);
+  Executor(KernelSpec spec, double timeout_s, std::string name);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Refuses a device that is missing, of another generation than the plan, or
-  // too small to hold all of the plan's blocks at once; picks the kernel variant.
-  void check_device(int device);
-  // Allocates and zeroes the symmetric memory and epoch state of each
-  // (rank, device), and one error record per rank.
+  // Refuses a missing GPU, one of another generation than the kernel, or a
+  // GPU that cannot hold all the grids of the ranks it hosts at once.
+  void check_devices(const std::vector<int>& devices);
+  // Allocates and zeroes every (rank, device)'s symmetric memory and state.
   void allocate(const std::vector<Rank>& ranks);
-  // Builds and uploads every local rank's plan; `symmetric[r]` is rank r's
+  // Fills every local rank's parameter; `symmetric[r]` is rank r's
   // allocation as this process addresses it.
   void upload(const std::vector<char*>& symmetric);
   // One launch per local rank, after the pointer checks; no host sync.
@@ -66,49 +84,43 @@ class Executor {
   uint64_t epoch(size_t local);
   void release();
 
-  const Plan& plan() const { return plan_; }
+  const KernelSpec& spec() const { return spec_; }
   const std::string& name() const { return name_; }
   const std::vector<Rank>& ranks() const { return ranks_; }
-  int64_t symmetric_bytes() const { return symmetric_bytes_; }
 
  private:
-  void check_plan();
-  void lay_out();
   void check_recorded_errors();
   void check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const char* what) const;
+  int64_t state_bytes() const;
 
-  Plan plan_;
+  KernelSpec spec_;
   uint64_t timeout_ns_;
   std::string name_;
+  cudaLibrary_t library_ = nullptr;
+  cudaKernel_t kernel_ = nullptr;
   std::vector<Rank> ranks_;
-  std::vector<int64_t> buffer_offsets_;  // within each rank's symmetric allocation
-  std::vector<int64_t> signal_offsets_;
-  int64_t symmetric_bytes_ = 0;
-  int grid_ = 0;
-  int smem_bytes_ = 0;
-  const void* kernel_ = nullptr;  // the variant every checked device holds the grid of
-  ErrorRecord* errors_ = nullptr;  // host-mapped: one record per local rank, then the abort flag
+  abi::ErrorRecord* errors_ = nullptr;  // host-mapped: one record per local rank, then the abort flag
   bool failed_ = false;
 };
 
 }  // namespace detail
 
-// One process, one GPU per rank, peer access between all of them.
+// One process drives every rank; `devices[r]` is rank r's GPU, and a GPU may
+// be listed several times (every pair of distinct GPUs needs peer access).
 class Communicator {
  public:
-  Communicator(const int64_t* plan_words, int64_t n_words, std::vector<int> devices, double timeout_s,
-               std::string name);
+  Communicator(KernelSpec spec, std::vector<int> devices, double timeout_s, std::string name);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  // Launches one kernel per rank on that rank's stream; no host sync, so it
-  // can be captured into CUDA graphs. Pointers are device addresses.
+  // Launches every rank's kernel: on streams[r], or, where an earlier rank
+  // already uses that stream, on the rank's own stream forked from and joined
+  // back into it. No host sync, so it can be captured into CUDA graphs.
   void run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
            const std::vector<uintptr_t>& streams);
-  // Waits for every device and raises TimeoutError for recorded timeouts.
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch(int rank);
-  int world() const { return static_cast<int>(exec_.plan().world); }
+  int world() const { return exec_.spec().world; }
 
  private:
   void enable_peer_access(const std::vector<int>& devices);
@@ -116,29 +128,26 @@ class Communicator {
   detail::Executor exec_;
 };
 
-// One rank of a plan in this process; the other ranks live in other processes
-// of the same node. ipc_handle() from every rank, gathered in rank order,
-// goes to connect() before the first run().
+// One rank in this process; the other ranks live in other processes of the
+// same node. ipc_handle() from every rank, gathered in rank order, goes to
+// connect() before the first run().
 class ProcessCommunicator {
  public:
-  ProcessCommunicator(const int64_t* plan_words, int64_t n_words, int rank, int device, double timeout_s,
-                      std::string name);
+  ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name);
   // Peers must be done with this rank's memory (e.g. after a barrier).
   ~ProcessCommunicator();
   ProcessCommunicator(const ProcessCommunicator&) = delete;
   ProcessCommunicator& operator=(const ProcessCommunicator&) = delete;
 
-  // Opaque: a format tag, the rank, world, plan fingerprint, allocation size
-  // and the CUDA IPC handle of this rank's symmetric memory.
+  // Opaque: a format tag, the rank, world, kernel fingerprint, allocation
+  // size and the CUDA IPC handle of this rank's symmetric memory.
   const std::string& ipc_handle() const { return handle_; }
-  // Maps every peer's symmetric memory and uploads this rank's plan.
   void connect(const std::vector<std::string>& handles);
-  // Launches this rank's kernel on `stream`; no host sync (capturable).
   void run(uintptr_t input, uintptr_t output, uintptr_t stream);
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch() { return exec_.epoch(0); }
   int rank() const { return rank_; }
-  int world() const { return static_cast<int>(exec_.plan().world); }
+  int world() const { return exec_.spec().world; }
 
  private:
   std::string export_handle() const;
@@ -147,7 +156,7 @@ class ProcessCommunicator {
   detail::Executor exec_;
   int rank_;
   int device_;
-  uint64_t plan_hash_;
+  uint64_t fingerprint_;
   std::string handle_;
   std::vector<char*> peers_;  // opened IPC mappings, by rank; null for this rank
   bool connected_ = false;

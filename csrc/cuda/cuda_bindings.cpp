@@ -14,14 +14,30 @@ namespace purlin::cuda {
 void register_bindings(py::module_& m) {
   py::register_exception<TimeoutError>(m, "CudaTimeoutError", PyExc_TimeoutError);
   py::register_exception<CudaError>(m, "CudaBackendError", PyExc_RuntimeError);
+  py::class_<KernelSpec>(m, "KernelSpec", "A compiled collective as the CUDA runtime launches it")
+      .def(py::init<>())
+      .def_property(
+          "cubin", [](const KernelSpec& s) { return py::bytes(s.cubin); },
+          [](KernelSpec& s, const py::bytes& b) { s.cubin = std::string(b); })
+      .def_readwrite("name", &KernelSpec::name)
+      .def_readwrite("arch", &KernelSpec::arch)
+      .def_readwrite("world", &KernelSpec::world)
+      .def_readwrite("threads", &KernelSpec::threads)
+      .def_readwrite("grid", &KernelSpec::grid)
+      .def_readwrite("smem", &KernelSpec::smem)
+      .def_readwrite("table_words", &KernelSpec::table_words)
+      .def_readwrite("sites", &KernelSpec::sites)
+      .def_readwrite("counter_stride", &KernelSpec::counter_stride)
+      .def_readwrite("symmetric_bytes", &KernelSpec::symmetric_bytes)
+      .def_readwrite("tables", &KernelSpec::tables)
+      .def_readwrite("input_bytes", &KernelSpec::input_bytes)
+      .def_readwrite("output_bytes", &KernelSpec::output_bytes)
+      .def_readwrite("site_names", &KernelSpec::site_names)
+      .def_readwrite("multimem", &KernelSpec::multimem);
   py::class_<Communicator>(m, "CudaCommunicator",
-                           "One process driving one GPU per rank: runs a binary plan as one kernel per GPU.")
-      .def(py::init([](py::array_t<int64_t, py::array::c_style | py::array::forcecast> plan, std::vector<int> devices,
-                       double timeout, std::string name) {
-             return std::make_unique<Communicator>(plan.data(), plan.size(), std::move(devices), timeout,
-                                                   std::move(name));
-           }),
-           py::arg("plan"), py::arg("devices"), py::arg("timeout"), py::arg("name"))
+                           "One process driving every rank (a GPU may host several): one compiled kernel per rank.")
+      .def(py::init<KernelSpec, std::vector<int>, double, std::string>(), py::arg("spec"), py::arg("devices"),
+           py::arg("timeout"), py::arg("name"))
       .def("run", &Communicator::run, py::arg("inputs"), py::arg("outputs"), py::arg("streams"),
            "Launch on every rank's stream (device pointers and cudaStream_t handles as ints); no host sync.")
       .def("synchronize", &Communicator::synchronize, py::call_guard<py::gil_scoped_release>(),
@@ -32,12 +48,8 @@ void register_bindings(py::module_& m) {
       m, "CudaProcessCommunicator",
       "One rank per process (as under torchrun): this rank's symmetric memory, shared with the other ranks' "
       "processes through CUDA IPC handles.")
-      .def(py::init([](py::array_t<int64_t, py::array::c_style | py::array::forcecast> plan, int rank, int device,
-                       double timeout, std::string name) {
-             return std::make_unique<ProcessCommunicator>(plan.data(), plan.size(), rank, device, timeout,
-                                                          std::move(name));
-           }),
-           py::arg("plan"), py::arg("rank"), py::arg("device"), py::arg("timeout"), py::arg("name"))
+      .def(py::init<KernelSpec, int, int, double, std::string>(), py::arg("spec"), py::arg("rank"),
+           py::arg("device"), py::arg("timeout"), py::arg("name"))
       .def(
           "ipc_handle", [](const ProcessCommunicator& c) { return py::bytes(c.ipc_handle()); },
           "This rank's handle, for every rank's connect().")
@@ -58,6 +70,17 @@ void register_bindings(py::module_& m) {
         return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
       },
       "Number of visible CUDA devices (0 when there is no usable driver).");
+  m.def(
+      "cuda_device_sms",
+      [](int device) {
+        int sms = 0;
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+          cudaGetLastError();
+          throw std::invalid_argument("device " + std::to_string(device) + " does not exist");
+        }
+        return sms;
+      },
+      py::arg("device"), "Multiprocessors of CUDA device `device`.");
 }
 
 }  // namespace purlin::cuda

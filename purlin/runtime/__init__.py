@@ -92,7 +92,11 @@ class Communicator:
             self._impl = _runtime.CpuCommunicator(handle, timeout_s, name, signal_names, buffer_names)
         else:
             self.devices = list(devices) if devices is not None else list(range(plan.world))
-            self._impl = _runtime.CudaCommunicator(plan.encode(), self.devices, timeout_s, name)
+            if len(self.devices) != plan.world:
+                raise ValueError(f"{name}: the plan is for world {plan.world}, got {len(self.devices)} devices "
+                                 "(one per rank; a device may be listed several times)")
+            spec = kernel_spec(plan, name, self.devices, self._extents)
+            self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
 
     @property
     def world(self) -> int:
@@ -102,8 +106,11 @@ class Communicator:
         """Rank `rank`'s epoch at the next call."""
         return self._impl.epoch(rank)
 
-    def run(self, inputs: Sequence, outputs: Sequence) -> None:
-        """One call of the collective on every rank."""
+    def run(self, inputs: Sequence, outputs: Sequence, streams: Sequence | None = None) -> None:
+        """One call of the collective on every rank. On "cuda", rank r launches on
+        streams[r] (torch.cuda.Stream or cudaStream_t handle; default: the current
+        stream of its device); ranks given the same stream run on streams of their
+        own, forked from it and joined back into it."""
         self._check_world(inputs, outputs)
         if self.backend == "cpu":
             ins = [self._check_numpy(a, r, "input", self._extents[r][0]) for r, a in enumerate(inputs)]
@@ -117,8 +124,13 @@ class Communicator:
                    enumerate(zip(inputs, self.devices))]
             outs = [_device_buffer(a, r, "output", self.plan, self.name, d, self._extents[r][1]) for r, (a, d) in
                     enumerate(zip(outputs, self.devices))]
-            streams = [_current_stream(d) for d in self.devices]
-            self._impl.run([b[0] for b in ins], [b[0] for b in outs], streams)
+            if streams is None:
+                handles = [_current_stream(d) for d in self.devices]
+            elif len(streams) != self.world:
+                raise ValueError(f"{self.name}: one stream per rank expected, got {len(streams)}")
+            else:
+                handles = [int(getattr(st, "cuda_stream", st)) for st in streams]
+            self._impl.run([b[0] for b in ins], [b[0] for b in outs], handles)
 
     def synchronize(self) -> None:
         """Wait for every rank's GPU; raises CollectiveTimeout for a timed-out call."""
@@ -148,7 +160,25 @@ class Communicator:
         return a
 
 
-# -- CUDA buffers -------------------------------------------------------------
+# -- CUDA ---------------------------------------------------------------------
+
+
+def kernel_spec(plan: Plan, name: str, devices: Sequence[int], extents: Sequence[tuple[int, int]]):
+    """The compiled kernel of `plan` for ranks on `devices`: registers sized so
+    that the grids of all ranks sharing a GPU fit on it at once."""
+    from collections import Counter
+
+    program = plan.cuda
+    if program is None:
+        raise ValueError(
+            f"{name}: this plan carries no compiled kernel (plans read from JSON or binary have none); "
+            "build it from the IR (purlin.compile.compile_plan or purlin.plan_builder.build_plan)"
+        )
+    per_sm = max(program.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
+    eb = plan.elem_bytes
+    return program.spec(per_sm, [i * eb for i, _ in extents], [o * eb for _, o in extents])
+
+
 
 _TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32",
                  "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from purlin.plan import Plan, decode, validate
-from purlin.runtime import _cuda_synchronize, _current_stream, _device_buffer, _runtime, available_backends
+from purlin.runtime import _cuda_synchronize, _current_stream, _device_buffer, _runtime, available_backends, kernel_spec
 
 
 class ProcessCommunicator:
@@ -55,7 +55,9 @@ class ProcessCommunicator:
         self.rank = dist.get_rank(group) if rank is None else rank
         self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
         self.device = torch.cuda.current_device() if device is None else device
-        self._impl = _runtime.CudaProcessCommunicator(plan.encode(), self.rank, self.device, timeout_s, name)
+        extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+        spec = kernel_spec(plan, name, [self.device], extents)
+        self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name)
         # Gathered with their ranks, so a `rank` other than the group rank still connects in plan order.
         gathered: list = [None] * size
         with torch.cuda.device(self.device):

@@ -1,16 +1,15 @@
-"""The seven collectives on real GPUs (single process, one GPU per rank):
-both regimes, 16 B to 1 GiB, 100 repeated calls, CUDA-graph capture and
-replay, and a planted missing notify that times out. Skipped without two GPUs
-and a CUDA build; run on the GPU machine with `pytest -m gpu`."""
+"""The seven collectives as compiled kernels on real GPUs, single process:
+one GPU per rank where there are enough, and several ranks sharing one GPU
+(each on its own stream) everywhere. Both regimes, 16 B to 1 GiB, worlds 2
+to 8, 100 repeated calls, CUDA-graph capture and replay, and a planted
+missing notify that times out. Skipped without a GPU and a CUDA build; run
+on the GPU machine with `pytest -m gpu`."""
 
 from __future__ import annotations
-
-import contextlib
 
 import numpy as np
 import pytest
 
-from purlin import plan as P
 from purlin.dialects import atom
 from purlin.plan_builder import build_plan
 from purlin.sim.atom_level import atom_passes
@@ -21,20 +20,23 @@ from purlin.sim.ir import entry_function, lower
 runtime = pytest.importorskip("purlin.runtime")
 torch = pytest.importorskip("torch")
 
-WORLD = 2
+GPUS = torch.cuda.device_count() if runtime.default_backend() == "cuda" else 0
 pytestmark = [
     pytest.mark.gpu,
-    pytest.mark.skipif(
-        runtime.default_backend() != "cuda" or torch.cuda.device_count() < WORLD,
-        reason=f"needs the CUDA backend and {WORLD} GPUs",
-    ),
+    pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU"),
 ]
 
+WORLD = 2
+# Where the ranks run: all on GPU 0, and one per GPU where there are two.
+PLACEMENTS = {"shared": [0] * WORLD, **({"own": list(range(WORLD))} if GPUS >= WORLD else {})}
+
+# Throughput roles of several ranks sharing a GPU must fit on it together:
+# fewer blocks per role than the cost model's.
 REGIMES = {
     "latency": "regime=latency",
-    "throughput": "regime=throughput",
-    "throughput-small-chunks": "regime=throughput chunk-bytes=4096 slots=2",
-    "composed": "regime=throughput strategy=composed",
+    "throughput": "regime=throughput blocks=16",
+    "throughput-small-chunks": "regime=throughput chunk-bytes=4096 slots=2 blocks=8",
+    "composed": "regime=throughput strategy=composed blocks=16",
 }
 
 
@@ -43,20 +45,20 @@ def regimes(name: str) -> list[str]:
     return base + (["composed"] if name == "all_reduce" else [])
 
 
-def make_case(name: str, per_rank_bytes: int, dtype: str = "bf16") -> Case:
+def make_case(name: str, per_rank_bytes: int, world: int = WORLD, dtype: str = "bf16") -> Case:
     info = COLLECTIVES[name]
     op = "sum" if info.reduces else None
-    elems = max(per_rank_bytes // 2 if dtype in ("bf16", "f16") else per_rank_bytes // 4, 1)
+    elems = max(per_rank_bytes // numpy_dtype(dtype).itemsize, 1)
     if info.variable:
-        return Case(name, WORLD, dtype, op, counts=counts_for(name, WORLD, elems, seed=1))
-    count = elems // WORLD if name in ("reduce_scatter", "all_to_all") else elems
-    return Case(name, WORLD, dtype, op, max(count, 1))
+        return Case(name, world, dtype, op, counts=counts_for(name, world, elems, seed=1))
+    count = elems // world if name in ("reduce_scatter", "all_to_all") else elems
+    return Case(name, world, dtype, op, max(count, 1))
 
 
-def lowered(case: Case, lowering: str):
+def lowered_kernel(case: Case, lowering: str) -> atom.KernelOp:
     func = entry_function(lower(case.build_module(), atom_passes({"arch": "sm_90", "lowering": lowering})))
     (kernel,) = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
-    return build_plan(kernel)
+    return kernel
 
 
 def large_args(case: Case) -> list[list[np.ndarray]]:
@@ -64,111 +66,134 @@ def large_args(case: Case) -> list[list[np.ndarray]]:
     dtype = numpy_dtype(case.dtype)
     n_in, n_out = case.buffer_sizes()
     inputs = []
-    for r in range(WORLD):
+    for r in range(case.world):
         pattern = ((np.arange(16) * 7 + r * 3) % 16 - 8).astype(np.float32) * 0.5
         inputs.append(np.resize(pattern.astype(dtype), n_in))
-    outputs = [np.full(n_out, np.nan, dtype) for _ in range(WORLD)]
+    outputs = [np.full(n_out, np.nan, dtype) for _ in range(case.world)]
     return [inputs, outputs]
 
 
-def run_case(case: Case, lowering: str, calls: int = 1, large: bool = False) -> None:
-    plan = lowered(case, lowering)
+def on_devices(arrays: list[np.ndarray], devices: list[int]) -> list:
+    return [runtime.to_device(a, d) for a, d in zip(arrays, devices)]
+
+
+def check(case: Case, outs: list, args, lowering: str) -> None:
+    got = [runtime.to_host(o, args[1][0].dtype) for o in outs]
+    mismatch = compare(got, case.expected(args), case.dtype, case.op, case.contributions, 8.0, "%out")
+    assert mismatch is None, f"{case.collective} {lowering}: {mismatch}"
+
+
+def run_case(case: Case, lowering: str, devices: list[int], calls: int = 1, large: bool = False) -> None:
+    plan = build_plan(lowered_kernel(case, lowering))
     args = large_args(case) if large else case.make_args(seed=7)
-    expected = case.expected(args)
-    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=case.collective)
-    ins = [runtime.to_device(a, r) for r, a in enumerate(args[0])]
-    outs = [runtime.to_device(a, r) for r, a in enumerate(args[1])]
+    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=case.collective, devices=devices)
+    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     for _ in range(calls):
         comm.run(ins, outs)
     comm.synchronize()
-    got = [runtime.to_host(o, args[1][0].dtype) for o in outs]
-    mismatch = compare(got, expected, case.dtype, case.op, case.contributions, 8.0, "%out")
-    assert mismatch is None, f"{case.collective} {lowering}: {mismatch}"
-    assert comm.epoch(0) == comm.epoch(1) == calls * plan.advance
+    check(case, outs, args, lowering)
+    assert {comm.epoch(r) for r in range(case.world)} == {calls * plan.advance}
 
 
-SIZES = [16, 4096, 1 << 20, 64 << 20]
+SIZES = [16, 4096, 1 << 20, 16 << 20]
 
 
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s}B")
 @pytest.mark.parametrize(
     "name,regime", [(n, g) for n in COLLECTIVES for g in regimes(n)], ids=lambda v: str(v)
 )
-def test_collective_matches_reference(name, regime, size):
+def test_collective_matches_reference(name, regime, size, placement):
     if regime == "latency" and size > 1 << 20:
         pytest.skip("packets are for small payloads")
-    run_case(make_case(name, size), REGIMES[regime], large=size >= 1 << 20)
+    run_case(make_case(name, size), REGIMES[regime], PLACEMENTS[placement], large=size >= 1 << 20)
+
+
+@pytest.mark.parametrize("world", [4, 8])
+@pytest.mark.parametrize("regime", ["latency", "throughput"])
+@pytest.mark.parametrize("name", list(COLLECTIVES))
+def test_worlds_sharing_one_gpu(name, regime, world):
+    lowering = REGIMES[regime] if regime == "latency" else "regime=throughput blocks=4"
+    run_case(make_case(name, 4096, world), lowering, [0] * world, calls=3)
 
 
 @pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"])
 def test_one_gibibyte(name):
-    run_case(make_case(name, 1 << 30), REGIMES["throughput"], large=True)
+    run_case(make_case(name, 1 << 30), REGIMES["throughput"], PLACEMENTS["shared"], large=True)
 
 
 @pytest.mark.parametrize("name,regime", [("all_reduce", "latency"), ("all_reduce", "composed"),
                                          ("all_gather_v", "throughput-small-chunks"),
-                                         ("all_to_all", "latency")])
+                                         ("all_to_all", "latency"), ("reduce_scatter", "throughput")])
 def test_hundred_repeated_calls(name, regime):
-    run_case(make_case(name, 8192), REGIMES[regime], calls=100)
+    run_case(make_case(name, 8192), REGIMES[regime], PLACEMENTS["shared"], calls=100)
 
 
 @pytest.mark.parametrize("regime", ["latency", "throughput-small-chunks", "composed"])
 def test_cuda_graph_capture_and_replay(regime):
     case = make_case("all_reduce", 1 << 16)
-    plan = lowered(case, REGIMES[regime])
+    devices = PLACEMENTS["shared"]
+    plan = build_plan(lowered_kernel(case, REGIMES[regime]))
     args = case.make_args(seed=3)
-    expected = case.expected(args)
-    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name="all_reduce")
-    ins = [runtime.to_device(a, r) for r, a in enumerate(args[0])]
-    outs = [runtime.to_device(a, r) for r, a in enumerate(args[1])]
-    streams = [torch.cuda.Stream(device=r) for r in range(WORLD)]
-    graphs = [torch.cuda.CUDAGraph() for _ in range(WORLD)]
-    with contextlib.ExitStack() as stack:
-        for s in streams:
-            stack.enter_context(torch.cuda.stream(s))
-        for r in range(WORLD):
-            with torch.cuda.device(r):
-                graphs[r].capture_begin(capture_error_mode="relaxed")
-        comm.run(ins, outs)
-        for r in range(WORLD):
-            with torch.cuda.device(r):
-                graphs[r].capture_end()
+    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name="all_reduce", devices=devices)
+    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
+    stream = torch.cuda.Stream(device=0)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.device(0), torch.cuda.stream(stream):
+        # Both ranks are given the capturing stream: the second is forked onto
+        # its own stream and joined back, inside the graph.
+        with torch.cuda.graph(graph, stream=stream):
+            comm.run(ins, outs)
     replays = 50
     for _ in range(replays):
-        for g in graphs:
-            g.replay()
+        graph.replay()
     comm.synchronize()
-    got = [runtime.to_host(o, args[1][0].dtype) for o in outs]
-    assert compare(got, expected, case.dtype, case.op, case.contributions, 8.0, "%out") is None
+    check(case, outs, args, regime)
     # Epochs live on the device: every replay advanced them.
-    assert comm.epoch(0) == comm.epoch(1) == replays * plan.advance
+    assert {comm.epoch(r) for r in range(WORLD)} == {replays * plan.advance}
 
 
-def test_missing_notify_times_out_naming_rank_and_epoch():
+def test_missing_notify_times_out_naming_rank_site_and_epoch():
     case = make_case("all_gather", 4096)
-    plan = lowered(case, REGIMES["throughput"])
-    # Rank 0's producer never signals: rank 1's consumer waits forever.
-    plan.programs[0][0] = [i for i in plan.programs[0][0] if i.op != P.Op.SIGNAL]
-    comm = runtime.Communicator(plan, "cuda", timeout_s=0.5, name="all_gather")
+    kernel = lowered_kernel(case, REGIMES["throughput"])
+    # No producer ever signals: every consumer waits forever.
+    for op in [op for op in kernel.walk() if isinstance(op, atom.NotifyOp)]:
+        op.detach()
+        op.erase()
+    comm = runtime.Communicator(build_plan(kernel), "cuda", timeout_s=0.5, name="all_gather",
+                                devices=PLACEMENTS["shared"])
     args = case.make_args(seed=0)
-    ins = [runtime.to_device(a, r) for r, a in enumerate(args[0])]
-    outs = [runtime.to_device(a, r) for r, a in enumerate(args[1])]
+    ins, outs = on_devices(args[0], PLACEMENTS["shared"]), on_devices(args[1], PLACEMENTS["shared"])
     comm.run(ins, outs)
-    with pytest.raises(runtime.CollectiveTimeout, match=r"all_gather: rank 1 .* timed out .*\(epoch 0\)"):
+    with pytest.raises(runtime.CollectiveTimeout,
+                       match=r"all_gather: rank \d \(GPU 0\) timed out after 0.5 s in block \d+ at "
+                             r"'atom.wait_ready' @exchange .*\(epoch 0\)"):
         comm.synchronize()
+    with pytest.raises(RuntimeError, match="timed out earlier"):
+        comm.run(ins, outs)
 
 
-def test_plan_for_another_generation_is_refused():
+def test_grids_that_do_not_fit_one_gpu_are_refused():
+    # Eight ranks of the cost model's throughput kernel (64 blocks per role) on one GPU.
+    case = make_case("all_reduce", 1 << 20, world=8)
+    plan = build_plan(lowered_kernel(case, "regime=throughput"))
+    with pytest.raises(Exception, match="co-resident|threads an SM holds"):
+        runtime.Communicator(plan, "cuda", name="all_reduce", devices=[0] * 8)
+
+
+def test_kernel_for_another_generation_is_refused():
     case = make_case("all_gather", 4096)
     func = entry_function(lower(case.build_module(), atom_passes({"arch": "sm_100"})))
     (kernel,) = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
-    with pytest.raises(Exception, match="sm_100|generation|compute capability"):
-        runtime.Communicator(build_plan(kernel), "cuda", name="all_gather")
+    with pytest.raises(Exception, match="sm_100"):
+        runtime.Communicator(build_plan(kernel), "cuda", name="all_gather", devices=PLACEMENTS["shared"])
 
 
+@pytest.mark.skipif(GPUS < WORLD, reason="needs two GPUs")
 def test_arrays_on_the_wrong_device_are_refused():
     case = make_case("all_gather", 4096)
-    comm = runtime.Communicator(lowered(case, REGIMES["throughput"]), "cuda", name="all_gather")
+    comm = runtime.Communicator(build_plan(lowered_kernel(case, REGIMES["throughput"])), "cuda",
+                                name="all_gather")
     args = case.make_args(seed=0)
     ins = [runtime.to_device(a, 0) for a in args[0]]
     outs = [runtime.to_device(a, r) for r, a in enumerate(args[1])]
@@ -195,6 +220,7 @@ def misaligned_case(name: str, dtype: str, op: str | None, offset: int) -> Case:
     return Case(name, WORLD, dtype, op, counts=counts)
 
 
+@pytest.mark.parametrize("regime", ["throughput", "latency"])
 @pytest.mark.parametrize(
     "name,op",
     [("all_gather_v", None), ("reduce_scatter_v", "sum"), ("reduce_scatter_v", "max"), ("all_to_all_v", None)],
@@ -203,15 +229,22 @@ def misaligned_case(name: str, dtype: str, op: str | None, offset: int) -> Case:
 @pytest.mark.parametrize(
     "dtype,offset", [(d, o) for d, offsets in MISALIGNED.items() for o in offsets], ids=lambda v: str(v)
 )
-def test_misaligned_slices_match_reference_exactly(name, op, dtype, offset):
+def test_misaligned_slices_match_reference_exactly(name, op, dtype, offset, regime):
     case = misaligned_case(name, dtype, op, offset)
-    plan = lowered(case, REGIMES["throughput"])
+    if regime == "latency":
+        # Packets: a few KiB per rank, slices still off alignment.
+        elem = numpy_dtype(dtype).itemsize
+        k = offset // elem
+        counts = (((512 + k, 512 + 3 * k + 1), (512 + 5 * k, 513)) if COLLECTIVES[name].matrix
+                  else (512 + k, 512 - k + 3))
+        case = Case(name, WORLD, dtype, op, counts=counts)
+    devices = PLACEMENTS["shared"]
+    plan = build_plan(lowered_kernel(case, REGIMES[regime]))
     # Sums of these inputs are exact in f32 and in the dtype, so every result is exact.
     args = case.make_args(seed=11)
     expected = case.expected(args)
-    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=case.collective)
-    ins = [runtime.to_device(a, r) for r, a in enumerate(args[0])]
-    outs = [runtime.to_device(a, r) for r, a in enumerate(args[1])]
+    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=case.collective, devices=devices)
+    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     comm.run(ins, outs)
     comm.synchronize()
     got = [runtime.to_host(o, args[1][0].dtype) for o in outs]

@@ -21,11 +21,12 @@ from purlin.sim.snac_level import passes
 needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason="purlin built without CUDA")
 
 
-def all_reduce_plan(multimem: bool = False):
+def all_reduce_plan(multimem: bool = False, latency: bool = False):
     case = Case("all_reduce", 2, "bf16", "sum", 64)
     mm = " multimem=true" if multimem else ""
+    regime = "latency" if latency else "throughput"
     module = lower(case.build_module(),
-                   f"{passes({'lowering': 'regime=throughput'})},convert-snac-to-atom{{arch=sm_90{mm}}}")
+                   f"{passes({'lowering': f'regime={regime}'})},convert-snac-to-atom{{arch=sm_90{mm}}}")
     (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, atom.KernelOp)]
     return build_plan(kernel)
 
@@ -38,7 +39,7 @@ class FakeImpl:
 
     timeout: str | None = None
 
-    def __init__(self, plan, rank, device, timeout, name):
+    def __init__(self, spec, rank, device, timeout, name):
         self.rank, self.device, self.calls = rank, device, []
 
     def ipc_handle(self):
@@ -99,6 +100,8 @@ def torch_of(monkeypatch):
     """Installs a fake torch (arguments of `fake_torch`) and the recording C++ stand-in."""
     monkeypatch.setattr(process._runtime, "CudaProcessCommunicator", FakeImpl)
     monkeypatch.setattr(process, "available_backends", lambda: ("cpu", "cuda"))
+    # The kernel is compiled for a GPU's SM count: none here.
+    monkeypatch.setattr(process, "kernel_spec", lambda plan, name, devices, extents: plan)
     monkeypatch.setattr(FakeImpl, "timeout", None)
 
     def install(*args, **kwargs):
@@ -185,32 +188,46 @@ def test_timeouts_surface_as_collective_timeout(torch_of, monkeypatch):
 # -- the C++ communicator's checks before any CUDA call ------------------------------------
 
 
+def spec_of(plan, **changes):
+    """The runtime's description of `plan`'s kernel (compiled by NVRTC, no GPU needed)."""
+    eb = plan.elem_bytes
+    spec = plan.cuda.spec(1, [plan.input_extent(r) * eb for r in range(plan.world)],
+                          [plan.output_extent(r) * eb for r in range(plan.world)])
+    for k, v in changes.items():
+        setattr(spec, k, v)
+    return spec
+
+
 @needs_cuda_build
-def test_multimem_plans_are_refused():
-    plan = all_reduce_plan(multimem=True)
+def test_multimem_kernels_are_refused():
     with pytest.raises(ValueError, match="uses multimem.*lower without multimem"):
-        _runtime.CudaProcessCommunicator(plan.encode(), 0, 0, 1.0, "ar")
+        _runtime.CudaProcessCommunicator(spec_of(all_reduce_plan(multimem=True)), 0, 0, 1.0, "ar")
 
 
 @needs_cuda_build
-def test_more_threads_than_the_executor_runs_are_refused():
-    plan = all_reduce_plan()
-    plan.threads = 1024
-    with pytest.raises(ValueError, match="ar: the plan asks for 1024 threads per block, the executor runs at "
-                                         "most 512; lower with fewer threads"):
-        _runtime.CudaProcessCommunicator(plan.encode(), 0, 0, 1.0, "ar")
+@pytest.mark.parametrize("changes,match", [
+    ({"threads": 1000}, "threads per block must be a multiple of 32 in \\[32, 1024\\], got 1000"),
+    ({"grid": 0}, "the kernel needs at least one block"),
+    ({"tables": [[0] * 64]}, "needs tables and extents for each of its 2 ranks"),
+    ({"site_names": []}, "one name per site expected"),
+    ({"table_words": 8}, "do not fit the 8 inline words"),
+], ids=["threads", "grid", "tables", "sites", "inline"])
+def test_malformed_kernel_descriptions_are_refused(changes, match):
+    plan = all_reduce_plan(latency=True)
+    with pytest.raises(ValueError, match=f"ar: .*{match}"):
+        _runtime.CudaProcessCommunicator(spec_of(plan, **changes), 0, 0, 1.0, "ar")
 
 
 @needs_cuda_build
-@pytest.mark.parametrize("rank,timeout,match", [(2, 1.0, "rank 2 is outside the plan's world 2"),
+@pytest.mark.parametrize("rank,timeout,match", [(2, 1.0, "rank 2 is outside the kernel's world 2"),
                                                  (0, 0.0, "the timeout must be positive")])
 def test_rank_and_timeout_are_checked(rank, timeout, match):
     with pytest.raises(ValueError, match=f"ar: {match}"):
-        _runtime.CudaProcessCommunicator(PLAN.encode(), rank, 0, timeout, "ar")
+        _runtime.CudaProcessCommunicator(spec_of(PLAN), rank, 0, timeout, "ar")
 
 
 @needs_cuda_build
 @pytest.mark.skipif(_runtime.cuda_device_count() > 0, reason="checks the error without GPUs")
 def test_no_gpu_is_a_clear_error():
-    with pytest.raises(RuntimeError, match="cudaGetDeviceCount"):
-        _runtime.CudaProcessCommunicator(PLAN.encode(), 0, 0, 1.0, "ar")
+    with pytest.raises(RuntimeError, match="ar: loading the compiled kernel: "):
+        _runtime.CudaProcessCommunicator(spec_of(PLAN), 0, 0, 1.0, "ar")

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+// DType, RedOp and Mech, shared with the generated kernels.
+#include "purlin/abi.h"
+
 namespace purlin {
 
 constexpr int64_t kMagic = 0x4E4C5250;  // "PRLN"
@@ -17,13 +20,10 @@ constexpr int kInstrWords = 16;
 constexpr int kRefWords = 5;
 
 enum class Op : int64_t { Wait = 1, Signal = 2, Copy = 3, Reduce = 4, Put = 5, WaitPackets = 6 };
-enum class Mech : int64_t { None = 0, Vector = 1, CpAsync = 2, Bulk = 3, Multimem = 4, CopyEngine = 5, Packet = 6 };
 enum class Space : int64_t { Input = 0, Output = 1, Staging = 2, Window = 3 };
 enum class Base : int64_t { Epoch = 0, Prev = 1 };
 enum class Order : int64_t { Relaxed = 0, Acquire = 1, Release = 2 };
-enum class RedOp : int64_t { None = 0, Sum = 1, Max = 2, Min = 3, Prod = 4 };
 enum class BufKind : int64_t { Staging = 0, Packets = 1 };
-enum class DType : int64_t { BF16 = 0, F16 = 1, F32 = 2, FP8E4M3 = 3, FP8E5M2 = 4 };
 
 struct Ref {
   Space space;

@@ -2,33 +2,36 @@
 // (sources aligned unlike the destination shifted into place across a warp),
 // reductions in registers with f32 accumulation, packets, and the
 // signal/wait memory operations. Later generations add to these in their
-// own atoms_smXX.cuh.
+// own atoms/smXX.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include <cstdint>
-
-#include "device_plan.h"
-#include "purlin/plan.h"
+#include "purlin/abi.h"
 
 namespace purlin::cuda {
+
+using u8 = unsigned char;
+using u16 = unsigned short;
+
+// Tiles in flight per block in the cp.async and bulk pipelines.
+constexpr int kPipelineStages = 3;
 
 // A range of memory addressed in bytes: linear, or the 8 data bytes of each
 // 16-byte packet of a window region (packet_byte is then the byte offset
 // inside that data).
 struct Span {
   char* p;
-  int64_t packet_byte;  // -1: linear
+  i64 packet_byte;  // -1: linear
 };
 
 __device__ __forceinline__ bool is_packets(const Span& s) { return s.packet_byte >= 0; }
 
-__device__ __forceinline__ char* at(const Span& s, int64_t byte) {
+__device__ __forceinline__ char* at(const Span& s, i64 byte) {
   if (!is_packets(s)) return s.p + byte;
-  const int64_t b = s.packet_byte + byte;
+  const i64 b = s.packet_byte + byte;
   return s.p + (b / kPacketDataBytes) * kPacketBytes + b % kPacketDataBytes;
 }
 
@@ -36,15 +39,15 @@ __device__ __forceinline__ char* at(const Span& s, int64_t byte) {
 // in a window, never straddle a packet's data).
 __device__ __forceinline__ bool aligned(const Span& s, int width) {
   if (is_packets(s)) return width <= kPacketDataBytes && s.packet_byte % width == 0;
-  return reinterpret_cast<uintptr_t>(s.p) % width == 0;
+  return reinterpret_cast<u64>(s.p) % width == 0;
 }
 
 // -- raw chunks ---------------------------------------------------------------
 
 template <int W> struct Word;
-template <> struct Word<1> { uint8_t v; };
-template <> struct Word<2> { uint16_t v; };
-template <> struct Word<4> { uint32_t v; };
+template <> struct Word<1> { u8 v; };
+template <> struct Word<2> { u16 v; };
+template <> struct Word<4> { u32 v; };
 template <> struct Word<8> { uint2 v; };
 template <> struct Word<16> { uint4 v; };
 
@@ -60,14 +63,14 @@ __device__ __forceinline__ void store(char* p, const Word<W>& w) {
 // 32-bit word i of a chunk (chunks under 4 bytes are one zero-extended word);
 // elements are taken out with shifts so chunks stay in registers.
 template <int W>
-__device__ __forceinline__ uint32_t word(const Word<W>& w, int i) {
+__device__ __forceinline__ u32 word(const Word<W>& w, int i) {
   if constexpr (W == 16) return i == 0 ? w.v.x : i == 1 ? w.v.y : i == 2 ? w.v.z : w.v.w;
   else if constexpr (W == 8) return i == 0 ? w.v.x : w.v.y;
   else if constexpr (W > 16) return i < 4 ? word<16>(Word<16>{w.lo}, i) : word<16>(Word<16>{w.hi}, i - 4);
   else return w.v;
 }
 template <int W>
-__device__ __forceinline__ void set_word(Word<W>& w, int i, uint32_t x) {
+__device__ __forceinline__ void set_word(Word<W>& w, int i, u32 x) {
   if constexpr (W == 16) (i == 0 ? w.v.x : i == 1 ? w.v.y : i == 2 ? w.v.z : w.v.w) = x;
   else if constexpr (W == 8) (i == 0 ? w.v.x : w.v.y) = x;
   else if constexpr (W > 16) (i < 4 ? (i == 0 ? w.lo.x : i == 1 ? w.lo.y : i == 2 ? w.lo.z : w.lo.w)
@@ -81,26 +84,26 @@ __device__ __forceinline__ void set_word(Word<W>& w, int i, uint32_t x) {
 template <DType D> struct Elem;
 template <> struct Elem<DType::F32> {
   static constexpr int bytes = 4;
-  __device__ static float to_f32(uint32_t b) { return __uint_as_float(b); }
-  __device__ static uint32_t from_f32(float x) { return __float_as_uint(x); }
+  __device__ static float to_f32(u32 b) { return __uint_as_float(b); }
+  __device__ static u32 from_f32(float x) { return __float_as_uint(x); }
 };
 template <> struct Elem<DType::BF16> {
   static constexpr int bytes = 2;
-  __device__ static float to_f32(uint32_t b) { return __uint_as_float(b << 16); }
-  __device__ static uint32_t from_f32(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+  __device__ static float to_f32(u32 b) { return __uint_as_float(b << 16); }
+  __device__ static u32 from_f32(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 };
 template <> struct Elem<DType::F16> {
   static constexpr int bytes = 2;
-  __device__ static float to_f32(uint32_t b) { return __half2float(__ushort_as_half(static_cast<unsigned short>(b))); }
-  __device__ static uint32_t from_f32(float x) { return __half_as_ushort(__float2half_rn(x)); }
+  __device__ static float to_f32(u32 b) { return __half2float(__ushort_as_half(static_cast<unsigned short>(b))); }
+  __device__ static u32 from_f32(float x) { return __half_as_ushort(__float2half_rn(x)); }
 };
 // fp8 rounds to nearest without saturation, as the numpy reference does.
 template <__nv_fp8_interpretation_t Kind> struct Fp8 {
   static constexpr int bytes = 1;
-  __device__ static float to_f32(uint32_t b) {
+  __device__ static float to_f32(u32 b) {
     return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(b), Kind)));
   }
-  __device__ static uint32_t from_f32(float x) { return __nv_cvt_float_to_fp8(x, __NV_NOSAT, Kind); }
+  __device__ static u32 from_f32(float x) { return __nv_cvt_float_to_fp8(x, __NV_NOSAT, Kind); }
 };
 template <> struct Elem<DType::FP8E4M3> : Fp8<__NV_E4M3> {};
 template <> struct Elem<DType::FP8E5M2> : Fp8<__NV_E5M2> {};
@@ -126,7 +129,7 @@ struct ScalarCombine {
 template <DType D, int W>
 __device__ __forceinline__ void unpack(const Word<W>& w, float (&x)[W / Elem<D>::bytes]) {
   constexpr int B = Elem<D>::bytes;
-  constexpr uint32_t mask = B == 4 ? ~0u : (1u << (8 * B)) - 1;
+  constexpr u32 mask = B == 4 ? ~0u : (1u << (8 * B)) - 1;
 #pragma unroll
   for (int i = 0; i < W / B; ++i) x[i] = Elem<D>::to_f32((word<W>(w, i * B / 4) >> (8 * (i * B % 4))) & mask);
 }
@@ -138,7 +141,7 @@ __device__ __forceinline__ Word<W> pack(const float (&x)[W / Elem<D>::bytes]) {
   Word<W> w{};
 #pragma unroll
   for (int i = 0; i < (W + 3) / 4; ++i) {
-    uint32_t bits = 0;
+    u32 bits = 0;
 #pragma unroll
     for (int j = 0; j < per_word && i * per_word + j < W / B; ++j)
       bits |= Elem<D>::from_f32(x[i * per_word + j]) << (8 * B * j);
@@ -150,18 +153,18 @@ __device__ __forceinline__ Word<W> pack(const float (&x)[W / Elem<D>::bytes]) {
 // The threads of all blocks of a role, as one flat range.
 struct Part {
   int index, count;  // this block among the role's blocks
-  __device__ int64_t first() const { return int64_t(index) * blockDim.x + threadIdx.x; }
-  __device__ int64_t stride() const { return int64_t(count) * blockDim.x; }
+  __device__ i64 first() const { return i64(index) * blockDim.x + threadIdx.x; }
+  __device__ i64 stride() const { return i64(count) * blockDim.x; }
 };
 
 // -- copy and reduce through registers ----------------------------------------
 
 // dst[from, from + chunks * W) = src[...], several loads in flight per thread.
 template <int W>
-__device__ void copy_chunks(Span dst, Span src, int64_t from, int64_t chunks, Part part) {
+__device__ void copy_chunks(Span dst, Span src, i64 from, i64 chunks, Part part) {
   constexpr int U = 4;
-  const int64_t stride = part.stride();
-  for (int64_t i = part.first(); i < chunks; i += stride * U) {
+  const i64 stride = part.stride();
+  for (i64 i = part.first(); i < chunks; i += stride * U) {
     // Zeroed: left undefined where not loaded, they went to local memory in the kernel.
     Word<W> v[U] = {};
 #pragma unroll
@@ -175,8 +178,8 @@ __device__ void copy_chunks(Span dst, Span src, int64_t from, int64_t chunks, Pa
 
 // dst[from, to) = src[from, to) a byte per thread: the few bytes around
 // wider copies, without copy_chunks' loads in flight (and their registers).
-__device__ __forceinline__ void copy_bytes(Span dst, Span src, int64_t from, int64_t to, Part part) {
-  for (int64_t i = from + part.first(); i < to; i += part.stride()) *at(dst, i) = *at(src, i);
+__device__ __forceinline__ void copy_bytes(Span dst, Span src, i64 from, i64 to, Part part) {
+  for (i64 i = from + part.first(); i < to; i += part.stride()) *at(dst, i) = *at(src, i);
 }
 
 // Chunks in flight per thread and source for a reduction: NVLink reads need
@@ -208,14 +211,14 @@ __device__ __forceinline__ void reduce_round(float (&acc)[U][W / Elem<D>::bytes]
 
 // dst = srcs[0] op srcs[1] op ... in source order, accumulated in f32.
 template <DType D, int W, class Combine>
-__device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, int64_t from, int64_t chunks,
+__device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, i64 from, i64 chunks,
                               Part part) {
   constexpr int U = kReduceUnroll<D, W>;
-  const int64_t stride = part.stride();
-  for (int64_t i = part.first(); i < chunks; i += stride * U) {
+  const i64 stride = part.stride();
+  for (i64 i = part.first(); i < chunks; i += stride * U) {
     float acc[U][W / Elem<D>::bytes];
     reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
-      const int64_t c = i + u * stride;
+      const i64 c = i + u * stride;
       return c < chunks ? load<W>(at(srcs[s], from + c * W)) : Word<W>{};
     });
 #pragma unroll
@@ -251,7 +254,7 @@ __device__ __forceinline__ Word<W> next_word(const Word<W>& w, const Word<W>& af
 template <int W>
 __device__ __forceinline__ Word<W> extract(const Word<W>& lo, const Word<W>& hi, int off) {
   constexpr int N = W / 4;
-  uint32_t c[2 * N];
+  u32 c[2 * N];
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     c[i] = word<W>(lo, i);
@@ -272,12 +275,12 @@ __device__ __forceinline__ Word<W> extract(const Word<W>& lo, const Word<W>& hi,
 // any alignment, of which the warp reads chunks [k - lane, k - lane + 32);
 // lanes with k >= chunks get zeros.
 template <int W>
-__device__ Word<W> load_shifted(const char* src, int64_t k, int64_t chunks) {
-  const int off = int(reinterpret_cast<uintptr_t>(src) % W);
+__device__ Word<W> load_shifted(const char* src, i64 k, i64 chunks) {
+  const int off = int(reinterpret_cast<u64>(src) % W);
   if (off == 0) return k < chunks ? load<W>(src + k * W) : Word<W>{};
   const char* base = src - off;
   // Word `chunks` holds the span's last bytes (off > 0).
-  const int64_t after = k - threadIdx.x % 32 + 32;
+  const i64 after = k - threadIdx.x % 32 + 32;
   Word<W> w{}, next{};
   if (k <= chunks) w = load<W>(base + k * W);
   if (threadIdx.x % 32 == 0 && after <= chunks) next = load<W>(base + after * W);
@@ -289,21 +292,21 @@ __device__ Word<W> load_shifted(const char* src, int64_t k, int64_t chunks) {
 // warp takes 32 * U consecutive chunks, lane l loading aligned words l,
 // l + 32, ..., and lane 0 also the word after the warp's.
 template <int W>
-__device__ void copy_shifted(char* dst, const char* src, int64_t chunks, Part part) {
+__device__ void copy_shifted(char* dst, const char* src, i64 chunks, Part part) {
   constexpr int U = 64 / W;
-  const int off = int(reinterpret_cast<uintptr_t>(src) % W);
+  const int off = int(reinterpret_cast<u64>(src) % W);
   const char* base = src - off;
   const int lane = threadIdx.x % 32;
-  for (int64_t k0 = (part.first() - lane) * U; k0 < chunks; k0 += part.stride() * U) {
+  for (i64 k0 = (part.first() - lane) * U; k0 < chunks; k0 += part.stride() * U) {
     Word<W> w[U + 1] = {};
 #pragma unroll
     for (int u = 0; u <= U; ++u) {
-      const int64_t k = k0 + u * 32 + lane;
+      const i64 k = k0 + u * 32 + lane;
       if (k <= chunks && (u < U || lane == 0)) w[u] = load<W>(base + k * W);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int64_t k = k0 + u * 32 + lane;
+      const i64 k = k0 + u * 32 + lane;
       const Word<W> v = extract<W>(w[u], next_word<W>(w[u], w[u + 1]), off);
       if (k < chunks) store<W>(dst + k * W, v);
     }
@@ -314,12 +317,12 @@ __device__ void copy_shifted(char* dst, const char* src, int64_t chunks, Part pa
 // there (dst points at it) and sources at any alignment. Lane l of a warp
 // takes chunks k + u * stride, consecutive across the warp for every u.
 template <DType D, int W, class Combine>
-__device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, int64_t from, int64_t chunks,
+__device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, i64 from, i64 chunks,
                                Part part) {
   constexpr int U = kReduceUnroll<D, W>;
   const int lane = threadIdx.x % 32;
-  const int64_t stride = part.stride();
-  for (int64_t k = part.first(); k - lane < chunks; k += stride * U) {
+  const i64 stride = part.stride();
+  for (i64 k = part.first(); k - lane < chunks; k += stride * U) {
     float acc[U][W / Elem<D>::bytes];
     reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
       return load_shifted<W>(srcs[s].p + from, k + u * stride, chunks);
@@ -332,56 +335,49 @@ __device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, 
 
 // -- signals ------------------------------------------------------------------
 
-__device__ __forceinline__ uint64_t ld_relaxed_sys(const uint64_t* p) {
-  uint64_t v;
+__device__ __forceinline__ u64 ld_relaxed_sys(const u64* p) {
+  u64 v;
   asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void st_relaxed_sys(uint64_t* p, uint64_t v) {
+__device__ __forceinline__ void st_relaxed_sys(u64* p, u64 v) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-__device__ __forceinline__ void st_release_sys(uint64_t* p, uint64_t v) {
+__device__ __forceinline__ void st_release_sys(u64* p, u64 v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 // After relaxed polling: re-reading the slot with acquire orders the reads after it.
-__device__ __forceinline__ uint64_t ld_acquire_sys(const uint64_t* p) {
-  uint64_t v;
+__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
+  u64 v;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 
-__device__ __forceinline__ uint64_t globaltimer() {
-  uint64_t t;
+__device__ __forceinline__ u64 globaltimer() {
+  u64 t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 
 // -- packets ------------------------------------------------------------------
 
-__device__ __forceinline__ void st_packet(char* p, uint64_t data, uint64_t flag) {
+__device__ __forceinline__ void st_packet(char* p, u64 data, u64 flag) {
   asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(data), "l"(flag) : "memory");
 }
-__device__ __forceinline__ void ld_packet(const char* p, uint64_t& data, uint64_t& flag) {
+__device__ __forceinline__ void ld_packet(const char* p, u64& data, u64& flag) {
   asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(data), "=l"(flag) : "l"(p) : "memory");
 }
 
-// Packets [first, first + ceil(bytes / 8)) of `region` get src's bytes, each
-// with `flag`; data and flag travel in one 16-byte store.
-__device__ void put_packets(char* region, int64_t first, Span src, int64_t bytes, uint64_t flag, Part part) {
-  const int64_t packets = (bytes + kPacketDataBytes - 1) / kPacketDataBytes;
-  const bool whole_words = aligned(src, kPacketDataBytes);
-  for (int64_t k = part.first(); k < packets; k += part.stride()) {
-    const int64_t b = k * kPacketDataBytes;
-    uint64_t data = 0;
-    if (whole_words && b + kPacketDataBytes <= bytes) {
-      data = *reinterpret_cast<const uint64_t*>(at(src, b));
-    } else {
-      for (int j = 0; j < kPacketDataBytes && b + j < bytes; ++j)
-        data |= uint64_t(static_cast<uint8_t>(*at(src, b + j))) << (8 * j);
-    }
-    st_packet(region + (first + k) * kPacketBytes, data, flag);
-  }
+// The first n (at most 8) bytes at p, little-endian, at any alignment: the
+// ends of a packet's data and spans off 8-byte alignment.
+__device__ __forceinline__ u64 load_bytes(const char* p, i64 n) {
+  u64 data = 0;
+  for (int j = 0; j < kPacketDataBytes && j < n; ++j) data |= u64(static_cast<u8>(p[j])) << (8 * j);
+  return data;
+}
+__device__ __forceinline__ void store_bytes(char* p, u64 data, i64 n) {
+  for (int j = 0; j < kPacketDataBytes && j < n; ++j) p[j] = static_cast<char>(data >> (8 * j));
 }
 
 }  // namespace purlin::cuda

@@ -3,7 +3,7 @@
 // no packed f32 max/min, so those stay scalar).
 #pragma once
 
-#include "atoms_sm90.cuh"
+#include "purlin/atoms/sm90.cuh"
 
 namespace purlin::cuda {
 
@@ -39,14 +39,14 @@ struct PackedCombine {
     if ((packed == RedOp::Sum || packed == RedOp::Prod) && E % 2 == 0) {
 #pragma unroll
       for (int e = 0; e < E; e += 2) {
-        uint64_t a = (uint64_t(__float_as_uint(acc[e + 1])) << 32) | __float_as_uint(acc[e]);
-        const uint64_t b = (uint64_t(__float_as_uint(x[e + 1])) << 32) | __float_as_uint(x[e]);
+        u64 a = (u64(__float_as_uint(acc[e + 1])) << 32) | __float_as_uint(acc[e]);
+        const u64 b = (u64(__float_as_uint(x[e + 1])) << 32) | __float_as_uint(x[e]);
         if (packed == RedOp::Sum)
           asm("add.rn.f32x2 %0, %0, %1;" : "+l"(a) : "l"(b));
         else
           asm("mul.rn.f32x2 %0, %0, %1;" : "+l"(a) : "l"(b));
-        acc[e] = __uint_as_float(uint32_t(a));
-        acc[e + 1] = __uint_as_float(uint32_t(a >> 32));
+        acc[e] = __uint_as_float(u32(a));
+        acc[e + 1] = __uint_as_float(u32(a >> 32));
       }
       return;
     }

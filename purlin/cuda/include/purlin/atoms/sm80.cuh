@@ -3,14 +3,14 @@
 // stages one tile per source and combines them from shared memory.
 #pragma once
 
-#include "atoms_baseline.cuh"
+#include "purlin/atoms/baseline.cuh"
 
 namespace purlin::cuda::sm80 {
 
 #if __CUDA_ARCH__ >= 800
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
 }
 __device__ __forceinline__ void cp_async16(void* smem, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(smem)), "l"(global) : "memory");
@@ -26,22 +26,22 @@ __device__ __forceinline__ void wait_group() {
 // How a role's block walks the 16-byte vectors of a pipelined copy/reduce:
 // tiles of `tile_vecs` vectors, tile part.index, part.index + part.count, ...
 struct Tiles {
-  int64_t vecs;
+  i64 vecs;
   int tile_vecs;
   Part part;
   __device__ int count() const {
-    const int64_t tiles = (vecs + tile_vecs - 1) / tile_vecs;
+    const i64 tiles = (vecs + tile_vecs - 1) / tile_vecs;
     return tiles > part.index ? int((tiles - part.index + part.count - 1) / part.count) : 0;
   }
-  __device__ int64_t first_vec(int j) const { return (part.index + int64_t(j) * part.count) * tile_vecs; }
-  __device__ int len(int j) const { return int(min(int64_t(tile_vecs), vecs - first_vec(j))); }
+  __device__ i64 first_vec(int j) const { return (part.index + i64(j) * part.count) * tile_vecs; }
+  __device__ int len(int j) const { return int(min(i64(tile_vecs), vecs - first_vec(j))); }
 };
 
 // Stores tile j from shared memory: a copy stores source 0, a reduce
 // combines every source's tile in order.
 template <DType D, class Combine>
 __device__ void drain_tile(const char* stage, int tile_bytes, int n_srcs, bool reduce, int op, Span dst,
-                           int64_t first_vec, int len) {
+                           i64 first_vec, int len) {
   for (int v = threadIdx.x; v < len; v += blockDim.x) {
     char* out = at(dst, (first_vec + v) * 16);
     if (!reduce) {
@@ -61,7 +61,7 @@ __device__ void drain_tile(const char* stage, int tile_bytes, int n_srcs, bool r
 
 // Vectors [0, vecs) of 16-byte aligned linear spans.
 template <DType D, class Combine>
-__device__ void pipelined(Span dst, const Span* srcs, int n_srcs, bool reduce, int op, int64_t vecs, char* smem,
+__device__ void pipelined(Span dst, const Span* srcs, int n_srcs, bool reduce, int op, i64 vecs, char* smem,
                           int tile_bytes, Part part) {
 #if __CUDA_ARCH__ >= 800
   constexpr int S = kPipelineStages;
@@ -69,7 +69,7 @@ __device__ void pipelined(Span dst, const Span* srcs, int n_srcs, bool reduce, i
   const int my = tiles.count();
   auto stage = [&](int j) { return smem + (j % S) * n_srcs * tile_bytes; };
   auto issue = [&](int j) {
-    const int64_t v0 = tiles.first_vec(j);
+    const i64 v0 = tiles.first_vec(j);
     const int len = tiles.len(j);
     for (int k = 0; k < n_srcs; ++k)
       for (int v = threadIdx.x; v < len; v += blockDim.x)

@@ -4,20 +4,20 @@
 // compiled here, refused by the host, since multicast is off where we run).
 #pragma once
 
-#include "atoms_sm80.cuh"
+#include "purlin/atoms/sm80.cuh"
 
 namespace purlin::cuda::sm90 {
 
 #if __CUDA_ARCH__ >= 900
 
-__device__ __forceinline__ void mbarrier_init(uint64_t* bar, uint32_t count) {
+__device__ __forceinline__ void mbarrier_init(u64* bar, u32 count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(sm80::smem_addr(bar)), "r"(count) : "memory");
 }
-__device__ __forceinline__ void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+__device__ __forceinline__ void mbarrier_expect_tx(u64* bar, u32 bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sm80::smem_addr(bar)), "r"(bytes)
                : "memory");
 }
-__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
+__device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
   asm volatile(
       "{\n"
       ".reg .pred done;\n"
@@ -28,7 +28,7 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t parity) {
       "r"(parity)
       : "memory");
 }
-__device__ __forceinline__ void bulk_load(void* smem, const void* global, uint32_t bytes, uint64_t* bar) {
+__device__ __forceinline__ void bulk_load(void* smem, const void* global, u32 bytes, u64* bar) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
           sm80::smem_addr(smem)),
@@ -44,17 +44,17 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 
 // As sm80::pipelined, but each stage is filled by one bulk copy per source.
 template <DType D, class Combine>
-__device__ void pipelined_bulk(Span dst, const Span* srcs, int n_srcs, bool reduce, int op, int64_t vecs,
+__device__ void pipelined_bulk(Span dst, const Span* srcs, int n_srcs, bool reduce, int op, i64 vecs,
                                char* smem, int tile_bytes, Part part) {
 #if __CUDA_ARCH__ >= 900
   constexpr int S = kPipelineStages;
-  __shared__ uint64_t bars[S];
+  __shared__ u64 bars[S];
   const sm80::Tiles tiles{vecs, tile_bytes / 16, part};
   const int my = tiles.count();
   auto stage = [&](int j) { return smem + (j % S) * n_srcs * tile_bytes; };
   auto issue = [&](int j) {
-    const uint32_t bytes = uint32_t(tiles.len(j)) * 16;
-    const int64_t v0 = tiles.first_vec(j);
+    const u32 bytes = u32(tiles.len(j)) * 16;
+    const i64 v0 = tiles.first_vec(j);
     fence_proxy_async_shared();
     mbarrier_expect_tx(&bars[j % S], bytes * n_srcs);
     for (int k = 0; k < n_srcs; ++k) bulk_load(stage(j) + k * tile_bytes, at(srcs[k], v0 * 16), bytes, &bars[j % S]);
@@ -80,9 +80,9 @@ __device__ void pipelined_bulk(Span dst, const Span* srcs, int n_srcs, bool redu
 // dst[v] = reduce over all ranks of the multicast address mc[v], 16 bytes at a
 // time; the switch reduces, in f32 for 16-bit types.
 template <DType D>
-__device__ void multimem_reduce(Span dst, const char* mc, int op, int64_t vecs, Part part) {
+__device__ void multimem_reduce(Span dst, const char* mc, int op, i64 vecs, Part part) {
 #if __CUDA_ARCH__ >= 900
-  for (int64_t v = part.first(); v < vecs; v += part.stride()) {
+  for (i64 v = part.first(); v < vecs; v += part.stride()) {
     uint4 r = make_uint4(0, 0, 0, 0);
     const char* src = mc + v * 16;
     if constexpr (D == DType::F32) {
@@ -110,9 +110,9 @@ __device__ void multimem_reduce(Span dst, const char* mc, int op, int64_t vecs, 
 }
 
 // mc[v] on every rank = src[v]: one store reaches all ranks through the switch.
-__device__ void multimem_broadcast(char* mc, Span src, int64_t vecs, Part part) {
+__device__ void multimem_broadcast(char* mc, Span src, i64 vecs, Part part) {
 #if __CUDA_ARCH__ >= 900
-  for (int64_t v = part.first(); v < vecs; v += part.stride()) {
+  for (i64 v = part.first(); v < vecs; v += part.stride()) {
     const uint4 w = load<16>(at(src, v * 16)).v;
     asm volatile("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1,%2,%3,%4};" ::"l"(mc + v * 16), "r"(w.x),
                  "r"(w.y), "r"(w.z), "r"(w.w)

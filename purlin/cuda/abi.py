@@ -1,0 +1,71 @@
+"""The kernel ABI of include/purlin/abi.h, for the Python side: the layout of
+the per-rank tables and of the kernel parameter's header. tests/python/
+test_cuda_abi.py checks every constant here against the header."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+INCLUDE_DIR = Path(__file__).parent / "include"
+ABI_HEADER = INCLUDE_DIR / "purlin" / "abi.h"
+
+# Global words, then one symmetric base address per rank, then phase headers.
+COUNTER_STRIDE = 0
+PHASE_COUNT = 1
+GLOBAL_WORDS = 4
+
+PH_UNITS = 0
+PH_GROUPS = 1
+PH_STAGED = 2
+PH_MAX_UNITS = 3
+PH_UNITS_AT = 4
+PH_GROUPS_AT = 5
+PH_BUFFER = 6
+PH_HALF_BYTES = 7
+PH_SLOT_BYTES = 8
+PH_SLOTS = 9
+PH_READY = 10
+PH_FREE = 11
+PH_SOURCE = 12
+PH_MULTICAST = 13
+PHASE_WORDS = 16
+
+U_SRC = 0
+U_BYTES = 1
+U_WINDOW = 2
+U_CONSUMERS_AT = 3
+U_CONSUMERS = 4
+UNIT_WORDS = 5
+
+G_DST = 0
+G_BYTES = 1
+G_SOURCES_AT = 2
+G_SOURCES = 3
+G_REMOTE = 4
+GROUP_WORDS = 5
+
+S_RANK = 0
+S_UNIT = 1
+S_OFFSET = 2
+SOURCE_WORDS = 3
+
+# abi::Header: every field 8 bytes.
+HEADER_FIELDS = ("rank", "input", "output", "blocks", "arrivals", "error", "error_claim", "abort",
+                 "timeout_ns", "tables")
+HEADER_BYTES = 8 * len(HEADER_FIELDS)
+BLOCK_STATE_BYTES = 16
+
+# The C++ names of the constants above.
+CONSTANTS = {
+    "kCounterStride": COUNTER_STRIDE, "kPhaseCount": PHASE_COUNT, "kGlobalWords": GLOBAL_WORDS,
+    "kPhUnits": PH_UNITS, "kPhGroups": PH_GROUPS, "kPhStaged": PH_STAGED, "kPhMaxUnits": PH_MAX_UNITS,
+    "kPhUnitsAt": PH_UNITS_AT, "kPhGroupsAt": PH_GROUPS_AT, "kPhBuffer": PH_BUFFER,
+    "kPhHalfBytes": PH_HALF_BYTES, "kPhSlotBytes": PH_SLOT_BYTES, "kPhSlots": PH_SLOTS,
+    "kPhReady": PH_READY, "kPhFree": PH_FREE, "kPhSource": PH_SOURCE, "kPhMulticast": PH_MULTICAST,
+    "kPhaseWords": PHASE_WORDS,
+    "kUSrc": U_SRC, "kUBytes": U_BYTES, "kUWindow": U_WINDOW, "kUConsumersAt": U_CONSUMERS_AT,
+    "kUConsumers": U_CONSUMERS, "kUnitWords": UNIT_WORDS,
+    "kGDst": G_DST, "kGBytes": G_BYTES, "kGSourcesAt": G_SOURCES_AT, "kGSources": G_SOURCES,
+    "kGRemote": G_REMOTE, "kGroupWords": GROUP_WORDS,
+    "kSRank": S_RANK, "kSUnit": S_UNIT, "kSOffset": S_OFFSET, "kSourceWords": SOURCE_WORDS,
+}

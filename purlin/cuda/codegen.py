@@ -1,0 +1,348 @@
+"""`atom.kernel` -> one CUDA C++ translation unit (`purlin-opt -t cuda`).
+
+The kernel is `extern "C"`, one per lowered collective. Its roles are
+`blockIdx` ranges fixed here, its loops are loops and each Atom op is one
+call into include/purlin/kernel.cuh with the op's phase, mechanism, memory
+order and role size as template or constant arguments. What shapes the code
+is folded in (collective structure, regime, strategy, world, dtype, reduce
+op, generation); what varies with the call's sizes is read from the rank's
+tables (purlin/cuda/tables.py) at run time, so one compiled kernel serves
+every rank and every size whose structure is the same. Nothing here reads a
+layout's counts or a buffer's size.
+
+Two peepholes keep the latency path as short as a hand-fused kernel:
+- a `wait_packets` whose token feeds only the copy/reduce right after it
+  becomes one `poll_consume`: each thread polls its packets and combines the
+  data it polled, with no barrier and no fence;
+- an `atom.fence` right before a release signal is folded into it (the
+  release store orders the block's earlier writes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Block, Operation, SSAValue
+
+from purlin.diagnostics import where
+from purlin.dialects import atom, snac
+from purlin.dialects.coll import ReduceKind, dtype_name
+
+_DTYPE = {"bf16": "BF16", "f16": "F16", "f32": "F32", "fp8e4m3": "FP8E4M3", "fp8e5m2": "FP8E5M2"}
+_REDOP = {None: "None", ReduceKind.SUM: "Sum", ReduceKind.MAX: "Max", ReduceKind.MIN: "Min",
+          ReduceKind.PROD: "Prod"}
+_MECH = {
+    atom.Mechanism.VECTOR: "Vector", atom.Mechanism.CP_ASYNC: "CpAsync", atom.Mechanism.BULK: "Bulk",
+    atom.Mechanism.MULTIMEM: "Multimem", atom.Mechanism.COPY_ENGINE: "CopyEngine",
+    atom.Mechanism.PACKET: "Packet",
+}
+_BINARY = {
+    arith.AddiOp: "{} + {}", arith.SubiOp: "{} - {}", arith.MuliOp: "{} * {}", arith.OrIOp: "{} | {}",
+    arith.AndIOp: "{} & {}", arith.XOrIOp: "{} ^ {}", arith.RemUIOp: "{} % {}", arith.DivUIOp: "{} / {}",
+    arith.MaxUIOp: "max_u({}, {})", arith.MinUIOp: "min_u({}, {})",
+}
+# Threads per SM on sm_80, sm_90 and sm_100: __launch_bounds__ cannot ask for more.
+MAX_THREADS_PER_SM = 2048
+
+
+class CodegenError(Exception):
+    """The kernel has an op or a form the CUDA code generator does not handle."""
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """One generated translation unit and what launching it needs."""
+
+    text: str
+    name: str
+    arch: str
+    threads: int
+    grid: int
+    smem: int
+    table_words: int  # tables inline in the parameter (0: in global memory)
+    blocks_per_sm: int
+    sites: tuple[str, ...]  # per site index: the op that waits or signals there
+    multimem: bool
+
+
+def _error(op: Operation, msg: str) -> CodegenError:
+    return CodegenError(f"{where(op)}: error: '{op.name}': {msg}")
+
+
+@dataclass
+class _Role:
+    blocks: int
+    loop_vars: list[str] = field(default_factory=list)
+    wrote_output: bool = False
+
+
+class _Emitter:
+    def __init__(self, kernel: atom.KernelOp):
+        self.kernel = kernel
+        self.names: dict[SSAValue, str] = {}
+        self.lines: list[str] = []
+        self.sites: list[str] = []
+        self.rank: SSAValue | None = None
+        self.phases: dict[str, int] = {}
+        self.phase_ops: dict[str, snac.PhaseOp] = {}
+        self.buffers: dict[str, snac.BufferOp] = {}
+        assert isinstance(kernel.input.type, MemRefType)
+        dtype = dtype_name(kernel.input.type.element_type)
+        assert dtype is not None
+        self.dtype = f"DType::{_DTYPE[dtype]}"
+
+    # -- values --------------------------------------------------------------
+
+    def name(self, v: SSAValue) -> str:
+        if v not in self.names:
+            raise CodegenError(f"internal: value {v} used before it is defined")
+        return self.names[v]
+
+    def define(self, v: SSAValue) -> str:
+        n = f"v{len(self.names)}"
+        self.names[v] = n
+        return n
+
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("  " * depth + line)
+
+    def site(self, op: Operation) -> int:
+        phase = getattr(op, "phase", None)
+        what = f" @{phase.string_value()}" if phase is not None else ""
+        self.sites.append(f"'{op.name}'{what} at {where(op)}")
+        return len(self.sites) - 1
+
+    def phase_of(self, op: Operation) -> tuple[int, snac.PhaseOp, snac.BufferOp]:
+        name = op.phase.string_value()  # type: ignore[attr-defined]
+        ph = self.phase_ops[name]
+        return self.phases[name], ph, self.buffers[ph.buffer.string_value()]
+
+    def own_rank(self, op: Operation, v: SSAValue) -> None:
+        if v is not self.rank:
+            raise _error(op, "names the units or groups of a rank other than snac.rank; a compiled "
+                             "kernel holds only its own rank's tables")
+
+    def value(self, op: Operation, depth: int) -> bool:
+        """Emit `op` if it computes an index; False if it is no such op."""
+        if isinstance(op, arith.ConstantOp):
+            self.emit(depth, f"const u64 {self.define(op.result)} = {op.value.value.data}ull;")  # type: ignore[attr-defined]
+        elif (form := _BINARY.get(type(op))) is not None:
+            expr = form.format(self.name(op.lhs), self.name(op.rhs))  # type: ignore[attr-defined]
+            self.emit(depth, f"const u64 {self.define(op.result)} = {expr};")
+        elif isinstance(op, snac.RankOp):
+            self.rank = op.result
+            self.emit(depth, f"const u64 {self.define(op.result)} = k.rank();")
+        elif isinstance(op, snac.EpochOp):
+            self.emit(depth, f"const u64 {self.define(op.epoch)} = k.epoch, {self.define(op.prev)} = k.prev;")
+        elif isinstance(op, snac.HalfOp):
+            self.emit(depth, f"const u64 {self.define(op.result)} = {self.name(op.epoch)} & 1;")
+        elif isinstance(op, (snac.UnitsOp, snac.GroupsOp, snac.StagedGroupsOp)):
+            self.own_rank(op, op.rank)
+            field_ = {snac.UnitsOp: "kPhUnits", snac.GroupsOp: "kPhGroups",
+                      snac.StagedGroupsOp: "kPhStaged"}[type(op)]
+            p, _, _ = self.phase_of(op)
+            self.emit(depth, f"const u64 {self.define(op.result)} = k.t(K::phase({p}) + abi::{field_});")
+        elif isinstance(op, snac.MaxUnitsOp):
+            p, _, _ = self.phase_of(op)
+            self.emit(depth, f"const u64 {self.define(op.result)} = k.t(K::phase({p}) + abi::kPhMaxUnits);")
+        else:
+            return False
+        return True
+
+    # -- structure -----------------------------------------------------------
+
+    def top(self) -> None:
+        for op in self.kernel.body.block.ops:
+            if isinstance(op, snac.BufferOp):
+                self.buffers[op.sym_name.data] = op
+            elif isinstance(op, snac.PhaseOp):
+                self.phases[op.sym_name.data] = len(self.phases)
+                self.phase_ops[op.sym_name.data] = op
+        for op in self.kernel.body.block.ops:
+            if isinstance(op, (snac.BufferOp, snac.SignalsOp, snac.PhaseOp)):
+                continue
+            if isinstance(op, atom.BlocksOp):
+                self.role(op)
+            elif isinstance(op, snac.AdvanceOp):
+                self.emit(1, f"advance(k, {self.name(op.amount)});")
+            elif not self.value(op, 1):
+                raise _error(op, "the CUDA code generator does not handle this op at kernel level")
+
+    def role(self, op: atom.BlocksOp) -> None:
+        first, blocks = op.first.value.data, op.blocks.value.data
+        test = f"blockIdx.x < {blocks}" if first == 0 else f"blockIdx.x >= {first} && blockIdx.x < {first + blocks}"
+        self.emit(1, f"if ({test}) {{  // atom.blocks {op.kind.data.value} first {first} blocks {blocks}")
+        self.emit(2, f"const Part part{{int(blockIdx.x) - {first}, {blocks}}};")
+        self.block(op.body.block, 2, _Role(blocks))
+        self.emit(1, "}")
+
+    def block(self, block: Block, depth: int, role: _Role) -> None:
+        ops = list(block.ops)
+        fused: set[Operation] = set()
+        for k, op in enumerate(ops):
+            nxt = ops[k + 1] if k + 1 < len(ops) else None
+            if op in fused or isinstance(op, scf.YieldOp):
+                continue
+            if isinstance(op, scf.ForOp):
+                iv = op.body.block.args[0]
+                v = self.define(iv)
+                self.emit(depth, f"for (u64 {v} = {self.name(op.lb)}; {v} < {self.name(op.ub)}; "
+                                 f"{v} += {self.name(op.step)}) {{")
+                role.loop_vars.append(v)
+                self.block(op.body.block, depth + 1, role)
+                role.loop_vars.pop()
+                self.emit(depth, "}")
+            elif isinstance(op, atom.WaitPacketsOp) and _fuses(op, nxt):
+                assert nxt is not None
+                fused.add(nxt)
+                self.poll_consume(op, nxt, depth, role)
+            elif isinstance(op, atom.FenceOp) and _folds(op, nxt):
+                self.emit(depth, "// atom.fence: folded into the release store that follows")
+            elif op.dialect_name() == "atom":
+                self.atom(op, depth, role)
+            elif not self.value(op, depth):
+                raise _error(op, "the CUDA code generator does not handle this op inside a role")
+
+    # -- atoms ---------------------------------------------------------------
+
+    def atom(self, op: Operation, depth: int, role: _Role) -> None:
+        n = self.name
+        b = role.blocks
+        if isinstance(op, atom.FenceOp):
+            self.emit(depth, "fence_acq_rel_sys();")
+            return
+        p, phase, buf = self.phase_of(op)
+        staged = buf.kind.data == snac.BufferKind.STAGING
+        if hasattr(op, "rank"):
+            self.own_rank(op, op.rank)  # type: ignore[attr-defined]
+        order = getattr(op, "order", None)
+        strong = "true" if order is not None and order.data in (snac.MemoryOrder.ACQUIRE,
+                                                               snac.MemoryOrder.RELEASE) else "false"
+        if isinstance(op, atom.WaitFreeOp):
+            self.emit(depth, f"wait_free<{'true' if staged else 'false'}, {strong}>(k, {p}, {n(op.unit)}, "
+                             f"{n(op.epoch)}, {n(op.prev)}, {self.site(op)});")
+        elif isinstance(op, atom.StageOp):
+            self.barrier_if_reads_output(op, op.unit, phase, depth, role)
+            self.emit(depth, f"stage<{self.dtype}, Mech::{_MECH[op.mech.data]}, {op.width.value.data}>"
+                             f"(k, {p}, {n(op.unit)}, {n(op.half)}, part, smem, kSmem);")
+        elif isinstance(op, atom.PutOp):
+            self.barrier_if_reads_output(op, op.unit, phase, depth, role)
+            self.emit(depth, f"put(k, {p}, {n(op.unit)}, {n(op.half)}, {n(op.flag)}, part);")
+        elif isinstance(op, atom.NotifyOp):
+            self.emit(depth, f"notify<{b}, {strong}>(k, {p}, {n(op.unit)}, {n(op.value)}, {self.site(op)});")
+        elif isinstance(op, atom.WaitReadyOp):
+            self.names[op.token] = "token"
+            self.emit(depth, f"wait_ready<{strong}>(k, {p}, {n(op.group)}, {n(op.epoch)}, {self.site(op)});")
+        elif isinstance(op, atom.WaitPacketsOp):
+            self.names[op.token] = "token"
+            self.emit(depth, f"wait_packets<{strong}>(k, {p}, {n(op.group)}, {n(op.epoch)}, part, "
+                             f"{self.site(op)});")
+        elif isinstance(op, (atom.CopyOp, atom.ReduceOp)):
+            reduce = isinstance(op, atom.ReduceOp)
+            mech = op.mech.data
+            if mech == atom.Mechanism.MULTIMEM and not reduce:
+                raise _error(op, "multimem copies are not generated (a copy's destination is the "
+                                 "rank's own output, not multicast memory)")
+            if mech == atom.Mechanism.COPY_ENGINE:
+                raise _error(op, "the copy engine is not driven from a kernel")
+            self.emit(depth, f"consume<{self.dtype}, Mech::{_MECH[mech]}, {op.width.value.data}, "
+                             f"{'true' if reduce else 'false'}, {'false' if staged else 'true'}>"
+                             f"(k, {p}, {self.redop(phase)}, {n(op.group)}, {n(op.half)}, part, smem, kSmem);")
+            role.wrote_output = True
+        elif isinstance(op, atom.AckOp):
+            self.emit(depth, f"ack<{b}, {strong}>(k, {p}, {n(op.group)}, {n(op.epoch)}, {self.site(op)});")
+        elif isinstance(op, atom.FinishOp):
+            self.emit(depth, f"finish<{b}, {strong}>(k, {p}, {n(op.value)}, {self.site(op)});")
+        else:
+            raise _error(op, "the CUDA code generator does not handle this op")
+
+    def redop(self, phase: snac.PhaseOp) -> str:
+        return f"int(RedOp::{_REDOP[phase.consume.kind]})"
+
+    def poll_consume(self, wait: atom.WaitPacketsOp, op: Operation, depth: int, role: _Role) -> None:
+        p, phase, _ = self.phase_of(op)
+        self.own_rank(wait, wait.rank)
+        reduce = isinstance(op, atom.ReduceOp)
+        self.emit(depth, f"poll_consume<{self.dtype}, {'true' if reduce else 'false'}>(k, {p}, "
+                         f"{self.redop(phase)}, {self.name(op.group)}, {self.name(op.half)}, "  # type: ignore[attr-defined]
+                         f"{self.name(wait.epoch)}, part, {self.site(wait)});")
+        role.wrote_output = True
+
+    def barrier_if_reads_output(self, op: Operation, index: SSAValue, phase: snac.PhaseOp, depth: int,
+                                role: _Role) -> None:
+        """A step that reads the output after this role wrote it reads what other
+        threads (and blocks) wrote: all of them must be done first."""
+        if role.wrote_output and phase.source.data == snac.PhaseSource.OUTPUT:
+            self.emit(depth, f"role_barrier<{role.blocks}>(k, {self.site(op)}, {self.name(index)});")
+
+
+def _fuses(wait: atom.WaitPacketsOp, nxt: Operation | None) -> bool:
+    """Whether the packet wait and the consume after it become one poll_consume."""
+    return (
+        isinstance(nxt, (atom.CopyOp, atom.ReduceOp))
+        and nxt.token is wait.token
+        and wait.token.has_one_use()
+        and nxt.group is wait.group
+        and nxt.phase == wait.phase
+        and nxt.mech.data == atom.Mechanism.VECTOR
+    )
+
+
+def _folds(fence: atom.FenceOp, nxt: Operation | None) -> bool:
+    return (
+        isinstance(nxt, (atom.NotifyOp, atom.AckOp, atom.FinishOp))
+        and nxt.order.data == snac.MemoryOrder.RELEASE
+        and (nxt.scope.data == snac.Scope.SYSTEM or fence.scope.data == snac.Scope.GPU)
+    )
+
+
+def kernel_name(kernel: atom.KernelOp) -> str:
+    return f"purlin_{kernel.regime.data.value}_{kernel.strategy.data.value}"
+
+
+def grid_of(kernel: atom.KernelOp) -> int:
+    return sum(b.blocks.value.data for b in kernel.body.block.ops if isinstance(b, atom.BlocksOp))
+
+
+def emit_cuda(kernel: atom.KernelOp, table_words: int = 0, blocks_per_sm: int = 1) -> KernelSource:
+    """The translation unit of `kernel`: tables inline up to `table_words`
+    words (0: read from global memory), registers sized for `blocks_per_sm`
+    resident blocks per SM."""
+    threads = kernel.threads.value.data
+    if blocks_per_sm < 1 or blocks_per_sm * threads > MAX_THREADS_PER_SM:
+        raise CodegenError(
+            f"{where(kernel)}: error: '{kernel.name}': {blocks_per_sm} blocks of {threads} threads "
+            f"per SM exceed the {MAX_THREADS_PER_SM} threads an SM holds"
+        )
+    e = _Emitter(kernel)
+    e.top()
+    name = kernel_name(kernel)
+    world = kernel.world_size
+    grid = grid_of(kernel)
+    smem = kernel.smem.value.data
+    head = [
+        f"// purlin: {kernel.regime.data.value} {kernel.strategy.data.value} collective, world {world}, "
+        f"{kernel.arch.value}, generated from the atom.kernel at {where(kernel)}",
+        "#include <purlin/kernel.cuh>",
+        "",
+        "namespace {",
+        "using namespace purlin;",
+        "using namespace purlin::cuda;",
+        f"constexpr int kWorld = {world};",
+        f"constexpr int kTableWords = {table_words};",
+        f"[[maybe_unused]] constexpr int kSmem = {smem};",
+        "using K = Kernel<kTableWords, kWorld>;",
+        "}  // namespace",
+        "",
+        f"// {grid} blocks of {threads} threads, all co-resident.",
+        f'extern "C" __global__ void __launch_bounds__({threads}, {blocks_per_sm})',
+        f"{name}(const __grid_constant__ abi::Params<kTableWords> p) {{",
+        "  extern __shared__ __align__(128) char smem[];",
+        "  (void)smem;",
+        "  K k(p);",
+    ]
+    text = "\n".join(head + e.lines + ["}", ""])
+    return KernelSource(text, name, kernel.arch.value, threads, grid, smem, table_words, blocks_per_sm,
+                        tuple(e.sites), kernel.multimem is not None)

@@ -1,0 +1,110 @@
+// What a generated kernel and the C++ runtime that launches it agree on: the
+// enums of the plan format, the kernel's parameter, the per-rank tables and
+// the state kept on the device across calls. Plain types only, so NVRTC
+// (no host standard library) and the host compiler read the same layout;
+// tests/python/test_cuda_abi.py checks it against purlin/cuda/abi.py.
+#pragma once
+
+namespace purlin {
+
+using i64 = long long;
+using u64 = unsigned long long;
+using i32 = int;
+using u32 = unsigned int;
+
+enum class DType : i64 { BF16 = 0, F16 = 1, F32 = 2, FP8E4M3 = 3, FP8E5M2 = 4 };
+enum class RedOp : i64 { None = 0, Sum = 1, Max = 2, Min = 3, Prod = 4 };
+enum class Mech : i64 { None = 0, Vector = 1, CpAsync = 2, Bulk = 3, Multimem = 4, CopyEngine = 5, Packet = 6 };
+
+constexpr int kPacketBytes = 16;
+constexpr int kPacketDataBytes = 8;
+
+namespace abi {
+
+// The tables: int64 words, one set per rank, written by purlin/cuda/tables.py.
+// Global words, then the symmetric allocation of every rank (as this rank
+// addresses it; the host fills these in), then one header per phase.
+constexpr int kCounterStride = 0;  // arrival counters per signal site
+constexpr int kPhaseCount = 1;
+constexpr int kGlobalWords = 4;
+// = kGlobalWords + world: where the phase headers start.
+
+// A phase header (kPhaseWords words); offsets and sizes in bytes.
+constexpr int kPhUnits = 0;      // this rank's units
+constexpr int kPhGroups = 1;     // this rank's groups
+constexpr int kPhStaged = 2;     // its groups that read staging (they come first)
+constexpr int kPhMaxUnits = 3;   // the most units of any rank
+constexpr int kPhUnitsAt = 4;    // word of the first unit record
+constexpr int kPhGroupsAt = 5;   // word of the first group record
+constexpr int kPhBuffer = 6;     // the buffer, from the start of the symmetric allocation
+constexpr int kPhHalfBytes = 7;  // one half of the buffer
+constexpr int kPhSlotBytes = 8;  // staging: one slot; packets: one source's region
+constexpr int kPhSlots = 9;      // staging slots per half
+constexpr int kPhReady = 10;     // the ready signal slots (one u64 per rank)
+constexpr int kPhFree = 11;      // the free signal slots
+constexpr int kPhSource = 12;    // 0: units come from the input, 1: from the output
+constexpr int kPhMulticast = 13; // the buffer's multicast address (never bound: 0)
+constexpr int kPhaseWords = 16;
+
+// A unit this rank produces.
+constexpr int kUSrc = 0;           // offset in the source buffer
+constexpr int kUBytes = 1;
+constexpr int kUWindow = 2;        // offset in this rank's region of a consumer's window
+constexpr int kUConsumersAt = 3;   // word of the first consumer rank
+constexpr int kUConsumers = 4;
+constexpr int kUnitWords = 5;
+
+// A group this rank consumes, and its sources in reduction order.
+constexpr int kGDst = 0;           // offset in the output
+constexpr int kGBytes = 1;
+constexpr int kGSourcesAt = 2;
+constexpr int kGSources = 3;
+constexpr int kGRemote = 4;        // sources read from staging or the window
+constexpr int kGroupWords = 5;
+
+constexpr int kSRank = 0;
+constexpr int kSUnit = 1;          // the unit on that rank, -1 when read locally
+constexpr int kSOffset = 2;        // local: offset in the source buffer; window: in the source's region
+constexpr int kSourceWords = 3;
+
+// Each block's epochs, kept on the device so that graph replays continue them.
+struct BlockState {
+  u64 epoch, prev;
+};
+
+// Where a wait gave up, written by the device into host-mapped memory.
+struct ErrorRecord {
+  i32 valid;
+  i32 site;     // the wait's index in the kernel (purlin/cuda/codegen.py names it)
+  i32 rank, block;
+  i32 packets;  // 0: a signal wait, 1: a packet poll
+  i32 slot;     // the signal slot, or the rank whose packets were awaited
+  i64 packet;   // the packet's index in the group, -1 for signals
+  u64 awaited, seen, epoch;
+};
+
+// The kernel's parameter, before the inline tables. Every field is 8 bytes,
+// so host and device lay it out alike.
+struct Header {
+  i64 rank;
+  char* input;
+  char* output;
+  BlockState* blocks;       // one per block of the grid
+  u64* arrivals;            // signal sites x kCounterStride, monotonic
+  ErrorRecord* error;       // this rank's record, host-mapped
+  u32* error_claim;         // device memory: the first wait to give up writes the record
+  volatile i32* abort;      // set by any rank of the process that gave up, host-mapped
+  u64 timeout_ns;
+  const i64* tables;        // the tables in global memory, when they are not inline
+};
+
+// Tables of at most N words travel inline, in the parameter (constant
+// memory); N = 0: in global memory at header.tables.
+template <int N>
+struct Params {
+  Header h;
+  i64 t[N > 0 ? N : 1];
+};
+
+}  // namespace abi
+}  // namespace purlin

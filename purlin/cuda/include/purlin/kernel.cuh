@@ -1,0 +1,435 @@
+// What a kernel generated from an atom.kernel (purlin/cuda/codegen.py) calls:
+// one device function per Atom op, reading the rank's units and groups from
+// its tables. The generated code holds the control flow (roles as blockIdx
+// ranges, loops, straight-line steps) and folds as template arguments what
+// shapes the code: phase, mechanism, order, role size.
+#pragma once
+
+#include "purlin/datapath.cuh"
+
+namespace purlin::cuda {
+
+// Polls between looks at the clock and at the abort flag (host memory: too
+// slow to read on every poll).
+constexpr int kPollsPerCheck = 256;
+
+// One rank's call as a block sees it. N: inline table words (0: the tables
+// are in global memory); W: the world size.
+template <int N, int W>
+struct Kernel {
+  static constexpr int world = W;
+  const abi::Params<N>& p;
+  u64 epoch, prev;
+  bool failed = false;  // a wait of this thread gave up, or saw another give up
+
+  __device__ explicit Kernel(const abi::Params<N>& params) : p(params) {
+    const abi::BlockState s = p.h.blocks[blockIdx.x];
+    epoch = s.epoch;
+    prev = s.prev;
+  }
+
+  __device__ i64 t(i64 i) const {
+    if constexpr (N > 0)
+      return p.t[i];
+    else
+      return p.h.tables[i];
+  }
+  __device__ i64 rank() const { return p.h.rank; }
+  // Rank r's symmetric allocation, as this rank addresses it.
+  __device__ char* sym(i64 r) const { return reinterpret_cast<char*>(t(abi::kGlobalWords + r)); }
+  static constexpr i64 phase(int k) { return abi::kGlobalWords + W + i64(k) * abi::kPhaseWords; }
+  __device__ char* source(i64 ph) const { return t(ph + abi::kPhSource) ? p.h.output : p.h.input; }
+  __device__ i64 unit(i64 ph, u64 u) const { return t(ph + abi::kPhUnitsAt) + i64(u) * abi::kUnitWords; }
+  __device__ i64 group(i64 ph, u64 g) const { return t(ph + abi::kPhGroupsAt) + i64(g) * abi::kGroupWords; }
+  __device__ i64 source_at(i64 group, i64 j) const { return t(group + abi::kGSourcesAt) + j * abi::kSourceWords; }
+  // Half `half` of buffer `ph` on rank r.
+  __device__ char* half_of(i64 ph, i64 r, u64 half) const {
+    return sym(r) + t(ph + abi::kPhBuffer) + i64(half) * t(ph + abi::kPhHalfBytes);
+  }
+  __device__ u64* signal(i64 r, i64 ph, int which, i64 slot) const {
+    return reinterpret_cast<u64*>(sym(r) + t(ph + which)) + slot;
+  }
+};
+
+__device__ __forceinline__ u64 max_u(u64 a, u64 b) { return a > b ? a : b; }
+__device__ __forceinline__ u64 min_u(u64 a, u64 b) { return a < b ? a : b; }
+
+__device__ __forceinline__ u64 atom_add_acq_rel_gpu(u64* p, u64 v) {
+  u64 old;
+  asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ u64 ld_acquire_gpu(const u64* p) {
+  u64 v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+template <bool Release>
+__device__ __forceinline__ void store_signal(u64* slot, u64 value) {
+  if constexpr (Release)
+    st_release_sys(slot, value);
+  else
+    st_relaxed_sys(slot, value);
+}
+
+// Called by the one thread that gave up: the first record per rank wins, and
+// every rank's waits stop at their next check.
+__device__ __noinline__ void record_timeout(const abi::Header& h, u64 epoch, int site, int packets, int slot,
+                                            i64 packet, u64 awaited, u64 seen) {
+  if (atomicCAS(h.error_claim, 0u, 1u) == 0u) {
+    volatile abi::ErrorRecord* e = h.error;
+    e->site = site;
+    e->rank = i32(h.rank);
+    e->block = i32(blockIdx.x);
+    e->packets = packets;
+    e->slot = slot;
+    e->packet = packet;
+    e->awaited = awaited;
+    e->seen = seen;
+    e->epoch = epoch;
+    __threadfence_system();
+    e->valid = 1;
+  }
+  *h.abort = 1;
+  __threadfence_system();
+}
+
+// Whether to give up polling: past the deadline or another wait gave up.
+struct Deadline {
+  u64 start = 0;
+  int polls = 0;
+  template <class K>
+  __device__ bool expired(const K& k) {
+    if (++polls % kPollsPerCheck) return false;
+    const u64 now = globaltimer();
+    if (start == 0) start = now;
+    return *k.p.h.abort || now - start > k.p.h.timeout_ns;
+  }
+};
+
+// One thread polls *slot until it reaches `need`; false when it gave up.
+template <class K>
+__device__ bool poll_signal(const K& k, const u64* slot, u64 need, int site, int which) {
+  Deadline deadline;
+  u64 seen;
+  while ((seen = ld_relaxed_sys(slot)) < need) {
+    if (deadline.expired(k)) {
+      if (!*k.p.h.abort) record_timeout(k.p.h, k.epoch, site, 0, which, -1, need, seen);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Thread 0 polls every (slot, need, which) that `each` visits, relaxed, then
+// acquires them; the block continues together. `each` takes a visitor that
+// returns false to stop.
+template <bool Acquire, class K, class Each>
+__device__ void block_wait(K& k, int site, Each each) {
+  bool ok = true;
+  if (threadIdx.x == 0) {
+    const u64* last = nullptr;
+    int polled = 0;
+    each([&](const u64* slot, u64 need, int which) {
+      if (!poll_signal(k, slot, need, site, which)) return ok = false;
+      last = slot;
+      ++polled;
+      return true;
+    });
+    // A relaxed read followed by a fence acquires what it observed.
+    if (ok && Acquire && polled == 1) ld_acquire_sys(last);
+    if (ok && Acquire && polled > 1) fence_acq_rel_sys();
+  }
+  if (__syncthreads_or(!ok)) k.failed = true;
+}
+
+// Thread 0 of the role's last block to arrive at (site, iv) stores the role's
+// signal, after every block finished what came before: earlier writes are
+// ordered by __syncthreads within a block, by the acq_rel counter across
+// blocks and by the release store towards the peer. Counters only grow.
+template <int Blocks, class K>
+__device__ bool last_arrival(const K& k, int site, u64 iv) {
+  __syncthreads();
+  if (threadIdx.x != 0) return false;
+  if constexpr (Blocks == 1) {
+    return true;
+  } else {
+    u64* c = k.p.h.arrivals + i64(site) * k.t(abi::kCounterStride) + i64(iv);
+    return (atom_add_acq_rel_gpu(c, 1) + 1) % Blocks == 0;
+  }
+}
+
+// Every block of the role waits until all of them got here (co-resident, so
+// this cannot hang): for steps that read what other blocks wrote.
+template <int Blocks, class K>
+__device__ void role_barrier(K& k, int site, u64 iv) {
+  __syncthreads();
+  if constexpr (Blocks > 1) {
+    bool ok = true;
+    if (threadIdx.x == 0) {
+      u64* c = k.p.h.arrivals + i64(site) * k.t(abi::kCounterStride) + i64(iv);
+      const u64 target = (atom_add_acq_rel_gpu(c, 1) / Blocks + 1) * Blocks;
+      Deadline deadline;
+      u64 seen;
+      while ((seen = ld_acquire_gpu(c)) < target) {
+        if (deadline.expired(k)) {
+          if (!*k.p.h.abort) record_timeout(k.p.h, k.epoch, site, 0, -1, -1, target, seen);
+          ok = false;
+          break;
+        }
+      }
+    }
+    if (__syncthreads_or(!ok)) k.failed = true;
+  }
+}
+
+// -- signals -------------------------------------------------------------------
+
+// atom.wait_free: before unit u goes to its slot (or the first unit to the
+// half), its previous readers must be done with it.
+template <bool Staged, bool Acquire, class K>
+__device__ void wait_free(K& k, int phase, u64 u, u64 epoch, u64 prev, int site) {
+  const i64 ph = K::phase(phase);
+  const i64 slots = k.t(ph + abi::kPhSlots);
+  if (Staged && i64(u) >= slots) {
+    const i64 prior = k.unit(ph, u - slots);
+    const u64 need = epoch + u - slots + 1;
+    block_wait<Acquire>(k, site, [&](auto&& visit) {
+      for (i64 c = 0; c < k.t(prior + abi::kUConsumers); ++c) {
+        const i64 d = k.t(k.t(prior + abi::kUConsumersAt) + c);
+        if (!visit(k.signal(k.rank(), ph, abi::kPhFree, d), need, int(d))) return;
+      }
+    });
+  } else if (u == 0) {
+    block_wait<Acquire>(k, site, [&](auto&& visit) {
+      for (i64 d = 0; d < K::world; ++d)
+        if (d != k.rank() && !visit(k.signal(k.rank(), ph, abi::kPhFree, d), prev, int(d))) return;
+    });
+  }
+}
+
+// atom.wait_ready: every remote source of group g was announced.
+template <bool Acquire, class K>
+__device__ void wait_ready(K& k, int phase, u64 g, u64 epoch, int site) {
+  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  block_wait<Acquire>(k, site, [&](auto&& visit) {
+    for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
+      const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
+      if (unit < 0) continue;
+      const i64 from = k.t(s + abi::kSRank);
+      if (!visit(k.signal(k.rank(), ph, abi::kPhReady, from), epoch + u64(unit) + 1, int(from))) return;
+    }
+  });
+}
+
+// atom.notify: `value` into slot [rank] of every consumer's ready signals.
+template <int Blocks, bool Release, class K>
+__device__ void notify(const K& k, int phase, u64 u, u64 value, int site) {
+  if (!last_arrival<Blocks>(k, site, u)) return;
+  const i64 ph = K::phase(phase), unit = k.unit(ph, u);
+  for (i64 c = 0; c < k.t(unit + abi::kUConsumers); ++c)
+    store_signal<Release>(k.signal(k.t(k.t(unit + abi::kUConsumersAt) + c), ph, abi::kPhReady, k.rank()), value);
+}
+
+// atom.ack: each remote source of group g may reuse the unit's slot.
+template <int Blocks, bool Release, class K>
+__device__ void ack(const K& k, int phase, u64 g, u64 epoch, int site) {
+  if (!last_arrival<Blocks>(k, site, g)) return;
+  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
+    const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
+    if (unit >= 0)
+      store_signal<Release>(k.signal(k.t(s + abi::kSRank), ph, abi::kPhFree, k.rank()), epoch + u64(unit) + 1);
+  }
+}
+
+// atom.finish: this rank is done reading the phase's half on every peer.
+template <int Blocks, bool Release, class K>
+__device__ void finish(const K& k, int phase, u64 value, int site) {
+  if (!last_arrival<Blocks>(k, site, 0)) return;
+  const i64 ph = K::phase(phase);
+  for (i64 d = 0; d < K::world; ++d)
+    if (d != k.rank()) store_signal<Release>(k.signal(d, ph, abi::kPhFree, k.rank()), value);
+}
+
+// -- data ------------------------------------------------------------------------
+
+// atom.stage: unit u into this rank's slot u mod slots of `half`.
+template <DType D, Mech M, int Width, class K>
+__device__ void stage(const K& k, int phase, u64 u, u64 half, Part part, char* smem, int smem_bytes) {
+  const i64 ph = K::phase(phase), unit = k.unit(ph, u);
+  const i64 slot = i64(u) % k.t(ph + abi::kPhSlots);
+  const Span dst{k.half_of(ph, k.rank(), half) + slot * k.t(ph + abi::kPhSlotBytes), -1};
+  const Span src{k.source(ph) + k.t(unit + abi::kUSrc), -1};
+  move<D, M, Width, false>(dst, &src, 1, 0, k.t(unit + abi::kUBytes), part, smem, smem_bytes, nullptr);
+}
+
+// atom.put: unit u as packets into this rank's region of every consumer's
+// window; each thread loads a packet's data once and stores it to all of them.
+template <class K>
+__device__ void put(const K& k, int phase, u64 u, u64 half, u64 flag, Part part) {
+  const i64 ph = K::phase(phase), unit = k.unit(ph, u);
+  const char* src = k.source(ph) + k.t(unit + abi::kUSrc);
+  const i64 bytes = k.t(unit + abi::kUBytes);
+  const i64 region = k.t(ph + abi::kPhBuffer) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
+                     k.rank() * k.t(ph + abi::kPhSlotBytes) + k.t(unit + abi::kUWindow) / kPacketDataBytes * kPacketBytes;
+  const i64 consumers = k.t(unit + abi::kUConsumers), first = k.t(unit + abi::kUConsumersAt);
+  const i64 packets = (bytes + kPacketDataBytes - 1) / kPacketDataBytes;
+  const bool whole = reinterpret_cast<u64>(src) % kPacketDataBytes == 0;
+  for (i64 pk = part.first(); pk < packets; pk += part.stride()) {
+    const i64 b = pk * kPacketDataBytes;
+    const u64 data = whole && b + kPacketDataBytes <= bytes ? *reinterpret_cast<const u64*>(src + b)
+                                                            : load_bytes(src + b, bytes - b);
+    for (i64 c = 0; c < consumers; ++c) st_packet(k.sym(k.t(first + c)) + region + pk * kPacketBytes, data, flag);
+  }
+}
+
+// The region of this rank's window where source s of a group lands, as a
+// packet span (data byte offsets).
+template <class K>
+__device__ Span window_span(const K& k, i64 ph, i64 s, u64 half) {
+  return {k.half_of(ph, k.rank(), half) + k.t(s + abi::kSRank) * k.t(ph + abi::kPhSlotBytes),
+          k.t(s + abi::kSOffset)};
+}
+
+// atom.wait_packets on its own: every block polls every packet of the group's
+// remote sources, so that its later reads follow its own look at the flags.
+template <bool Acquire, class K>
+__device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int site) {
+  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  const i64 packets = (k.t(group + abi::kGBytes) + kPacketDataBytes - 1) / kPacketDataBytes;
+  const u64 need = epoch + 1;
+  bool ok = true;
+  for (i64 j = 0; j < k.t(group + abi::kGSources) && ok; ++j) {
+    const i64 s = k.source_at(group, j);
+    if (k.t(s + abi::kSUnit) < 0) continue;
+    const Span w = window_span(k, ph, s, epoch & 1);
+    for (i64 pk = threadIdx.x; pk < packets && ok; pk += blockDim.x) {
+      const char* line = w.p + (w.packet_byte / kPacketDataBytes + pk) * kPacketBytes;
+      u64 data, flag;
+      Deadline deadline;
+      for (ld_packet(line, data, flag); flag < need; ld_packet(line, data, flag)) {
+        if (deadline.expired(k)) {
+          if (!*k.p.h.abort) record_timeout(k.p.h, k.epoch, site, 1, int(k.t(s + abi::kSRank)), pk, need, flag);
+          ok = false;
+          break;
+        }
+      }
+    }
+  }
+  // The block observed the flags before the barrier; one fence orders its
+  // later reads of the data (L1 is per SM).
+  if (__syncthreads_or(!ok)) {
+    k.failed = true;
+    return;
+  }
+  if (Acquire) {
+    if (threadIdx.x == 0) fence_acq_rel_sys();
+    __syncthreads();
+  }
+}
+
+// atom.copy / atom.reduce of group g: from its sources (own buffer, peers'
+// staging, or packets) into the output, with mechanism M.
+template <DType D, Mech M, int Width, bool Reduce, bool Packets, class K>
+__device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part part, char* smem, int smem_bytes) {
+  __shared__ Span srcs[K::world];
+  __shared__ Span dst;
+  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  const int n = int(k.t(group + abi::kGSources));
+  __syncthreads();  // the previous step is done with the spans
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    const i64 s = k.source_at(group, j);
+    if (k.t(s + abi::kSUnit) < 0)
+      srcs[j] = {k.source(ph) + k.t(s + abi::kSOffset), -1};
+    else if (Packets)
+      srcs[j] = window_span(k, ph, s, half);
+    else
+      srcs[j] = {k.half_of(ph, k.t(s + abi::kSRank), half) +
+                     k.t(s + abi::kSUnit) % k.t(ph + abi::kPhSlots) * k.t(ph + abi::kPhSlotBytes),
+                 -1};
+  }
+  if (threadIdx.x == 0) dst = {k.p.h.output + k.t(group + abi::kGDst), -1};
+  __syncthreads();
+  char* mc = nullptr;
+  if constexpr (M == Mech::Multimem) {
+    // Every source sits at the same slot of the symmetric buffer (stage_local).
+    const i64 s = k.source_at(group, 0);
+    mc = reinterpret_cast<char*>(k.t(ph + abi::kPhMulticast)) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
+         k.t(s + abi::kSUnit) % k.t(ph + abi::kPhSlots) * k.t(ph + abi::kPhSlotBytes);
+  }
+  move<D, M, Width, Reduce>(dst, srcs, n, op, k.t(group + abi::kGBytes), part, smem, smem_bytes, mc);
+}
+
+// atom.wait_packets followed by the copy or reduce of the same group, fused:
+// each thread polls its packets of every source and combines the data it
+// polled in registers (no barrier, no fence: a packet's data comes with its flag).
+template <DType D, bool Reduce, class K>
+__device__ void poll_consume(K& k, int phase, int op, u64 g, u64 half, u64 epoch, Part part, int site) {
+  constexpr int E = kPacketDataBytes / Elem<D>::bytes;
+  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  char* dst = k.p.h.output + k.t(group + abi::kGDst);
+  const i64 bytes = k.t(group + abi::kGBytes), n = k.t(group + abi::kGSources);
+  const i64 packets = (bytes + kPacketDataBytes - 1) / kPacketDataBytes;
+  const u64 need = epoch + 1;
+  const bool dst_whole = reinterpret_cast<u64>(dst) % kPacketDataBytes == 0;
+  char* const own = k.half_of(ph, k.rank(), half);
+  const i64 region_bytes = k.t(ph + abi::kPhSlotBytes);
+  for (i64 pk = part.first(); pk < packets && !k.failed; pk += part.stride()) {
+    const i64 b = pk * kPacketDataBytes, nb = min(i64(kPacketDataBytes), bytes - b);
+    float acc[E];
+    u64 word = 0;
+    for (i64 j = 0; j < n; ++j) {
+      const i64 s = k.source_at(group, j), off = k.t(s + abi::kSOffset);
+      u64 data;
+      if (k.t(s + abi::kSUnit) < 0) {
+        const char* p = k.source(ph) + off + b;
+        data = nb == kPacketDataBytes && reinterpret_cast<u64>(p) % kPacketDataBytes == 0
+                   ? *reinterpret_cast<const u64*>(p)
+                   : load_bytes(p, nb);
+      } else {
+        const char* line = own + k.t(s + abi::kSRank) * region_bytes + (off / kPacketDataBytes + pk) * kPacketBytes;
+        u64 flag;
+        Deadline deadline;
+        for (ld_packet(line, data, flag); flag < need; ld_packet(line, data, flag)) {
+          if (deadline.expired(k)) {
+            if (!*k.p.h.abort) record_timeout(k.p.h, k.epoch, site, 1, int(k.t(s + abi::kSRank)), pk, need, flag);
+            k.failed = true;
+            break;
+          }
+        }
+      }
+      if constexpr (Reduce) {
+        const Word<8> w{make_uint2(u32(data), u32(data >> 32))};
+        if (j == 0) {
+          unpack<D, 8>(w, acc);
+        } else {
+          float x[E];
+          unpack<D, 8>(w, x);
+          ArchCombine::apply(op, acc, x);
+        }
+      } else {
+        word = data;
+      }
+    }
+    if constexpr (Reduce) {
+      const Word<8> w = pack<D, 8>(acc);
+      word = u64(w.v.x) | u64(w.v.y) << 32;
+    }
+    if (dst_whole && nb == kPacketDataBytes)
+      *reinterpret_cast<u64*>(dst + b) = word;
+    else
+      store_bytes(dst + b, word, nb);
+  }
+}
+
+// snac.advance: each block moves its own epochs on, unless a wait gave up
+// (the host then refuses further calls).
+template <class K>
+__device__ void advance(const K& k, u64 amount) {
+  if (__syncthreads_or(k.failed)) return;
+  if (threadIdx.x == 0) k.p.h.blocks[blockIdx.x] = {k.epoch + amount, k.epoch};
+}
+
+}  // namespace purlin::cuda

@@ -1,0 +1,109 @@
+"""A lowered collective as the CUDA runtime runs it: the generated kernel
+(codegen), its per-rank tables (tables) and NVRTC's cubin (nvrtc), built on
+first use from the atom.kernel and the call's counts.
+
+`purlin.plan_builder.build_plan` attaches one to every plan it builds
+(`plan.cuda`); `purlin.runtime.Communicator(plan, backend="cuda")` runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+
+from purlin.cuda.codegen import CodegenError, KernelSource, emit_cuda, grid_of
+from purlin.cuda.nvrtc import NvrtcError, compile_cubin
+from purlin.cuda.tables import TableError, Tables, build_tables
+from purlin.diagnostics import where
+from purlin.dialects import atom, snac
+from purlin.sim.snac_exec import SnacExecutionError, phase_states
+
+# Tables travel in the kernel's parameter (constant memory) up to this many
+# words (the parameter holds at most 32 KiB); in global memory beyond, and
+# always in the throughput regime, whose tables grow with the size.
+MAX_INLINE_WORDS = 2048
+MIN_INLINE_WORDS = 64
+
+
+class ProgramError(Exception):
+    """The kernel cannot be generated, laid out or compiled (the message names the op)."""
+
+
+def inline_words(words: int) -> int:
+    """The inline capacity for tables of `words` words: the next power of two,
+    so that sizes of one structure share a kernel."""
+    cap = MIN_INLINE_WORDS
+    while cap < words:
+        cap *= 2
+    return cap
+
+
+class CudaProgram:
+    """The compiled form of one atom.kernel with its counts bound."""
+
+    def __init__(self, kernel: atom.KernelOp, counts: Sequence | None = None):
+        self.kernel = kernel
+        self.counts = counts
+        self.arch = kernel.arch.value
+        self.world = kernel.world_size
+        self.grid = grid_of(kernel)
+        self.threads = kernel.threads.value.data
+        self._sources: dict[int, KernelSource] = {}
+
+    @cached_property
+    def tables(self) -> Tables:
+        try:
+            return build_tables(self.kernel, phase_states(self.kernel, self.world, self.counts))
+        except (TableError, SnacExecutionError) as e:
+            raise ProgramError(f"{where(self.kernel)}: error: 'atom.kernel': {e}") from None
+
+    @cached_property
+    def table_words(self) -> int:
+        """Inline table capacity of the kernel; 0: tables in global memory."""
+        latency = self.kernel.regime.data == snac.Regime.LATENCY
+        words = self.tables.words
+        return inline_words(words) if latency and words <= MAX_INLINE_WORDS else 0
+
+    def source(self, blocks_per_sm: int = 1) -> KernelSource:
+        """The generated translation unit, registers sized for `blocks_per_sm`."""
+        if blocks_per_sm not in self._sources:
+            try:
+                self._sources[blocks_per_sm] = emit_cuda(self.kernel, self.table_words, blocks_per_sm)
+            except CodegenError as e:
+                raise ProgramError(str(e)) from None
+        return self._sources[blocks_per_sm]
+
+    def cubin(self, blocks_per_sm: int = 1) -> bytes:
+        src = self.source(blocks_per_sm)
+        try:
+            return compile_cubin(src.text, src.arch, f"{src.name}.cu").cubin
+        except NvrtcError as e:
+            raise ProgramError(f"{where(self.kernel)}: error: 'atom.kernel': {e}") from None
+
+    def blocks_per_sm(self, ranks_per_device: int, sms: int) -> int:
+        """Blocks each SM must hold for `ranks_per_device` grids to be co-resident."""
+        return max(1, -(-self.grid * ranks_per_device // sms))
+
+    def spec(self, blocks_per_sm: int, input_bytes: Sequence[int], output_bytes: Sequence[int]):
+        """The runtime's description of the kernel (purlin._runtime.KernelSpec)."""
+        from purlin import _runtime
+
+        src = self.source(blocks_per_sm)
+        s = _runtime.KernelSpec()
+        s.cubin = self.cubin(blocks_per_sm)
+        s.name = src.name
+        s.arch = int(self.arch.removeprefix("sm_"))
+        s.world = self.world
+        s.threads = src.threads
+        s.grid = src.grid
+        s.smem = src.smem
+        s.table_words = src.table_words
+        s.sites = len(src.sites)
+        s.site_names = list(src.sites)
+        s.counter_stride = self.tables.counter_stride
+        s.symmetric_bytes = self.tables.symmetric_bytes
+        s.tables = [t.tolist() for t in self.tables.ranks]
+        s.input_bytes = list(input_bytes)
+        s.output_bytes = list(output_bytes)
+        s.multimem = src.multimem
+        return s
