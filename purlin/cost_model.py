@@ -64,7 +64,10 @@ class Choice:
 
 
 def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
-           reduce: bool, dynamic: bool) -> Choice:
+           reduce: bool, dynamic: bool, out_per_rank_bytes: int | None = None) -> Choice:
+    """`per_rank_bytes` and `out_per_rank_bytes`: the largest rank's input and
+    output; packet blocks follow the larger (an all_gather receives world
+    times what it sends)."""
     t = THRESHOLDS[arch]
     latency = (
         per_rank_bytes is not None
@@ -82,5 +85,6 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     chunk = t.copy_chunk_bytes if large_copy else t.chunk_bytes
     latency_blocks = t.latency_blocks
     if per_rank_bytes is not None:
-        latency_blocks = max(1, min(latency_blocks, -(-per_rank_bytes // t.latency_block_bytes)))
+        moved = max(per_rank_bytes, out_per_rank_bytes or 0)
+        latency_blocks = max(1, min(latency_blocks, -(-moved // t.latency_block_bytes)))
     return Choice(regime, strategy, chunk, t.slots, latency_blocks, t.throughput_blocks)

@@ -58,7 +58,7 @@ Executor::Executor(KernelSpec spec, double timeout_s, std::string name)
   if (s.threads < 32 || s.threads > 1024 || s.threads % 32)
     fail("threads per block must be a multiple of 32 in [32, 1024], got " + std::to_string(s.threads));
   if (s.grid < 1) fail("the kernel needs at least one block");
-  if (s.smem < 0 || s.table_words < 0 || s.sites < 0 || s.counter_stride < 1 || s.symmetric_bytes < 0)
+  if (s.smem < 0 || s.sites < 0 || s.counter_stride < 1 || s.symmetric_bytes < 0)
     fail("negative sizes in the kernel description");
   if (static_cast<int>(s.tables.size()) != s.world || static_cast<int>(s.input_bytes.size()) != s.world ||
       static_cast<int>(s.output_bytes.size()) != s.world)
@@ -68,9 +68,6 @@ Executor::Executor(KernelSpec spec, double timeout_s, std::string name)
     const auto& t = s.tables[r];
     if (static_cast<int64_t>(t.size()) < abi::kGlobalWords + s.world)
       fail("rank " + std::to_string(r) + "'s tables are shorter than their header");
-    if (s.table_words > 0 && static_cast<int64_t>(t.size()) > s.table_words)
-      fail("rank " + std::to_string(r) + "'s tables (" + std::to_string(t.size()) + " words) do not fit the " +
-           std::to_string(s.table_words) + " inline words the kernel was compiled for");
   }
   if (s.multimem)
     fail("the kernel uses multimem, which needs an NVLink multicast object; this runtime never creates one "
@@ -107,26 +104,30 @@ int64_t Executor::state_bytes() const {
 }
 
 void Executor::check_devices(const std::vector<int>& devices) {
-  if (!library_) {
-    check(cudaLibraryLoadData(&library_, spec_.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
-          name_ + ": loading the compiled kernel");
-    check(cudaLibraryGetKernel(&kernel_, library_, spec_.name.c_str()), name_ + ": finding kernel " + spec_.name);
-  }
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   std::map<int, int> ranks_on;
   for (int d : devices) ++ranks_on[d];
+  std::map<int, cudaDeviceProp> props;
   for (const auto& [device, n] : ranks_on) {
     if (device < 0 || device >= count)
       throw std::invalid_argument(name_ + ": device " + std::to_string(device) + " does not exist (" +
                                   std::to_string(count) + " GPUs visible)");
-    cudaDeviceProp prop;
+    cudaDeviceProp& prop = props[device];
     check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     // A kernel uses its generation's mechanisms: it runs on that generation only.
     if (prop.major != spec_.arch / 10)
       throw CudaError(name_ + ": the kernel is for sm_" + std::to_string(spec_.arch) + ", GPU " +
                       std::to_string(device) + " (" + prop.name + ") is sm_" +
                       std::to_string(prop.major * 10 + prop.minor) + "; lower the collective for this GPU's arch");
+  }
+  if (!library_) {
+    check(cudaLibraryLoadData(&library_, spec_.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+          name_ + ": loading the compiled kernel");
+    check(cudaLibraryGetKernel(&kernel_, library_, spec_.name.c_str()), name_ + ": finding kernel " + spec_.name);
+  }
+  for (const auto& [device, n] : ranks_on) {
+    const cudaDeviceProp& prop = props[device];
     check(cudaSetDevice(device), "cudaSetDevice");
     if (spec_.smem > kDefaultSmem)
       check(cudaKernelSetAttributeForDevice(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, spec_.smem, device),
@@ -139,11 +140,11 @@ void Executor::check_devices(const std::vector<int>& devices) {
     // across the ranks sharing a GPU: every block must be resident.
     const int64_t need = int64_t(spec_.grid) * n;
     if (int64_t(per_sm) * prop.multiProcessorCount < need)
-      throw CudaError(name_ + ": " + std::to_string(n) + (n == 1 ? " rank needs " : " ranks on GPU ") +
-                      (n == 1 ? "" : std::to_string(device) + " need ") + std::to_string(need) +
-                      " co-resident blocks of " + std::to_string(spec_.threads) + " threads (" +
-                      std::to_string(spec_.smem) + " bytes of shared memory each); GPU " + std::to_string(device) +
-                      " holds " + std::to_string(per_sm) + " per SM x " + std::to_string(prop.multiProcessorCount) +
+      throw CudaError(name_ + ": " + (n == 1 ? "the rank on GPU " : std::to_string(n) + " ranks on GPU ") +
+                      std::to_string(device) + " need " + std::to_string(need) + " co-resident blocks of " +
+                      std::to_string(spec_.threads) + " threads (" + std::to_string(spec_.smem) +
+                      " bytes of shared memory each); the GPU holds " + std::to_string(per_sm) + " per SM x " +
+                      std::to_string(prop.multiProcessorCount) +
                       " SMs; use fewer blocks per role (blocks=N) or fewer ranks per GPU");
   }
 }
@@ -164,10 +165,7 @@ void Executor::allocate(const std::vector<Rank>& ranks) {
     check(cudaMemset(mine.symmetric, 0, sym), "zeroing symmetric memory");
     check(cudaMalloc(&mine.state, state_bytes()), "allocating the device state");
     check(cudaMemset(mine.state, 0, state_bytes()), "zeroing the device state");
-    if (spec_.table_words == 0) {
-      const size_t bytes = spec_.tables[mine.rank].size() * sizeof(int64_t);
-      check(cudaMalloc(&mine.tables, bytes), "allocating the tables");
-    }
+    check(cudaMalloc(&mine.tables, spec_.tables[mine.rank].size() * sizeof(int64_t)), "allocating the tables");
     check(cudaStreamCreateWithFlags(&mine.side, cudaStreamNonBlocking), "creating a rank's stream");
     check(cudaEventCreateWithFlags(&mine.fork, cudaEventDisableTiming), "creating an event");
     check(cudaEventCreateWithFlags(&mine.join, cudaEventDisableTiming), "creating an event");
@@ -196,17 +194,12 @@ void Executor::upload(const std::vector<char*>& symmetric) {
     check(cudaHostGetDevicePointer(&abort, errors_ + ranks_.size(), 0), "mapping the abort flag");
     h.abort = static_cast<volatile i32*>(abort);
     h.timeout_ns = timeout_ns_;
-    const int64_t words = spec_.table_words > 0 ? spec_.table_words : 1;
-    mine.params.assign(sizeof(abi::Header) + words * sizeof(int64_t), 0);
-    if (spec_.table_words > 0) {
-      std::memcpy(mine.params.data() + sizeof(abi::Header), tables.data(), tables.size() * sizeof(int64_t));
-    } else {
-      check(cudaSetDevice(mine.device), "cudaSetDevice");
-      check(cudaMemcpy(mine.tables, tables.data(), tables.size() * sizeof(int64_t), cudaMemcpyHostToDevice),
-            "uploading the tables");
-      h.tables = reinterpret_cast<const i64*>(mine.tables);
-    }
-    std::memcpy(mine.params.data(), &h, sizeof(h));
+    check(cudaSetDevice(mine.device), "cudaSetDevice");
+    check(cudaMemcpy(mine.tables, tables.data(), tables.size() * sizeof(int64_t), cudaMemcpyHostToDevice),
+          "uploading the tables");
+    h.tables = reinterpret_cast<const i64*>(mine.tables);
+    h.table_words = static_cast<i64>(tables.size());
+    mine.params = h;
   }
 }
 
@@ -257,10 +250,10 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   for (size_t i = 0; i < ranks_.size(); ++i) {
     Rank& r = ranks_[i];
     check(cudaSetDevice(r.device), "cudaSetDevice");
-    auto* h = reinterpret_cast<abi::Header*>(r.params.data());
-    h->input = reinterpret_cast<char*>(inputs[i]);
-    h->output = reinterpret_cast<char*>(outputs[i]);
-    void* args[] = {r.params.data()};
+    abi::Header h = r.params;
+    h.input = reinterpret_cast<char*>(inputs[i]);
+    h.output = reinterpret_cast<char*>(outputs[i]);
+    void* args[] = {&h};
     const cudaStream_t s = forked[i] ? r.side : reinterpret_cast<cudaStream_t>(streams[i]);
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
                            dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),

@@ -34,9 +34,9 @@ struct KernelSpec {
   std::string name;   // the extern "C" kernel
   int arch = 0;       // 80, 90 or 100
   int world = 0;
-  int threads = 0, grid = 0, smem = 0;
-  int table_words = 0;  // inline in the parameter; 0: tables in global memory
-  int sites = 0;        // signal and wait sites, each with its arrival counters
+  int threads = 0, grid = 0;
+  int smem = 0;   // dynamic shared memory of a block: the pipelines', then the tables'
+  int sites = 0;  // signal and wait sites, each with its arrival counters
   int64_t counter_stride = 1;
   int64_t symmetric_bytes = 0;
   std::vector<std::vector<int64_t>> tables;          // per rank (symmetric bases left 0)
@@ -57,8 +57,8 @@ class Executor {
     int device = 0;
     char* symmetric = nullptr;  // buffers, packet windows and signal slots, one allocation
     char* state = nullptr;      // block epochs, the error claim, arrival counters
-    int64_t* tables = nullptr;  // in global memory, when they are not inline
-    std::vector<char> params;   // abi::Header and the inline tables
+    int64_t* tables = nullptr;  // this rank's, in global memory
+    abi::Header params{};       // the kernel's parameter
     cudaStream_t side = nullptr;  // for a rank whose caller's stream another rank uses
     cudaEvent_t fork = nullptr, join = nullptr;
   };

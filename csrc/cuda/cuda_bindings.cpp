@@ -25,7 +25,6 @@ void register_bindings(py::module_& m) {
       .def_readwrite("threads", &KernelSpec::threads)
       .def_readwrite("grid", &KernelSpec::grid)
       .def_readwrite("smem", &KernelSpec::smem)
-      .def_readwrite("table_words", &KernelSpec::table_words)
       .def_readwrite("sites", &KernelSpec::sites)
       .def_readwrite("counter_stride", &KernelSpec::counter_stride)
       .def_readwrite("symmetric_bytes", &KernelSpec::symmetric_bytes)

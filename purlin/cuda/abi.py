@@ -49,9 +49,12 @@ S_UNIT = 1
 S_OFFSET = 2
 SOURCE_WORDS = 3
 
+# Tables of at most this many words are copied into each block's shared memory.
+SHARED_TABLE_WORDS = 4096
+
 # abi::Header: every field 8 bytes.
 HEADER_FIELDS = ("rank", "input", "output", "blocks", "arrivals", "error", "error_claim", "abort",
-                 "timeout_ns", "tables")
+                 "timeout_ns", "tables", "table_words")
 HEADER_BYTES = 8 * len(HEADER_FIELDS)
 BLOCK_STATE_BYTES = 16
 

@@ -60,8 +60,8 @@ class KernelSource:
     arch: str
     threads: int
     grid: int
-    smem: int
-    table_words: int  # tables inline in the parameter (0: in global memory)
+    smem: int  # dynamic shared memory of the pipelines; the tables follow
+    shared_tables: bool  # each block reads the tables from shared memory
     blocks_per_sm: int
     sites: tuple[str, ...]  # per site index: the op that waits or signals there
     multimem: bool
@@ -185,6 +185,8 @@ class _Emitter:
             nxt = ops[k + 1] if k + 1 < len(ops) else None
             if op in fused or isinstance(op, scf.YieldOp):
                 continue
+            if isinstance(op, scf.ForOp) and self.spread_loop(op, depth, role):
+                continue
             if isinstance(op, scf.ForOp):
                 iv = op.body.block.args[0]
                 v = self.define(iv)
@@ -229,7 +231,8 @@ class _Emitter:
                              f"(k, {p}, {n(op.unit)}, {n(op.half)}, part, smem, kSmem);")
         elif isinstance(op, atom.PutOp):
             self.barrier_if_reads_output(op, op.unit, phase, depth, role)
-            self.emit(depth, f"put(k, {p}, {n(op.unit)}, {n(op.half)}, {n(op.flag)}, part);")
+            u = n(op.unit)
+            self.emit(depth, f"put_units(k, {p}, {u}, {u} + 1, {n(op.half)}, {n(op.flag)}, part);")
         elif isinstance(op, atom.NotifyOp):
             self.emit(depth, f"notify<{b}, {strong}>(k, {p}, {n(op.unit)}, {n(op.value)}, {self.site(op)});")
         elif isinstance(op, atom.WaitReadyOp):
@@ -261,14 +264,46 @@ class _Emitter:
     def redop(self, phase: snac.PhaseOp) -> str:
         return f"int(RedOp::{_REDOP[phase.consume.kind]})"
 
-    def poll_consume(self, wait: atom.WaitPacketsOp, op: Operation, depth: int, role: _Role) -> None:
+    def poll_consume(self, wait: atom.WaitPacketsOp, op: Operation, depth: int, role: _Role,
+                     groups: tuple[str, str] | None = None) -> None:
+        """One fused wait_packets + consume, or with `groups` (lo, hi) a loop of them."""
         p, phase, _ = self.phase_of(op)
         self.own_rank(wait, wait.rank)
         reduce = isinstance(op, atom.ReduceOp)
+        g = self.name(op.group) if groups is None else ""  # type: ignore[attr-defined]
+        lo, hi = groups or (g, f"{g} + 1")
         self.emit(depth, f"poll_consume<{self.dtype}, {'true' if reduce else 'false'}>(k, {p}, "
-                         f"{self.redop(phase)}, {self.name(op.group)}, {self.name(op.half)}, "  # type: ignore[attr-defined]
+                         f"{self.redop(phase)}, {lo}, {hi}, {self.name(op.half)}, "  # type: ignore[attr-defined]
                          f"{self.name(wait.epoch)}, part, {self.site(wait)});")
         role.wrote_output = True
+
+    def spread_loop(self, loop: scf.ForOp, depth: int, role: _Role) -> bool:
+        """A loop whose body is one put, or one fused wait_packets + consume,
+        of the loop's index: emitted as one call that spreads (item, packet)
+        pairs over the role's threads, so that small items do not leave them idle."""
+        body = [o for o in loop.body.block.ops if not isinstance(o, scf.YieldOp)]
+        iv = loop.body.block.args[0]
+        step = loop.step.owner
+        if not (isinstance(step, arith.ConstantOp) and step.value.value.data == 1):  # type: ignore[attr-defined]
+            return False
+        bounds = (self.name(loop.lb), self.name(loop.ub))
+        outside = lambda v: v is not iv and v in self.names  # noqa: E731
+        if len(body) == 1 and isinstance(body[0], atom.PutOp) and body[0].unit is iv:
+            put = body[0]
+            if not (outside(put.half) and outside(put.flag)):
+                return False
+            p, phase, _ = self.phase_of(put)
+            self.own_rank(put, put.rank)
+            self.barrier_if_reads_output(put, loop.lb, phase, depth, role)
+            self.emit(depth, f"put_units(k, {p}, {bounds[0]}, {bounds[1]}, {self.name(put.half)}, "
+                             f"{self.name(put.flag)}, part);  // scf.for over atom.put")
+            return True
+        if (len(body) == 2 and isinstance(body[0], atom.WaitPacketsOp) and _fuses(body[0], body[1])
+                and body[0].group is iv and outside(body[1].half) and outside(body[0].epoch)):
+            self.emit(depth, "// scf.for over atom.wait_packets + consume")
+            self.poll_consume(body[0], body[1], depth, role, bounds)
+            return True
+        return False
 
     def barrier_if_reads_output(self, op: Operation, index: SSAValue, phase: snac.PhaseOp, depth: int,
                                 role: _Role) -> None:
@@ -306,10 +341,10 @@ def grid_of(kernel: atom.KernelOp) -> int:
     return sum(b.blocks.value.data for b in kernel.body.block.ops if isinstance(b, atom.BlocksOp))
 
 
-def emit_cuda(kernel: atom.KernelOp, table_words: int = 0, blocks_per_sm: int = 1) -> KernelSource:
-    """The translation unit of `kernel`: tables inline up to `table_words`
-    words (0: read from global memory), registers sized for `blocks_per_sm`
-    resident blocks per SM."""
+def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: int = 1) -> KernelSource:
+    """The translation unit of `kernel`: each block copies the tables into
+    shared memory first (`shared_tables`) or reads them from global memory;
+    registers sized for `blocks_per_sm` resident blocks per SM."""
     threads = kernel.threads.value.data
     if blocks_per_sm < 1 or blocks_per_sm * threads > MAX_THREADS_PER_SM:
         raise CodegenError(
@@ -331,18 +366,18 @@ def emit_cuda(kernel: atom.KernelOp, table_words: int = 0, blocks_per_sm: int = 
         "using namespace purlin;",
         "using namespace purlin::cuda;",
         f"constexpr int kWorld = {world};",
-        f"constexpr int kTableWords = {table_words};",
-        f"[[maybe_unused]] constexpr int kSmem = {smem};",
-        "using K = Kernel<kTableWords, kWorld>;",
+        f"constexpr bool kSharedTables = {'true' if shared_tables else 'false'};",
+        f"// Dynamic shared memory: {smem} bytes for the pipelines, then the tables.",
+        f"constexpr int kSmem = {smem};",
+        "using K = Kernel<kWorld, kSharedTables>;",
         "}  // namespace",
         "",
-        f"// {grid} blocks of {threads} threads, all co-resident.",
+        f"// {grid} block{'s' if grid > 1 else ''} of {threads} threads, all co-resident.",
         f'extern "C" __global__ void __launch_bounds__({threads}, {blocks_per_sm})',
-        f"{name}(const __grid_constant__ abi::Params<kTableWords> p) {{",
+        f"{name}(const __grid_constant__ abi::Header p) {{",
         "  extern __shared__ __align__(128) char smem[];",
-        "  (void)smem;",
-        "  K k(p);",
+        "  K k(p, reinterpret_cast<i64*>(smem + kSmem));",
     ]
     text = "\n".join(head + e.lines + ["}", ""])
-    return KernelSource(text, name, kernel.arch.value, threads, grid, smem, table_words, blocks_per_sm,
+    return KernelSource(text, name, kernel.arch.value, threads, grid, smem, shared_tables, blocks_per_sm,
                         tuple(e.sites), kernel.multimem is not None)

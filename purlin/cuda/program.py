@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 
+from purlin.cuda.abi import SHARED_TABLE_WORDS
 from purlin.cuda.codegen import CodegenError, KernelSource, emit_cuda, grid_of
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
 from purlin.cuda.tables import TableError, Tables, build_tables
@@ -18,24 +19,8 @@ from purlin.diagnostics import where
 from purlin.dialects import atom, snac
 from purlin.sim.snac_exec import SnacExecutionError, phase_states
 
-# Tables travel in the kernel's parameter (constant memory) up to this many
-# words (the parameter holds at most 32 KiB); in global memory beyond, and
-# always in the throughput regime, whose tables grow with the size.
-MAX_INLINE_WORDS = 2048
-MIN_INLINE_WORDS = 64
-
-
 class ProgramError(Exception):
     """The kernel cannot be generated, laid out or compiled (the message names the op)."""
-
-
-def inline_words(words: int) -> int:
-    """The inline capacity for tables of `words` words: the next power of two,
-    so that sizes of one structure share a kernel."""
-    cap = MIN_INLINE_WORDS
-    while cap < words:
-        cap *= 2
-    return cap
 
 
 class CudaProgram:
@@ -58,17 +43,16 @@ class CudaProgram:
             raise ProgramError(f"{where(self.kernel)}: error: 'atom.kernel': {e}") from None
 
     @cached_property
-    def table_words(self) -> int:
-        """Inline table capacity of the kernel; 0: tables in global memory."""
-        latency = self.kernel.regime.data == snac.Regime.LATENCY
-        words = self.tables.words
-        return inline_words(words) if latency and words <= MAX_INLINE_WORDS else 0
+    def shared_tables(self) -> bool:
+        """Whether each block copies the tables into shared memory (when they are
+        small enough); a code-shape constant of the kernel."""
+        return self.tables.words <= SHARED_TABLE_WORDS
 
     def source(self, blocks_per_sm: int = 1) -> KernelSource:
         """The generated translation unit, registers sized for `blocks_per_sm`."""
         if blocks_per_sm not in self._sources:
             try:
-                self._sources[blocks_per_sm] = emit_cuda(self.kernel, self.table_words, blocks_per_sm)
+                self._sources[blocks_per_sm] = emit_cuda(self.kernel, self.shared_tables, blocks_per_sm)
             except CodegenError as e:
                 raise ProgramError(str(e)) from None
         return self._sources[blocks_per_sm]
@@ -96,8 +80,8 @@ class CudaProgram:
         s.world = self.world
         s.threads = src.threads
         s.grid = src.grid
-        s.smem = src.smem
-        s.table_words = src.table_words
+        # The pipelines' shared memory, then the tables'.
+        s.smem = src.smem + (8 * self.tables.words if src.shared_tables else 0)
         s.sites = len(src.sites)
         s.site_names = list(src.sites)
         s.counter_stride = self.tables.counter_stride

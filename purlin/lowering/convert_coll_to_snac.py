@@ -74,6 +74,7 @@ class LowerCollective(RewritePattern):
             None if dynamic else sum(out.name_sizes.values()) * itemsize,
             reducing,
             dynamic,
+            _bytes_per_rank(out, itemsize),
         )
         regime = choice.regime if o.regime == "auto" else snac.Regime(o.regime)
         strategy = choice.strategy

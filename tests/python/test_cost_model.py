@@ -39,3 +39,13 @@ def test_dynamic_sizes_never_compose():
 def test_packet_roles_get_a_block_per_latency_block_bytes(per_rank, blocks):
     c = choose("sm_90", 2, per_rank, 2 * per_rank, reduce=False, dynamic=False)
     assert (c.regime, c.latency_blocks) == (Regime.LATENCY, blocks)
+
+
+def test_packet_blocks_follow_what_a_rank_receives():
+    # all_gather on 8 ranks: 8 KiB sent, 64 KiB received per rank.
+    t = THRESHOLDS["sm_90"]
+    gather = choose("sm_90", 8, 8 << 10, 64 << 10, reduce=False, dynamic=False, out_per_rank_bytes=64 << 10)
+    assert gather.regime == Regime.LATENCY
+    assert gather.latency_blocks == t.latency_blocks == (64 << 10) // t.latency_block_bytes
+    scatter = choose("sm_90", 8, 64 << 10, 64 << 10, reduce=True, dynamic=False, out_per_rank_bytes=8 << 10)
+    assert scatter.latency_blocks == t.latency_blocks

@@ -83,8 +83,8 @@ struct ErrorRecord {
   u64 awaited, seen, epoch;
 };
 
-// The kernel's parameter, before the inline tables. Every field is 8 bytes,
-// so host and device lay it out alike.
+// The kernel's parameter. Every field is 8 bytes, so host and device lay it
+// out alike.
 struct Header {
   i64 rank;
   char* input;
@@ -95,15 +95,8 @@ struct Header {
   u32* error_claim;         // device memory: the first wait to give up writes the record
   volatile i32* abort;      // set by any rank of the process that gave up, host-mapped
   u64 timeout_ns;
-  const i64* tables;        // the tables in global memory, when they are not inline
-};
-
-// Tables of at most N words travel inline, in the parameter (constant
-// memory); N = 0: in global memory at header.tables.
-template <int N>
-struct Params {
-  Header h;
-  i64 t[N > 0 ? N : 1];
+  const i64* tables;        // this rank's tables, in global memory
+  i64 table_words;          // their length; a block copies them to shared memory when they fit
 };
 
 }  // namespace abi

@@ -13,32 +13,37 @@ namespace purlin::cuda {
 // slow to read on every poll).
 constexpr int kPollsPerCheck = 256;
 
-// One rank's call as a block sees it. N: inline table words (0: the tables
-// are in global memory); W: the world size.
-template <int N, int W>
+// One rank's call as a block sees it. W: the world size; Shared: whether the
+// block copies the tables into shared memory first (one round trip, next to
+// the epoch's load; purlin/cuda/program.py decides by their size).
+template <int W, bool Shared>
 struct Kernel {
   static constexpr int world = W;
-  const abi::Params<N>& p;
+  const abi::Header& h;
+  const i64* tab;
   u64 epoch, prev;
   bool failed = false;  // a wait of this thread gave up, or saw another give up
 
-  __device__ explicit Kernel(const abi::Params<N>& params) : p(params) {
-    const abi::BlockState s = p.h.blocks[blockIdx.x];
+  // `shared`: room for the tables in dynamic shared memory.
+  __device__ Kernel(const abi::Header& header, i64* shared) : h(header) {
+    const abi::BlockState s = h.blocks[blockIdx.x];
+    if constexpr (Shared) {
+      for (i64 i = threadIdx.x; i < h.table_words; i += blockDim.x) shared[i] = h.tables[i];
+      tab = shared;
+      __syncthreads();
+    } else {
+      tab = h.tables;
+    }
     epoch = s.epoch;
     prev = s.prev;
   }
 
-  __device__ i64 t(i64 i) const {
-    if constexpr (N > 0)
-      return p.t[i];
-    else
-      return p.h.tables[i];
-  }
-  __device__ i64 rank() const { return p.h.rank; }
+  __device__ i64 t(i64 i) const { return tab[i]; }
+  __device__ i64 rank() const { return h.rank; }
   // Rank r's symmetric allocation, as this rank addresses it.
   __device__ char* sym(i64 r) const { return reinterpret_cast<char*>(t(abi::kGlobalWords + r)); }
   static constexpr i64 phase(int k) { return abi::kGlobalWords + W + i64(k) * abi::kPhaseWords; }
-  __device__ char* source(i64 ph) const { return t(ph + abi::kPhSource) ? p.h.output : p.h.input; }
+  __device__ char* source(i64 ph) const { return t(ph + abi::kPhSource) ? h.output : h.input; }
   __device__ i64 unit(i64 ph, u64 u) const { return t(ph + abi::kPhUnitsAt) + i64(u) * abi::kUnitWords; }
   __device__ i64 group(i64 ph, u64 g) const { return t(ph + abi::kPhGroupsAt) + i64(g) * abi::kGroupWords; }
   __device__ i64 source_at(i64 group, i64 j) const { return t(group + abi::kGSourcesAt) + j * abi::kSourceWords; }
@@ -104,7 +109,7 @@ struct Deadline {
     if (++polls % kPollsPerCheck) return false;
     const u64 now = globaltimer();
     if (start == 0) start = now;
-    return *k.p.h.abort || now - start > k.p.h.timeout_ns;
+    return *k.h.abort || now - start > k.h.timeout_ns;
   }
 };
 
@@ -115,7 +120,7 @@ __device__ bool poll_signal(const K& k, const u64* slot, u64 need, int site, int
   u64 seen;
   while ((seen = ld_relaxed_sys(slot)) < need) {
     if (deadline.expired(k)) {
-      if (!*k.p.h.abort) record_timeout(k.p.h, k.epoch, site, 0, which, -1, need, seen);
+      if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 0, which, -1, need, seen);
       return false;
     }
   }
@@ -155,7 +160,7 @@ __device__ bool last_arrival(const K& k, int site, u64 iv) {
   if constexpr (Blocks == 1) {
     return true;
   } else {
-    u64* c = k.p.h.arrivals + i64(site) * k.t(abi::kCounterStride) + i64(iv);
+    u64* c = k.h.arrivals + i64(site) * k.t(abi::kCounterStride) + i64(iv);
     return (atom_add_acq_rel_gpu(c, 1) + 1) % Blocks == 0;
   }
 }
@@ -168,13 +173,13 @@ __device__ void role_barrier(K& k, int site, u64 iv) {
   if constexpr (Blocks > 1) {
     bool ok = true;
     if (threadIdx.x == 0) {
-      u64* c = k.p.h.arrivals + i64(site) * k.t(abi::kCounterStride) + i64(iv);
+      u64* c = k.h.arrivals + i64(site) * k.t(abi::kCounterStride) + i64(iv);
       const u64 target = (atom_add_acq_rel_gpu(c, 1) / Blocks + 1) * Blocks;
       Deadline deadline;
       u64 seen;
       while ((seen = ld_acquire_gpu(c)) < target) {
         if (deadline.expired(k)) {
-          if (!*k.p.h.abort) record_timeout(k.p.h, k.epoch, site, 0, -1, -1, target, seen);
+          if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 0, -1, -1, target, seen);
           ok = false;
           break;
         }
@@ -265,24 +270,50 @@ __device__ void stage(const K& k, int phase, u64 u, u64 half, Part part, char* s
   move<D, M, Width, false>(dst, &src, 1, 0, k.t(unit + abi::kUBytes), part, smem, smem_bytes, nullptr);
 }
 
-// atom.put: unit u as packets into this rank's region of every consumer's
-// window; each thread loads a packet's data once and stores it to all of them.
-template <class K>
-__device__ void put(const K& k, int phase, u64 u, u64 half, u64 flag, Part part) {
-  const i64 ph = K::phase(phase), unit = k.unit(ph, u);
-  const char* src = k.source(ph) + k.t(unit + abi::kUSrc);
-  const i64 bytes = k.t(unit + abi::kUBytes);
-  const i64 region = k.t(ph + abi::kPhBuffer) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
-                     k.rank() * k.t(ph + abi::kPhSlotBytes) + k.t(unit + abi::kUWindow) / kPacketDataBytes * kPacketBytes;
-  const i64 consumers = k.t(unit + abi::kUConsumers), first = k.t(unit + abi::kUConsumersAt);
-  const i64 packets = (bytes + kPacketDataBytes - 1) / kPacketDataBytes;
-  const bool whole = reinterpret_cast<u64>(src) % kPacketDataBytes == 0;
-  for (i64 pk = part.first(); pk < packets; pk += part.stride()) {
-    const i64 b = pk * kPacketDataBytes;
-    const u64 data = whole && b + kPacketDataBytes <= bytes ? *reinterpret_cast<const u64*>(src + b)
-                                                            : load_bytes(src + b, bytes - b);
-    for (i64 c = 0; c < consumers; ++c) st_packet(k.sym(k.t(first + c)) + region + pk * kPacketBytes, data, flag);
+// Items [lo, hi) of a loop, item i made of count(i) pieces, as one flat range
+// of pieces spread over the role's threads. Every thread runs the same loop,
+// so that the waits of different items overlap instead of diverging by item.
+// body(i, piece) returns false to stop.
+template <class Count, class Body>
+__device__ void spread(u64 lo, u64 hi, Part part, Count count, Body body) {
+  i64 total = 0;
+  for (u64 i = lo; i < hi; ++i) total += count(i);
+  u64 item = lo;
+  i64 base = 0, n = total > 0 ? count(lo) : 0;
+  for (i64 f = part.first(); f < total; f += part.stride()) {
+    while (f >= base + n) {
+      base += n;
+      n = count(++item);
+    }
+    if (!body(item, f - base)) return;
   }
+}
+
+// atom.put of units [lo, hi) (a loop whose body is one put, or one put): each
+// unit as packets into this rank's region of every consumer's window, one
+// (unit, consumer, packet) store per piece.
+template <class K>
+__device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 flag, Part part) {
+  const i64 ph = K::phase(phase);
+  char* const base_src = k.source(ph);
+  const i64 region = k.t(ph + abi::kPhBuffer) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
+                     k.rank() * k.t(ph + abi::kPhSlotBytes);
+  auto packets = [&](i64 unit) { return (k.t(unit + abi::kUBytes) + kPacketDataBytes - 1) / kPacketDataBytes; };
+  spread(
+      lo, hi, part, [&](u64 u) { const i64 unit = k.unit(ph, u); return packets(unit) * k.t(unit + abi::kUConsumers); },
+      [&](u64 u, i64 piece) {
+        const i64 unit = k.unit(ph, u), n = packets(unit);
+        const u32 c = u32(piece) / u32(n), pk = u32(piece) - c * u32(n);
+        const char* src = base_src + k.t(unit + abi::kUSrc);
+        const i64 bytes = k.t(unit + abi::kUBytes), b = i64(pk) * kPacketDataBytes;
+        const u64 data = b + kPacketDataBytes <= bytes && reinterpret_cast<u64>(src) % kPacketDataBytes == 0
+                             ? *reinterpret_cast<const u64*>(src + b)
+                             : load_bytes(src + b, bytes - b);
+        char* line = k.sym(k.t(k.t(unit + abi::kUConsumersAt) + c)) + region +
+                     (k.t(unit + abi::kUWindow) / kPacketDataBytes + pk) * kPacketBytes;
+        st_packet(line, data, flag);
+        return true;
+      });
 }
 
 // The region of this rank's window where source s of a group lands, as a
@@ -311,7 +342,7 @@ __device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int s
       Deadline deadline;
       for (ld_packet(line, data, flag); flag < need; ld_packet(line, data, flag)) {
         if (deadline.expired(k)) {
-          if (!*k.p.h.abort) record_timeout(k.p.h, k.epoch, site, 1, int(k.t(s + abi::kSRank)), pk, need, flag);
+          if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 1, int(k.t(s + abi::kSRank)), pk, need, flag);
           ok = false;
           break;
         }
@@ -350,7 +381,7 @@ __device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part par
                      k.t(s + abi::kSUnit) % k.t(ph + abi::kPhSlots) * k.t(ph + abi::kPhSlotBytes),
                  -1};
   }
-  if (threadIdx.x == 0) dst = {k.p.h.output + k.t(group + abi::kGDst), -1};
+  if (threadIdx.x == 0) dst = {k.h.output + k.t(group + abi::kGDst), -1};
   __syncthreads();
   char* mc = nullptr;
   if constexpr (M == Mech::Multimem) {
@@ -362,47 +393,70 @@ __device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part par
   move<D, M, Width, Reduce>(dst, srcs, n, op, k.t(group + abi::kGBytes), part, smem, smem_bytes, mc);
 }
 
-// atom.wait_packets followed by the copy or reduce of the same group, fused:
-// each thread polls its packets of every source and combines the data it
-// polled in registers (no barrier, no fence: a packet's data comes with its flag).
+// Packet pk of group `group` from its n sources, combined in source order
+// and stored; the remote sources are polled kBatch at a time, their loads in
+// flight together.
 template <DType D, bool Reduce, class K>
-__device__ void poll_consume(K& k, int phase, int op, u64 g, u64 half, u64 epoch, Part part, int site) {
+__device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 need, int op, int site) {
   constexpr int E = kPacketDataBytes / Elem<D>::bytes;
-  const i64 ph = K::phase(phase), group = k.group(ph, g);
-  char* dst = k.p.h.output + k.t(group + abi::kGDst);
+  constexpr int kBatch = K::world < 8 ? K::world : 8;
   const i64 bytes = k.t(group + abi::kGBytes), n = k.t(group + abi::kGSources);
-  const i64 packets = (bytes + kPacketDataBytes - 1) / kPacketDataBytes;
-  const u64 need = epoch + 1;
-  const bool dst_whole = reinterpret_cast<u64>(dst) % kPacketDataBytes == 0;
-  char* const own = k.half_of(ph, k.rank(), half);
+  const i64 b = pk * kPacketDataBytes, nb = min(i64(kPacketDataBytes), bytes - b);
   const i64 region_bytes = k.t(ph + abi::kPhSlotBytes);
-  for (i64 pk = part.first(); pk < packets && !k.failed; pk += part.stride()) {
-    const i64 b = pk * kPacketDataBytes, nb = min(i64(kPacketDataBytes), bytes - b);
-    float acc[E];
-    u64 word = 0;
-    for (i64 j = 0; j < n; ++j) {
-      const i64 s = k.source_at(group, j), off = k.t(s + abi::kSOffset);
-      u64 data;
+  float acc[E];
+  u64 word = 0;
+  for (i64 j0 = 0; j0 < n; j0 += kBatch) {
+    u64 data[kBatch];
+    const char* line[kBatch];
+    bool pending[kBatch];
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) {
+      pending[q] = false;
+      data[q] = 0;
+      line[q] = nullptr;
+      if (j0 + q >= n) continue;
+      const i64 s = k.source_at(group, j0 + q), off = k.t(s + abi::kSOffset);
       if (k.t(s + abi::kSUnit) < 0) {
         const char* p = k.source(ph) + off + b;
-        data = nb == kPacketDataBytes && reinterpret_cast<u64>(p) % kPacketDataBytes == 0
-                   ? *reinterpret_cast<const u64*>(p)
-                   : load_bytes(p, nb);
+        data[q] = nb == kPacketDataBytes && reinterpret_cast<u64>(p) % kPacketDataBytes == 0
+                      ? *reinterpret_cast<const u64*>(p)
+                      : load_bytes(p, nb);
       } else {
-        const char* line = own + k.t(s + abi::kSRank) * region_bytes + (off / kPacketDataBytes + pk) * kPacketBytes;
-        u64 flag;
-        Deadline deadline;
-        for (ld_packet(line, data, flag); flag < need; ld_packet(line, data, flag)) {
-          if (deadline.expired(k)) {
-            if (!*k.p.h.abort) record_timeout(k.p.h, k.epoch, site, 1, int(k.t(s + abi::kSRank)), pk, need, flag);
-            k.failed = true;
-            break;
-          }
-        }
+        line[q] = own + k.t(s + abi::kSRank) * region_bytes + (off / kPacketDataBytes + pk) * kPacketBytes;
+        pending[q] = true;
       }
+    }
+    Deadline deadline;
+    u64 flag[kBatch] = {};
+    for (bool waiting = true; waiting;) {
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q)
+        if (pending[q]) ld_packet(line[q], data[q], flag[q]);
+      waiting = false;
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q) {
+        if (pending[q] && flag[q] >= need) pending[q] = false;
+        waiting |= pending[q];
+      }
+      if (waiting && deadline.expired(k)) {
+        int late = 0;  // unrolled, so that the arrays stay in registers
+        u64 seen = 0;
+#pragma unroll
+        for (int q = kBatch - 1; q >= 0; --q)
+          if (pending[q]) late = q, seen = flag[q];
+        if (!*k.h.abort)
+          record_timeout(k.h, k.epoch, site, 1, int(k.t(k.source_at(group, j0 + late) + abi::kSRank)), pk, need,
+                         seen);
+        k.failed = true;
+        waiting = false;
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) {
+      if (j0 + q >= n) continue;
       if constexpr (Reduce) {
-        const Word<8> w{make_uint2(u32(data), u32(data >> 32))};
-        if (j == 0) {
+        const Word<8> w{make_uint2(u32(data[q]), u32(data[q] >> 32))};
+        if (j0 + q == 0) {
           unpack<D, 8>(w, acc);
         } else {
           float x[E];
@@ -410,18 +464,37 @@ __device__ void poll_consume(K& k, int phase, int op, u64 g, u64 half, u64 epoch
           ArchCombine::apply(op, acc, x);
         }
       } else {
-        word = data;
+        word = data[q];
       }
     }
-    if constexpr (Reduce) {
-      const Word<8> w = pack<D, 8>(acc);
-      word = u64(w.v.x) | u64(w.v.y) << 32;
-    }
-    if (dst_whole && nb == kPacketDataBytes)
-      *reinterpret_cast<u64*>(dst + b) = word;
-    else
-      store_bytes(dst + b, word, nb);
   }
+  if constexpr (Reduce) {
+    const Word<8> w = pack<D, 8>(acc);
+    word = u64(w.v.x) | u64(w.v.y) << 32;
+  }
+  char* dst = k.h.output + k.t(group + abi::kGDst) + b;
+  if (nb == kPacketDataBytes && reinterpret_cast<u64>(dst) % kPacketDataBytes == 0)
+    *reinterpret_cast<u64*>(dst) = word;
+  else
+    store_bytes(dst, word, nb);
+}
+
+// atom.wait_packets followed by the copy or reduce of the same group, fused,
+// for groups [lo, hi) (a loop whose body is that pair, or one pair): the
+// (group, packet) pairs are spread over the role's threads; each thread polls
+// its packets and combines the data it polled in registers (no barrier, no
+// fence: a packet's data comes with its flag).
+template <DType D, bool Reduce, class K>
+__device__ void poll_consume(K& k, int phase, int op, u64 lo, u64 hi, u64 half, u64 epoch, Part part, int site) {
+  const i64 ph = K::phase(phase);
+  char* const own = k.half_of(ph, k.rank(), half);
+  spread(
+      lo, hi, part,
+      [&](u64 g) { return (k.t(k.group(ph, g) + abi::kGBytes) + kPacketDataBytes - 1) / kPacketDataBytes; },
+      [&](u64 g, i64 pk) {
+        consume_packet<D, Reduce>(k, ph, k.group(ph, g), pk, own, epoch + 1, op, site);
+        return !k.failed;
+      });
 }
 
 // snac.advance: each block moves its own epochs on, unless a wait gave up
@@ -429,7 +502,7 @@ __device__ void poll_consume(K& k, int phase, int op, u64 g, u64 half, u64 epoch
 template <class K>
 __device__ void advance(const K& k, u64 amount) {
   if (__syncthreads_or(k.failed)) return;
-  if (threadIdx.x == 0) k.p.h.blocks[blockIdx.x] = {k.epoch + amount, k.epoch};
+  if (threadIdx.x == 0) k.h.blocks[blockIdx.x] = {k.epoch + amount, k.epoch};
 }
 
 }  // namespace purlin::cuda
