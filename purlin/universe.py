@@ -76,9 +76,23 @@ def _plan_bin() -> type[Target]:
     return PlanBinTarget
 
 
+def _cuda() -> type[Target]:
+    from purlin.cuda.target import CudaTarget
+
+    return CudaTarget
+
+
+def _cubin() -> type[Target]:
+    from purlin.cuda.target import CubinTarget
+
+    return CubinTarget
+
+
 TARGETS: dict[str, Callable[[], type[Target]]] = {
     "plan-json": _plan_json,
     "plan-bin": _plan_bin,
+    "cuda": _cuda,
+    "cubin": _cubin,
 }
 
 PURLIN_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES, all_targets=TARGETS)

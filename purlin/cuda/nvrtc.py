@@ -21,12 +21,15 @@ import tempfile
 import time
 from dataclasses import dataclass
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 from purlin.cuda.abi import INCLUDE_DIR
 
 ARCHS = ("sm_80", "sm_90", "sm_100")
-OPTIONS = ("-std=c++17", "-default-device", "-DNDEBUG")
+# Generated code names values it may not use (snac.epoch's prev, say): no
+# warning for unused variables (177).
+OPTIONS = ("-std=c++17", "-default-device", "-DNDEBUG", "-diag-suppress=177")
 
 
 class NvrtcError(Exception):
@@ -84,13 +87,26 @@ def cuda_include_dir() -> Path:
 
 
 @cache
+def compiler_id() -> str:
+    """The compiler version the cache is keyed on. The nvidia-cuda-nvrtc
+    package's version when it is installed (the NVRTC that cuda-bindings loads
+    first), read without loading the library, so that a cache hit costs no
+    NVRTC start-up; otherwise NVRTC's own version."""
+    try:
+        return f"nvidia-cuda-nvrtc {metadata.version('nvidia-cuda-nvrtc')}"
+    except metadata.PackageNotFoundError:
+        return f"nvrtc {version()}"
+
+
+@cache
 def _library_digest() -> str:
-    """Digest of the device library, so that a changed header invalidates the cache."""
+    """Digest of the device library's files (names, sizes, modification
+    times), so that a changed header invalidates the cache."""
     h = hashlib.sha256()
     for path in sorted(INCLUDE_DIR.rglob("*")):
         if path.is_file():
-            h.update(str(path.relative_to(INCLUDE_DIR)).encode())
-            h.update(path.read_bytes())
+            st = path.stat()
+            h.update(f"{path.relative_to(INCLUDE_DIR)} {st.st_size} {st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 
@@ -110,7 +126,7 @@ def _options(arch: str, verbose: bool) -> list[str]:
 
 def cache_key(source: str, arch: str, verbose: bool = False) -> str:
     h = hashlib.sha256()
-    for part in (source, arch, repr(version()), repr(_options(arch, verbose)), _library_digest()):
+    for part in (source, arch, compiler_id(), repr(_options(arch, verbose)), _library_digest()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
@@ -138,28 +154,38 @@ def compile_cubin(source: str, arch: str, name: str = "purlin.cu", verbose: bool
         return Compiled(cubin, log, True, time.perf_counter() - start)
     except OSError:
         pass
-    cubin, log = _compile(source, arch, name, verbose)
+    cubin, log = _compile(source, _options(arch, verbose), name, "nvrtcGetCUBINSize", "nvrtcGetCUBIN")
     _memory[key] = Compiled(cubin, log, False, 0.0)
     _store(path, cubin, log)
     return Compiled(cubin, log, False, time.perf_counter() - start)
 
 
-def _compile(source: str, arch: str, name: str, verbose: bool) -> tuple[bytes, str]:
+def compile_ptx(source: str, arch: str, name: str = "purlin.cu") -> str:
+    """The PTX of `source` for the virtual architecture of `arch` (not cached):
+    what reaches the machine code, for inspection without a disassembler."""
+    if arch not in ARCHS:
+        raise NvrtcError(f"unknown arch '{arch}', expected one of {', '.join(ARCHS)}")
+    virtual = [f"-arch=compute_{arch.removeprefix('sm_')}", *_options(arch, False)[1:]]
+    ptx, _ = _compile(source, virtual, name, "nvrtcGetPTXSize", "nvrtcGetPTX")
+    return ptx.rstrip(b"\0").decode()
+
+
+def _compile(source: str, options: list[str], name: str, size_fn: str, get_fn: str) -> tuple[bytes, str]:
     nvrtc = _nvrtc()
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "nvrtcCreateProgram")
     try:
-        opts = [o.encode() for o in _options(arch, verbose)]
+        opts = [o.encode() for o in options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
         raw = b" " * size
         _check(nvrtc.nvrtcGetProgramLog(prog, raw), "nvrtcGetProgramLog")
         log = raw.rstrip(b"\0").decode(errors="replace").strip()
         if int(err) != 0:
-            raise NvrtcError(f"NVRTC could not compile {name} for {arch}:\n{log}")
-        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-        return cubin, log
+            raise NvrtcError(f"NVRTC could not compile {name} for {options[0].removeprefix('-arch=')}:\n{log}")
+        size = _check(getattr(nvrtc, size_fn)(prog), size_fn)
+        out = b" " * size
+        _check(getattr(nvrtc, get_fn)(prog, out), get_fn)
+        return out, log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

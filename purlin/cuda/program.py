@@ -45,7 +45,10 @@ class CudaProgram:
     @cached_property
     def shared_tables(self) -> bool:
         """Whether each block copies the tables into shared memory (when they are
-        small enough); a code-shape constant of the kernel."""
+        small enough); a code-shape constant of the kernel. Dynamic counts not
+        bound yet: assumed small (the bound program decides again)."""
+        if self.kernel.counts is not None and self.counts is None:
+            return True
         return self.tables.words <= SHARED_TABLE_WORDS
 
     def source(self, blocks_per_sm: int = 1) -> KernelSource:

@@ -68,6 +68,17 @@ class PurlinOptMain(xDSLOptMain):
         self._chunk_offset = start_offset
         return super().parse_chunk(chunk, file_extension, start_offset)
 
+    def prepare_output(self) -> IO[str]:
+        """As xDSL's, but binary targets (-t cubin) get an output that writes
+        each character as one byte."""
+        from purlin.cuda.target import BINARY_ENCODING, CubinTarget
+
+        if self.args.target != CubinTarget.name:
+            return super().prepare_output()
+        if self.args.output_file is None:
+            return _BytesOut(sys.stdout.buffer, BINARY_ENCODING)  # type: ignore[return-value]
+        return open(self.args.output_file, "w", encoding=BINARY_ENCODING, newline="")
+
     def setup_pipeline(self) -> None:
         """As xDSL's, but verification failures are located diagnostics."""
         started = time.perf_counter()
@@ -99,6 +110,24 @@ class PurlinOptMain(xDSLOptMain):
                 f"invalid pass pipeline '{self.args.passes}': {e}; "
                 f"purlin's passes are {', '.join(PASSES)} (--help lists all)"
             ) from None
+
+
+class _BytesOut:
+    """Text written as one byte per character onto `binary`, which stays open."""
+
+    def __init__(self, binary: IO[bytes], encoding: str):
+        self.binary = binary
+        self.encoding = encoding
+
+    def write(self, text: str) -> int:
+        self.binary.write(text.encode(self.encoding))
+        return len(text)
+
+    def flush(self) -> None:
+        self.binary.flush()
+
+    def close(self) -> None:
+        self.flush()
 
 
 def _fail(message: str) -> int:

@@ -1,6 +1,7 @@
 """The package's own build compiled the runtime it could: the CUDA backend
-(device code for sm_80, sm_90 and sm_100) wherever nvcc is on the PATH, so a
-CI machine without GPUs still proves the CUDA code compiles."""
+(host code linked against the CUDA runtime; its kernels are generated and
+compiled by NVRTC at run time) wherever the CUDA toolkit (nvcc) is installed,
+so a CI machine without GPUs still proves the CUDA code compiles."""
 
 import shutil
 

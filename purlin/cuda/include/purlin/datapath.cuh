@@ -91,18 +91,20 @@ __device__ void move_linear(const Span& dst, const Span* srcs, int n_srcs, int o
 // Bytes [from, bytes) through registers. Linear spans: move_linear. With
 // packets (or a destination off element alignment): the widest access at
 // which every span is aligned, at most a packet's 8 data bytes, the
-// remainder one unit at a time. Width: the widest access the lowering chose.
-template <DType D, int Width>
+// remainder one unit at a time. Width: the widest access the lowering chose;
+// Packets: whether a span may be a packet window (else only linear code).
+template <DType D, int Width, bool Packets>
 __device__ void move_registers(const Span& dst, const Span* srcs, int n_srcs, bool reduce, int op, i64 from,
                                i64 bytes, Part part) {
   const int unit = reduce ? Elem<D>::bytes : 1;
-  if (!any_packets(dst, srcs, n_srcs) && aligned(dst, unit)) {
+  if (!Packets || (!any_packets(dst, srcs, n_srcs) && aligned(dst, unit))) {
     if (reduce)
       move_linear<D, true, Width>(dst, srcs, n_srcs, op, from, bytes, part);
     else
       move_linear<D, false, Width>(dst, srcs, n_srcs, op, from, bytes, part);
     return;
   }
+  if constexpr (!Packets) return;
   // Chunks start at `from`, so they are no wider than its alignment.
   int widest = kPacketDataBytes;
   while (from % widest) widest /= 2;
@@ -118,10 +120,11 @@ __device__ void move_registers(const Span& dst, const Span* srcs, int n_srcs, bo
 }
 
 // dst = srcs[0] (a copy) or srcs[0] op srcs[1] op ... (a reduce), `bytes`
-// long, by the role's blocks with mechanism M and accesses of at most Width bytes. `smem` is the kernel's dynamic
+// long, by the role's blocks with mechanism M and accesses of at most Width
+// bytes; Packets: whether a source is a packet window. `smem` is the kernel's dynamic
 // shared memory of `smem_bytes` (the pipelines' tiles); `mc` the multicast
 // address of a multimem step.
-template <DType D, Mech M, int Width, bool Reduce>
+template <DType D, Mech M, int Width, bool Reduce, bool Packets>
 __device__ void move(const Span& dst, const Span* srcs, int n_srcs, int op, i64 bytes, Part part, char* smem,
                      int smem_bytes, char* mc) {
   i64 done = 0;
@@ -147,7 +150,7 @@ __device__ void move(const Span& dst, const Span* srcs, int n_srcs, int op, i64 
       done = vecs * 16;
     }
   }
-  if (done < bytes) move_registers<D, Width>(dst, srcs, n_srcs, Reduce, op, done, bytes, part);
+  if (done < bytes) move_registers<D, Width, Packets>(dst, srcs, n_srcs, Reduce, op, done, bytes, part);
 }
 
 }  // namespace purlin::cuda

@@ -267,7 +267,7 @@ __device__ void stage(const K& k, int phase, u64 u, u64 half, Part part, char* s
   const i64 slot = i64(u) % k.t(ph + abi::kPhSlots);
   const Span dst{k.half_of(ph, k.rank(), half) + slot * k.t(ph + abi::kPhSlotBytes), -1};
   const Span src{k.source(ph) + k.t(unit + abi::kUSrc), -1};
-  move<D, M, Width, false>(dst, &src, 1, 0, k.t(unit + abi::kUBytes), part, smem, smem_bytes, nullptr);
+  move<D, M, Width, false, false>(dst, &src, 1, 0, k.t(unit + abi::kUBytes), part, smem, smem_bytes, nullptr);
 }
 
 // Items [lo, hi) of a loop, item i made of count(i) pieces, as one flat range
@@ -390,7 +390,7 @@ __device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part par
     mc = reinterpret_cast<char*>(k.t(ph + abi::kPhMulticast)) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
          k.t(s + abi::kSUnit) % k.t(ph + abi::kPhSlots) * k.t(ph + abi::kPhSlotBytes);
   }
-  move<D, M, Width, Reduce>(dst, srcs, n, op, k.t(group + abi::kGBytes), part, smem, smem_bytes, mc);
+  move<D, M, Width, Reduce, Packets>(dst, srcs, n, op, k.t(group + abi::kGBytes), part, smem, smem_bytes, mc);
 }
 
 // Packet pk of group `group` from its n sources, combined in source order

@@ -1,0 +1,51 @@
+"""Each fact once: the kernel ABI (include/purlin/abi.h) and the plan format's
+enums are defined in C++ for the device and in Python for the compiler;
+these tests read the header and hold the two equal."""
+
+from __future__ import annotations
+
+import re
+
+from purlin import plan as P
+from purlin.cuda import abi
+
+HEADER = abi.ABI_HEADER.read_text()
+
+
+def cpp_constants() -> dict[str, int]:
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"constexpr int (k\w+) = (\d+);", HEADER)}
+
+
+def cpp_enum(name: str) -> dict[str, int]:
+    body = re.search(rf"enum class {name} : i64 {{([^}}]*)}}", HEADER).group(1)
+    return {k.strip(): int(v) for k, v in (item.split("=") for item in body.split(","))}
+
+
+def test_table_layout_constants_agree():
+    found = cpp_constants()
+    for name, value in abi.CONSTANTS.items():
+        assert found.get(name) == value, f"abi.h {name} = {found.get(name)}, purlin/cuda/abi.py says {value}"
+    layout = {k for k in found if k not in ("kPacketBytes", "kPacketDataBytes")}
+    assert layout == set(abi.CONSTANTS), "abi.h and abi.py list different table constants"
+
+
+def test_header_fields_agree():
+    body = re.search(r"struct Header \{(.*?)\};", HEADER, re.S).group(1)
+    fields = re.findall(r"(\w+);", re.sub(r"//[^\n]*", "", body))
+    assert tuple(fields) == abi.HEADER_FIELDS
+
+
+def test_plan_enums_agree_with_the_kernel_abi():
+    assert cpp_enum("DType") == {"BF16": 0, "F16": 1, "F32": 2, "FP8E4M3": 3, "FP8E5M2": 4}
+    assert {d.upper(): code for d, (code, _) in P.DTYPES.items()} == cpp_enum("DType")
+    assert {op.name.capitalize(): op.value for op in P.RedOp} == cpp_enum("RedOp")
+    mechs = {"".join(w.capitalize() for w in m.name.split("_")): m.value for m in P.Mech}
+    assert mechs == cpp_enum("Mech")
+
+
+def test_packet_geometry_agrees_with_the_protocol():
+    from purlin.cuda.tables import PACKET_BYTES
+    from purlin.protocol import PACKET_DATA_BYTES
+
+    found = re.findall(r"constexpr int (kPacket\w*) = (\d+);", HEADER)
+    assert dict(found) == {"kPacketBytes": str(PACKET_BYTES), "kPacketDataBytes": str(PACKET_DATA_BYTES)}

@@ -1,0 +1,221 @@
+"""purlin/cuda without a GPU: the generated kernels of every collective, in
+both regimes, compile with NVRTC for sm_80, sm_90 and sm_100; each
+generation's mechanisms reach the code; one kernel serves every rank and
+every size of one structure; the disk cache serves a second process; bad
+kernels are diagnostics naming the op."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from purlin.compile import compile_plan
+from purlin.cuda import nvrtc
+from purlin.cuda.codegen import CodegenError, emit_cuda
+from purlin.cuda.program import CudaProgram, ProgramError
+from purlin.dialects import atom, snac
+from purlin.sim.collectives import COLLECTIVES, counts_for
+from purlin.tools import opt
+
+ARCHS = ("sm_80", "sm_90", "sm_100")
+REGIMES = ("regime=latency", "regime=throughput")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shared_cache(tmp_path_factory):
+    """One cache for the module (collectives of one structure share kernels)."""
+    old = os.environ.get("PURLIN_CACHE_DIR")
+    os.environ["PURLIN_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+    yield
+    if old is None:
+        del os.environ["PURLIN_CACHE_DIR"]
+    else:
+        os.environ["PURLIN_CACHE_DIR"] = old
+
+
+def plan_of(name: str, world: int = 4, arch: str = "sm_90", lowering: str = "regime=latency", count: int = 64,
+            dtype: str = "bf16"):
+    info = COLLECTIVES[name]
+    op = "sum" if info.reduces else None
+    counts = counts_for(name, world, count, seed=3) if info.variable else None
+    return compile_plan(name, world, dtype, op, 0 if counts else count, counts=counts, arch=arch, lowering=lowering)
+
+
+@pytest.mark.parametrize("lowering", REGIMES)
+@pytest.mark.parametrize("name", list(COLLECTIVES))
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_collective_compiles_for_every_generation(arch, name, lowering):
+    program = plan_of(name, arch=arch, lowering=lowering).cuda
+    assert program.cubin()[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("arch,lowering,dtype,needles", [
+    ("sm_80", "regime=throughput", "bf16", ["cp.async.cg.shared.global"]),
+    ("sm_90", "regime=throughput chunk-bytes=65536", "bf16", ["cp.async.bulk.shared::cluster.global", "mbarrier"]),
+    ("sm_100", "regime=throughput", "f32", ["ld.global.v8.b32", "add.rn.f32x2"]),
+    ("sm_90", "regime=latency", "bf16", ["st.relaxed.sys.global.v2.u64", "ld.relaxed.sys.global.v2.u64"]),
+], ids=["sm80-cp.async", "sm90-bulk", "sm100-wide-and-packed", "packets"])
+def test_each_generation_s_mechanisms_reach_the_code(arch, lowering, dtype, needles):
+    program = plan_of("all_reduce", arch=arch, lowering=lowering, count=1 << 16, dtype=dtype).cuda
+    ptx = nvrtc.compile_ptx(program.source().text, arch)
+    for needle in needles:
+        assert needle in ptx, f"{arch}: no {needle} in the PTX"
+
+
+def test_multimem_reductions_compile_on_sm90():
+    from purlin.dialects.atom import KernelOp
+    from purlin.plan_builder import build_plan
+    from purlin.sim.collectives import Case
+    from purlin.sim.ir import entry_function, lower
+    from purlin.sim.snac_level import passes
+
+    case = Case("all_reduce", 2, "bf16", "sum", 1 << 16)
+    module = lower(case.build_module(),
+                   f"{passes({'lowering': 'regime=throughput'})},convert-snac-to-atom{{arch=sm_90 multimem=true}}")
+    (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, KernelOp)]
+    program = build_plan(kernel).cuda
+    assert program.source().multimem
+    assert "multimem.ld_reduce" in nvrtc.compile_ptx(program.source().text, "sm_90")
+
+
+@pytest.mark.parametrize("name", ["all_reduce", "all_gather"])
+def test_latency_kernels_do_not_spill(name):
+    source = plan_of(name, world=8).cuda.source().text
+    log = nvrtc.compile_cubin(source, "sm_90", verbose=True).log
+    entry = log[log.index("Function properties for purlin_"):]
+    assert re.search(r"0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", entry), entry
+
+
+def test_sizes_of_one_structure_share_a_kernel(tmp_path, monkeypatch):
+    monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(nvrtc, "_memory", {})
+    programs = [plan_of("all_reduce", count=kib * 512).cuda for kib in (1, 2, 3)]
+    assert len({p.source().text for p in programs}) == 1
+    assert [nvrtc.compile_cubin(p.source().text, "sm_90").cached for p in programs] == [False, True, True]
+    # ... while what differs lives in the tables.
+    assert len({tuple(p.tables.ranks[0]) for p in programs}) == 3
+
+
+def test_one_kernel_serves_every_rank_and_world_is_one_constant():
+    sources = {}
+    for world in (2, 4, 8):
+        program = plan_of("all_reduce", world=world).cuda
+        assert len({tuple(t) for t in program.tables.ranks}) == world
+        sources[world] = program.source().text
+    strip = lambda text: [ln for ln in text.splitlines() if "kWorld =" not in ln and not ln.startswith("// purlin:")]  # noqa: E731
+    assert strip(sources[2]) == strip(sources[4]) == strip(sources[8])
+
+
+def test_disk_cache_serves_a_second_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(nvrtc, "_memory", {})
+    source = plan_of("all_gather").cuda.source().text
+    first = nvrtc.compile_cubin(source, "sm_90")
+    assert not first.cached and list(tmp_path.glob("*.cubin"))
+    script = ("import sys; from purlin.cuda import nvrtc; c = nvrtc.compile_cubin(sys.stdin.read(), 'sm_90'); "
+              "print(c.cached, len(c.cubin))")
+    out = subprocess.run([sys.executable, "-c", script], input=source, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", str(len(first.cubin))]
+
+
+def test_cache_key_covers_source_and_target():
+    source = plan_of("all_gather").cuda.source().text
+    keys = {nvrtc.cache_key(source, "sm_90"), nvrtc.cache_key(source, "sm_80"),
+            nvrtc.cache_key(source + "\n", "sm_90"), nvrtc.cache_key(source, "sm_90", verbose=True)}
+    assert len(keys) == 4
+
+
+def test_an_unwritable_cache_only_costs_recompiles(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("PURLIN_CACHE_DIR", str(blocker))
+    monkeypatch.setattr(nvrtc, "_memory", {})
+    source = plan_of("all_gather").cuda.source().text
+    assert not nvrtc.compile_cubin(source, "sm_90").cached
+    assert nvrtc.compile_cubin(source, "sm_90").cached  # in memory
+
+
+def test_a_kernel_that_does_not_compile_is_a_diagnostic_naming_the_op(monkeypatch):
+    monkeypatch.setattr(nvrtc, "_memory", {})
+    program = plan_of("all_gather").cuda
+    src = program.source()
+    program._sources[1] = replace(src, text=src.text + "\nnot C++\n")
+    with pytest.raises(ProgramError, match=r"error: 'atom.kernel': NVRTC could not compile .* for sm_90"):
+        program.cubin()
+
+
+def test_queries_of_another_rank_are_refused():
+    program = plan_of("all_gather").cuda
+    kernel = program.kernel
+    units = next(op for op in kernel.walk() if isinstance(op, snac.UnitsOp))
+    two = arith.ConstantOp.from_int_and_width(2, IndexType())
+    Rewriter.insert_op(two, InsertPoint.before(units))
+    units.operands[0] = two.result
+    with pytest.raises(CodegenError, match=r"'snac.units': names the units or groups of a rank other than snac.rank"):
+        emit_cuda(kernel)
+
+
+def test_more_blocks_per_sm_than_threads_allow_is_refused():
+    kernel = plan_of("all_reduce").cuda.kernel
+    with pytest.raises(CodegenError, match="5 blocks of 512 threads per SM exceed the 2048 threads an SM holds"):
+        emit_cuda(kernel, True, 5)
+
+
+def run_opt(args, capsys) -> tuple[int, str, str]:
+    code = opt.main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def write_module(tmp_path, name: str = "all_gather", kernels: int = 1):
+    from purlin.sim.collectives import Case
+
+    funcs = []
+    for k in range(kernels):
+        text = str(Case(name, 2, "f32", None, 16).build_module())
+        funcs.append(text.replace(f"@{name}", f"@{name}{k}").split("\n", 1)[1].rsplit("}", 1)[0])
+    path = tmp_path / "in.mlir"
+    path.write_text("builtin.module {\n" + "\n".join(funcs) + "\n}\n")
+    return str(path)
+
+
+PIPELINE = "coll-expand,convert-coll-to-snac{regime=latency},convert-snac-to-atom{arch=sm_100}"
+
+
+def test_opt_writes_the_cubin_of_the_kernel(tmp_path, capsys):
+    out = tmp_path / "k.cubin"
+    code, _, err = run_opt([write_module(tmp_path), "-p", PIPELINE, "-t", "cubin", "-o", str(out)], capsys)
+    assert code == 0, err
+    cuda_code, source, _ = run_opt([write_module(tmp_path), "-p", PIPELINE, "-t", "cuda"], capsys)
+    assert cuda_code == 0
+    assert out.read_bytes() == nvrtc.compile_cubin(source, "sm_100").cubin
+
+
+def test_opt_cubin_takes_one_kernel(tmp_path, capsys):
+    code, _, err = run_opt([write_module(tmp_path, kernels=2), "-p", PIPELINE, "-t", "cubin"], capsys)
+    assert code == 1
+    assert "the module holds 2 atom.kernel ops and a cubin holds one" in err
+    assert "Traceback" not in err
+
+
+def test_opt_cuda_needs_lowered_kernels(tmp_path, capsys):
+    code, _, err = run_opt([write_module(tmp_path), "-p", "coll-expand", "-t", "cuda"], capsys)
+    assert code == 1
+    assert err.strip() == "error: no atom.kernel to compile; lower with convert-snac-to-atom first"
+
+
+def test_opt_without_cuda_headers_is_a_diagnostic(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(nvrtc, "_memory", {})
+    monkeypatch.setattr(nvrtc, "cuda_include_dir", lambda: (_ for _ in ()).throw(nvrtc.NvrtcError("no headers here")))
+    monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
+    code, _, err = run_opt([write_module(tmp_path), "-p", PIPELINE, "-t", "cubin", "-o", str(tmp_path / "x")], capsys)
+    assert code == 1
+    assert re.fullmatch(r".*in\.mlir:\d+:\d+: error: 'atom.kernel': no headers here\s*", err, re.S), err
