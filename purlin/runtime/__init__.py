@@ -1,12 +1,19 @@
-"""Running a lowered plan: one `Communicator` over the C++ backends.
+"""Running a lowered collective: one `Communicator` over the C++ backends.
 
     comm = Communicator(plan, backend="cpu", timeout_s=10.0, name="all_gather")
     comm.run(inputs, outputs)   # one array per rank
 
+"cpu" executes the plan's instructions on threads, one per (rank, role).
+"cuda" launches the compiled kernel of the same atom.kernel (`plan.cuda`,
+purlin.cuda: generated, NVRTC-compiled and cached on first use), one launch
+per rank on that rank's stream; `devices[r]` is rank r's GPU and a GPU may
+host several ranks (each then runs on a stream of its own), as long as all
+their blocks fit on it at once (refused up front otherwise).
+
 Buffers: one input and one output array per rank, C-contiguous, of the
-plan's dtype (numpy arrays on "cpu"; CUDA arrays exposing
-`__cuda_array_interface__` or DLPack on "cuda"). Rank r's need only hold
-`plan.input_extent(r)`/`plan.output_extent(r)` elements, what its
+plan's dtype (numpy arrays on "cpu"; torch tensors or arrays exposing
+`__cuda_array_interface__`, such as cupy's, on "cuda"). Rank r's need only
+hold `plan.input_extent(r)`/`plan.output_extent(r)` elements, what its
 instructions touch: a V collective's smaller ranks pass buffers of their own
 size, not the largest rank's (`input_elems`/`output_elems`). Larger buffers
 are fine: the call reads and writes only those elements, so callers can
@@ -17,8 +24,9 @@ the extents are computed once.
 
 Every spin of the call is bounded by `timeout_s`; when one runs out all
 ranks stop and `run` raises `CollectiveTimeout` naming the collective, rank,
-role, the signal array or window awaited, the value and the epoch. The
-communicator cannot be used after that (its flags no longer match).
+the op that waited (cuda) or role and instruction (cpu), the signal or
+packet awaited, the value and the epoch. The communicator cannot be used
+after that (its flags no longer match).
 
 One process per GPU (torchrun): `ProcessCommunicator` (purlin.runtime.process)
 runs one rank, its peers' memory mapped through CUDA IPC.
@@ -215,12 +223,20 @@ def _device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, 
 
 
 def _current_stream(device: int) -> int:
-    """The handle of torch's current stream on `device` (0, the default stream, without torch)."""
+    """The handle of the current stream on `device`: torch's, else cupy's (0,
+    the default stream, with neither)."""
     try:
         import torch
+
+        return torch.cuda.current_stream(device).cuda_stream
+    except ImportError:
+        pass
+    try:
+        import cupy
     except ImportError:
         return 0
-    return torch.cuda.current_stream(device).cuda_stream
+    with cupy.cuda.Device(device):
+        return cupy.cuda.get_current_stream().ptr
 
 
 def _cuda_synchronize(impl) -> None:
@@ -232,19 +248,32 @@ def _cuda_synchronize(impl) -> None:
 
 
 def to_device(a: np.ndarray, device: int):
-    """A CUDA copy of numpy array `a` (bf16 and fp8 included) on `device`, as a torch tensor."""
-    import torch
+    """A CUDA copy of numpy array `a` (bf16 and fp8 included) on `device`: a torch
+    tensor, or where torch is not installed a cupy array of the same bytes."""
+    raw = np.ascontiguousarray(a).view(np.uint8)
+    try:
+        import torch
+    except ImportError:
+        import cupy
 
-    raw = torch.from_numpy(np.ascontiguousarray(a).view(np.uint8).copy())
+        with cupy.cuda.Device(device):
+            return cupy.asarray(raw.copy()).view(_cupy_dtype(a.dtype))
     dtype = getattr(torch, _TORCH_DTYPES[_dtype_name(a.dtype)])
-    return raw.to(f"cuda:{device}").view(dtype)
+    return torch.from_numpy(raw.copy()).to(f"cuda:{device}").view(dtype)
 
 
 def to_host(t, dtype: np.dtype) -> np.ndarray:
-    """The numpy copy of a CUDA tensor made by `to_device`."""
-    import torch
+    """The numpy copy of a CUDA array made by `to_device`."""
+    if hasattr(t, "is_cuda"):
+        import torch
 
-    return t.view(torch.uint8).cpu().numpy().view(dtype)
+        return t.view(torch.uint8).cpu().numpy().view(dtype)
+    return t.view(np.uint8).get().view(dtype)
+
+
+def _cupy_dtype(dtype: np.dtype) -> np.dtype:
+    """cupy has no bf16 or fp8: such arrays hold their bits as unsigned integers of the same size."""
+    return dtype if dtype.name in ("float32", "float16") else np.dtype(f"u{dtype.itemsize}")
 
 
 def _dtype_name(dtype: np.dtype) -> str:

@@ -61,6 +61,18 @@ def lowered_kernel(case: Case, lowering: str) -> atom.KernelOp:
     return kernel
 
 
+def lowered(case: Case, lowering: str):
+    """The plan of `case` (its compiled kernel attached) in `lowering`."""
+    return build_plan(lowered_kernel(case, lowering))
+
+
+def without_notifies(kernel: atom.KernelOp) -> atom.KernelOp:
+    """`kernel` with every atom.notify erased: no producer ever signals."""
+    for op in [op for op in kernel.walk() if isinstance(op, atom.NotifyOp)]:
+        op.erase()
+    return kernel
+
+
 def large_args(case: Case) -> list[list[np.ndarray]]:
     """Inputs whose sums are exact in bf16, tiled from a short pattern (fast at 1 GiB)."""
     dtype = numpy_dtype(case.dtype)
@@ -84,7 +96,7 @@ def check(case: Case, outs: list, args, lowering: str) -> None:
 
 
 def run_case(case: Case, lowering: str, devices: list[int], calls: int = 1, large: bool = False) -> None:
-    plan = build_plan(lowered_kernel(case, lowering))
+    plan = lowered(case, lowering)
     args = large_args(case) if large else case.make_args(seed=7)
     comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=case.collective, devices=devices)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
@@ -155,11 +167,8 @@ def test_cuda_graph_capture_and_replay(regime):
 
 def test_missing_notify_times_out_naming_rank_site_and_epoch():
     case = make_case("all_gather", 4096)
-    kernel = lowered_kernel(case, REGIMES["throughput"])
     # No producer ever signals: every consumer waits forever.
-    for op in [op for op in kernel.walk() if isinstance(op, atom.NotifyOp)]:
-        op.detach()
-        op.erase()
+    kernel = without_notifies(lowered_kernel(case, REGIMES["throughput"]))
     comm = runtime.Communicator(build_plan(kernel), "cuda", timeout_s=0.5, name="all_gather",
                                 devices=PLACEMENTS["shared"])
     args = case.make_args(seed=0)
@@ -171,6 +180,21 @@ def test_missing_notify_times_out_naming_rank_site_and_epoch():
         comm.synchronize()
     with pytest.raises(RuntimeError, match="timed out earlier"):
         comm.run(ins, outs)
+
+
+def test_cupy_arrays_are_device_buffers_too():
+    cupy = pytest.importorskip("cupy")
+    case = make_case("all_reduce", 4096, dtype="f32")
+    devices = PLACEMENTS["shared"]
+    comm = runtime.Communicator(lowered(case, REGIMES["latency"]), "cuda", name="all_reduce", devices=devices)
+    args = case.make_args(seed=5)
+    with cupy.cuda.Device(0):
+        ins = [cupy.asarray(a) for a in args[0]]
+        outs = [cupy.asarray(a) for a in args[1]]
+        comm.run(ins, outs, [cupy.cuda.get_current_stream().ptr] * case.world)
+        comm.synchronize()
+        got = [o.get() for o in outs]
+    assert compare(got, case.expected(args), case.dtype, case.op, case.contributions, 8.0, "%out") is None
 
 
 def test_grids_that_do_not_fit_one_gpu_are_refused():

@@ -2,8 +2,9 @@
 under torchrun (torch.multiprocessing spawn, an nccl process group): both
 regimes against torch.distributed (the V forms against the numpy reference),
 repeated calls, CUDA-graph replay, a planted missing notify that times out,
-and the checks on exchanged handles. Skipped without two GPUs and a CUDA
-build; run on the GPU machine with `pytest -m gpu`."""
+and the checks on exchanged handles. Skipped without two GPUs (processes
+sharing one GPU do not run concurrently) and a CUDA build; run on the GPU
+machine with `pytest -m gpu`."""
 
 from __future__ import annotations
 
@@ -14,19 +15,21 @@ import socket
 # The single-process tests' skips (no torch, no CUDA build, fewer than two
 # GPUs), marks, cases and lowerings; spawned workers import this module by
 # name too (spawn hands them the parent's sys.path).
-from test_runtime_cuda import REGIMES, WORLD, lowered, make_case, pytestmark  # noqa: F401
+from test_runtime_cuda import GPUS, REGIMES, WORLD, lowered, lowered_kernel, make_case, without_notifies
 
 import pytest
 import torch
 
-from purlin import plan as P
 from purlin import runtime
+from purlin.plan_builder import build_plan
 from purlin.sim.collectives import COLLECTIVES
 from purlin.sim.dtypes import compare, numpy_dtype
 
 # NVLink multicast is off on the lent machines: NCCL, torch symmetric memory
 # and NVSHMEM must not try it. Workers inherit these before importing torch.
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS < WORLD, reason=f"needs the CUDA backend and {WORLD} GPUs")]
 
 
 def spawn(job, *args) -> None:
@@ -120,16 +123,13 @@ def repeated_and_replayed(rank: int) -> None:
 def missing_notify(rank: int) -> None:
     case = make_case("all_gather", 4096)
     args = case.make_args(seed=0)
-    plan = lowered(case, REGIMES["throughput"])
-    producer = plan.programs[0][0]  # rank 0's: it never signals, so rank 1 waits until its deadline
-    producer[:] = [i for i in producer if i.op != P.Op.SIGNAL]
+    # No rank ever signals, so each waits until its deadline.
+    plan = build_plan(without_notifies(lowered_kernel(case, REGIMES["throughput"])))
     comm = runtime.ProcessCommunicator(plan, timeout_s=0.5, name="all_gather")
     comm.run(runtime.to_device(args[0][rank], rank), runtime.to_device(args[1][rank], rank))
-    if rank == 1:
-        with pytest.raises(runtime.CollectiveTimeout,
-                           match=r"all_gather: rank 1 \(GPU 1\) timed out .*signals\[.*\(epoch 0\)"):
-            comm.synchronize()
-    # Rank 0 finishes or times out on its own deadline; either way both release together.
+    with pytest.raises(runtime.CollectiveTimeout,
+                       match=rf"all_gather: rank {rank} \(GPU {rank}\) timed out .*'atom.wait_ready' .*\(epoch 0\)"):
+        comm.synchronize()
     with contextlib.suppress(runtime.CollectiveTimeout):
         comm.close()
 
@@ -148,21 +148,24 @@ def test_missing_notify_times_out_naming_rank_and_epoch():
 
 def test_exchanged_handles_are_checked():
     """connect's checks come before any handle is opened: one process can hold both ranks."""
-    plan = lowered(make_case("all_gather", 4096), REGIMES["throughput"]).encode()
-    other = lowered(make_case("all_gather", 8192), REGIMES["throughput"]).encode()
-    ranks = [runtime._runtime.CudaProcessCommunicator(plan, r, r, 1.0, "ag") for r in range(WORLD)]
+    plan = lowered(make_case("all_gather", 4096), REGIMES["throughput"])
+    other = lowered(make_case("all_gather", 8192), REGIMES["throughput"])
+    specs = {id(p): runtime.kernel_spec(p, "ag", list(range(WORLD)),
+                                        [(p.input_extent(r), p.output_extent(r)) for r in range(WORLD)])
+             for p in (plan, other)}
+    new = lambda p, rank: runtime._runtime.CudaProcessCommunicator(specs[id(p)], rank, rank, 1.0, "ag")  # noqa: E731
+    ranks = [new(plan, r) for r in range(WORLD)]
     h0, h1 = (c.ipc_handle() for c in ranks)
     c0 = ranks[0]
     wrong_world = bytearray(h1)
     wrong_world[20:24] = (4).to_bytes(4, "little")  # IpcBlob.world
-    stranger = runtime._runtime.CudaProcessCommunicator(plan, 0, 0, 1.0, "ag").ipc_handle()
+    stranger = new(plan, 0).ipc_handle()
     cases = [
         ([h0], "one handle per rank"),
         ([h0, b"junk"], "handle 1 is not a purlin IPC handle"),
         ([h0, bytes(wrong_world)], "handle 1 is from a communicator of world 4"),
         ([h1, h0], "handle 0 is rank 1's; handles go in rank order"),
-        ([h0, runtime._runtime.CudaProcessCommunicator(other, 1, 1, 1.0, "ag").ipc_handle()],
-         "handle 1 is for another plan"),
+        ([h0, new(other, 1).ipc_handle()], "handle 1 is for another kernel"),
         ([stranger, h1], "handle 0 is not this communicator's own"),
     ]
     for handles, match in cases:
