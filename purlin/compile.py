@@ -42,17 +42,20 @@ def arch_of_device(device: int | None = None) -> str:
 
 def compile_plan(collective: str, world: int, dtype: str, op: str | None, count: int = 0,
                  counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
-                 deterministic: bool = False) -> Plan:
+                 deterministic: bool = False, in_place: bool = False) -> Plan:
     """The plan of `collective` on `world` ranks; Case's rules for sizes and ops
-    (CaseError on a bad combination), `lowering` the options of convert-coll-to-snac."""
+    (CaseError on a bad combination), `lowering` the options of convert-coll-to-snac.
+    `in_place`: the collective's input and output are one buffer (all_reduce)."""
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
     case = Case(collective, world, dtype, op, count, counts=counts)
     module = case.build_module()
-    if deterministic:
-        for named in module.walk():
-            if named.name == f"coll.{collective}":
+    for named in module.walk():
+        if named.name == f"coll.{collective}":
+            if deterministic:
                 named.properties["deterministic"] = UnitAttr()
+            if in_place:
+                named.operands[1] = named.operands[0]
     func = entry_function(lower(module, atom_passes({"arch": arch, "lowering": lowering})))
     kernels = [k for k in func.body.ops if isinstance(k, atom.KernelOp)]
     if len(kernels) != 1:

@@ -199,6 +199,10 @@ class Plan:
     # programs[rank][role] -> instructions
     programs: list[list[list[Instr]]] = field(default_factory=list)
     version: int = VERSION
+    # The protocol orders every overwrite of an input slice after its reads
+    # (the IR's input and output are one buffer): a rank may pass one buffer
+    # as both. JSON carries it; the binary form, which the runtimes execute, does not need it.
+    in_place: bool = False
     # The same atom.kernel compiled for the CUDA backend (purlin.cuda.program.
     # CudaProgram), attached by build_plan; JSON and binary plans carry none.
     cuda: object = field(default=None, compare=False, repr=False)
@@ -270,6 +274,8 @@ class Plan:
             "signals": [{"name": s.name, "slots": s.slots} for s in self.signals],
             "ranks": [[[instr(i) for i in role] for role in rank] for rank in self.programs],
         }
+        if self.in_place:
+            doc["in_place"] = True
         return json.dumps(doc, separators=(",", ":"))
 
     # -- binary --------------------------------------------------------------
@@ -498,6 +504,7 @@ def from_json(text: str) -> Plan:
             [SignalSpec(s["name"], num(s["slots"], "signal slots")) for s in doc["signals"]],
             [[[instr(i, f"rank {r} role {k} instruction {n}") for n, i in enumerate(role)]
               for k, role in enumerate(rank)] for r, rank in enumerate(doc["ranks"])],
+            in_place=doc.get("in_place", False) is True,
         )
     except PlanError:
         raise

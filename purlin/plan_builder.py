@@ -111,6 +111,7 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
         ],
         signals=[P.SignalSpec(s.sym_name.data, s.slots.value.data) for s in signals],
         programs=programs,
+        in_place=kernel.input == kernel.output,
     )
     try:
         P.validate(plan)

@@ -41,7 +41,6 @@ class _State:
     arch: str
     timeout_s: float
     plans: dict[tuple, ProcessCommunicator] = field(default_factory=dict)
-    scratch: dict[tuple, torch.Tensor] = field(default_factory=dict)
 
 
 _state: _State | None = None
@@ -72,27 +71,18 @@ def _dtype(t: torch.Tensor) -> str:
 
 def _communicator(collective: str, dtype: str, op: str | None, count: int = 0,
                   counts: Sequence | None = None, lowering: str = "",
-                  deterministic: bool = False) -> ProcessCommunicator:
+                  deterministic: bool = False, in_place: bool = False) -> ProcessCommunicator:
     st = _current()
     if op is not None and op not in _OPS:
         raise ValueError(f"unknown reduction {op!r}, expected one of {', '.join(_OPS)}")
-    key = (collective, dtype, op, count, repr(counts), lowering, deterministic)
+    key = (collective, dtype, op, count, repr(counts), lowering, deterministic, in_place)
     comm = st.plans.get(key)
     if comm is None:
         plan = compile_plan(collective, st.world, dtype, op, count, counts=counts, arch=st.arch,
-                            lowering=lowering, deterministic=deterministic)
+                            lowering=lowering, deterministic=deterministic, in_place=in_place)
         comm = ProcessCommunicator(plan, group=st.group, timeout_s=st.timeout_s, name=collective)
         st.plans[key] = comm
     return comm
-
-
-def _scratch(like: torch.Tensor, n: int) -> torch.Tensor:
-    st = _current()
-    key = (like.dtype, like.device, n)
-    buf = st.scratch.get(key)
-    if buf is None:
-        buf = st.scratch[key] = torch.empty(n, dtype=like.dtype, device=like.device)
-    return buf
 
 
 def _flat(t: torch.Tensor, what: str) -> torch.Tensor:
@@ -103,21 +93,15 @@ def _flat(t: torch.Tensor, what: str) -> torch.Tensor:
 
 def all_reduce(tensor: torch.Tensor, op: str = "sum", *, out: torch.Tensor | None = None,
                deterministic: bool = False, lowering: str = "") -> torch.Tensor:
-    """Like torch.distributed.all_reduce: in place, or into `out` (no extra copy)."""
+    """Like torch.distributed.all_reduce: in place (lowered in place: each slice
+    is staged before it is overwritten), or into `out`."""
     x = _flat(tensor, "tensor")
-    comm = _communicator("all_reduce", _dtype(x), op, x.numel(), lowering=lowering,
-                         deterministic=deterministic)
-    if out is not None:
-        y = _flat(out, "out")
-        _check(y.numel() == x.numel() and y.dtype == x.dtype and y.data_ptr() != x.data_ptr(),
-               "out must be a different tensor of the same size and dtype")
-        comm.run(x, y)
-        return out
-    # Peers read a rank's input while it writes its output: reduce into scratch.
-    scratch = _scratch(x, x.numel())
-    comm.run(x, scratch)
-    x.copy_(scratch)
-    return tensor
+    y = x if out is None else _flat(out, "out")
+    _check(y.numel() == x.numel() and y.dtype == x.dtype, "out must have the tensor's size and dtype")
+    in_place = y.data_ptr() == x.data_ptr()
+    _communicator("all_reduce", _dtype(x), op, x.numel(), lowering=lowering, deterministic=deterministic,
+                  in_place=in_place).run(x, y)
+    return tensor if out is None else out
 
 
 def all_gather(output: torch.Tensor, input: torch.Tensor, *, lowering: str = "") -> torch.Tensor:

@@ -254,7 +254,8 @@ class RoleThread {
       case Op::Copy: {
         const Place dst = place(p_.refs[in.dst]), src = place(p_.refs[in.src_first]);
         if (dst.bytes && src.bytes) {
-          std::memmove(dst.bytes, src.bytes, in.elems * eb_);
+          // A slice copied onto itself (the rank's input is its own output slice) is left alone.
+          if (dst.bytes != src.bytes) std::memmove(dst.bytes, src.bytes, in.elems * eb_);
           return;
         }
         std::vector<unsigned char> chunk(kChunk * eb_);

@@ -18,7 +18,7 @@ from xdsl.builder import Builder
 from xdsl.rewriter import InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -33,7 +33,7 @@ from purlin.cost_model import THRESHOLDS, choose
 from purlin.diagnostics import op_error
 from purlin.dialects import snac
 from purlin.dialects.coll import CollectiveOp, ConsumeAttr, LayoutAttr, element_bytes
-from purlin.layouts import Layout, coalesced
+from purlin.layouts import Layout, coalesced, format_name
 from purlin.protocol import PACKET_DATA_BYTES, PhasePlan, packet_elems, route_layouts
 
 
@@ -67,6 +67,11 @@ class LowerCollective(RewritePattern):
         itemsize = element_bytes(elem)
         reducing = op.consume.kind is not None
         dynamic = inp.is_dynamic or out.is_dynamic
+        # In place: every phase that reads the input stages the rank's own
+        # contribution too, so that a slice is overwritten only after it was read.
+        in_place = op.input == op.output
+        if in_place and (why := _in_place_refusal(inp, out)):
+            raise PassFailedException(op_error(op, why))
         choice = choose(
             o.arch,
             world,
@@ -136,14 +141,15 @@ class LowerCollective(RewritePattern):
                 b.insert(snac.BufferOp(buf, snac.BufferKind.STAGING, 2, slots, chunk, elem))
             b.insert(snac.SignalsOp(f"{p.name}_ready", world))
             b.insert(snac.SignalsOp(f"{p.name}_free", world))
-            b.insert(
-                snac.PhaseOp(
-                    p.name, p.source, LayoutAttr.from_layout(p.src), LayoutAttr.from_layout(p.dst),
-                    p.consume, chunk if regime == snac.Regime.THROUGHPUT else 0,
-                    buf, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
-                    p.route,
-                )
+            phase = snac.PhaseOp(
+                p.name, p.source, LayoutAttr.from_layout(p.src), LayoutAttr.from_layout(p.dst),
+                p.consume, chunk if regime == snac.Regime.THROUGHPUT else 0,
+                buf, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
+                p.route,
             )
+            if in_place and p.source == snac.PhaseSource.INPUT:
+                phase.properties["stage_local"] = UnitAttr()
+            b.insert(phase)
             decl.append((p, buf))
 
         gen = _Gen(b, regime, o.blocks if o.blocks > 0 else choice.blocks(regime))
@@ -168,6 +174,27 @@ class LowerCollective(RewritePattern):
         program.location = op.location
         program.attributes.update(op.attributes)
         rewriter.replace(op, program)
+
+
+def _in_place_refusal(inp: Layout, out: Layout) -> str | None:
+    """Why the input and output cannot be one buffer, or None. Staging the
+    rank's own contribution orders the overwrite of a slice after the reads of
+    the input slice it covers when both are the same slice (one name, one
+    range); an output slice that covers another name's input would be
+    overwritten while that name may still be on its way to a peer."""
+    if inp.is_dynamic or out.is_dynamic:
+        return ("'coll.collective': input and output are one buffer, but the counts are dynamic: which slices overlap is not "
+                "known; pass distinct buffers")
+    for rank in range(inp.world):
+        for o in out.slices(rank):
+            for i in inp.slices(rank):
+                if i.offset < o.end and o.offset < i.end and (i.offset, i.size, i.name) != (o.offset, o.size, o.name):
+                    return (f"'coll.collective': input and output are one buffer, but rank {rank}'s output slice "
+                            f"{format_name(o.name)} at [{o.offset}, {o.end}) covers its input slice "
+                            f"{format_name(i.name)} at [{i.offset}, {i.end}), which may still be on its way to "
+                            "a peer; in place, each output slice must be the input slice of its own name "
+                            "(all_reduce); pass distinct buffers")
+    return None
 
 
 def _mutual(p: PhaseSpec, world: int) -> bool:

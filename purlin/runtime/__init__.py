@@ -17,8 +17,11 @@ hold `plan.input_extent(r)`/`plan.output_extent(r)` elements, what its
 instructions touch: a V collective's smaller ranks pass buffers of their own
 size, not the largest rank's (`input_elems`/`output_elems`). Larger buffers
 are fine: the call reads and writes only those elements, so callers can
-reuse one large allocation. A rank's input and output must not overlap
-(peers may still read the input while the output is written). A plan must
+reuse one large allocation. Buffers of different ranks must not overlap
+(inputs may be shared), and a rank's input and output only where the
+collective is right in place (purlin.runtime.aliasing: all_reduce lowered
+in place, all_gather into the rank's own output slice, reduce_scatter into
+its own input slice); other overlaps raise AliasingError. A plan must
 not change once a communicator holds it: the backend runs its own copy, and
 the extents are computed once.
 
@@ -39,6 +42,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from purlin.plan import Plan, decode, validate
+from purlin.runtime import aliasing
 from purlin.sim.dtypes import numpy_dtype
 
 try:
@@ -93,6 +97,7 @@ class Communicator:
         # Per rank (input, output) elements the plan touches; the backend runs
         # its own copy of the plan, so these stay right.
         self._extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+        self._overlaps = aliasing.Buffers(plan, name)
         if backend == "cpu":
             handle = _runtime.decode(plan.encode())
             signal_names = [s.name for s in plan.signals]
@@ -123,15 +128,14 @@ class Communicator:
         if self.backend == "cpu":
             ins = [self._check_numpy(a, r, "input", self._extents[r][0]) for r, a in enumerate(inputs)]
             outs = [self._check_numpy(a, r, "output", self._extents[r][1]) for r, a in enumerate(outputs)]
-            for r, (i, o) in enumerate(zip(ins, outs)):
-                if np.shares_memory(i, o):
-                    raise ValueError(f"{self.name}: input and output of rank {r} overlap")
+            self._check_overlaps([a.ctypes.data for a in ins], [a.ctypes.data for a in outs])
             self._impl.run(ins, outs)
         else:
             ins = [_device_buffer(a, r, "input", self.plan, self.name, d, self._extents[r][0]) for r, (a, d) in
                    enumerate(zip(inputs, self.devices))]
             outs = [_device_buffer(a, r, "output", self.plan, self.name, d, self._extents[r][1]) for r, (a, d) in
                     enumerate(zip(outputs, self.devices))]
+            self._check_overlaps([b[0] for b in ins], [b[0] for b in outs])
             if streams is None:
                 handles = [_current_stream(d) for d in self.devices]
             elif len(streams) != self.world:
@@ -139,6 +143,11 @@ class Communicator:
             else:
                 handles = [int(getattr(st, "cuda_stream", st)) for st in streams]
             self._impl.run([b[0] for b in ins], [b[0] for b in outs], handles)
+
+    def _check_overlaps(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        eb = self.plan.elem_bytes
+        self._overlaps.check([(i, n_in * eb, o, n_out * eb) for i, o, (n_in, n_out)
+                              in zip(inputs, outputs, self._extents)])
 
     def synchronize(self) -> None:
         """Wait for every rank's GPU; raises CollectiveTimeout for a timed-out call."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from purlin.plan import Plan, decode, validate
+from purlin.runtime import aliasing
 from purlin.runtime import _cuda_synchronize, _current_stream, _device_buffer, _runtime, available_backends, kernel_spec
 
 
@@ -54,6 +55,7 @@ class ProcessCommunicator:
         self.group = group
         self.rank = dist.get_rank(group) if rank is None else rank
         self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
+        self._overlaps = aliasing.Buffers(plan, name)
         self.device = torch.cuda.current_device() if device is None else device
         extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
         spec = kernel_spec(plan, name, [self.device], extents)
@@ -81,6 +83,11 @@ class ProcessCommunicator:
         (default: torch's current stream)."""
         ins = _device_buffer(input, self.rank, "input", self.plan, self.name, self.device, self._extents[0])
         outs = _device_buffer(output, self.rank, "output", self.plan, self.name, self.device, self._extents[1])
+        eb = self.plan.elem_bytes
+        # Only this rank's buffers are here: its own overlap is what can be checked.
+        buffers = [(0, 0, 0, 0)] * self.plan.world
+        buffers[self.rank] = (ins[0], self._extents[0] * eb, outs[0], self._extents[1] * eb)
+        self._overlaps.check(buffers)
         if stream is None:
             stream = _current_stream(self.device)
         self._impl.run(ins[0], outs[0], int(getattr(stream, "cuda_stream", stream)))

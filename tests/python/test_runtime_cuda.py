@@ -165,6 +165,41 @@ def test_cuda_graph_capture_and_replay(regime):
     assert {comm.epoch(r) for r in range(WORLD)} == {replays * plan.advance}
 
 
+@pytest.mark.parametrize("lowering", ["regime=latency", "regime=throughput blocks=8 chunk-bytes=4096 slots=2",
+                                      "regime=throughput strategy=composed blocks=8 chunk-bytes=4096 slots=2"])
+def test_in_place_forms(lowering):
+    from purlin.compile import compile_plan
+
+    devices, n = PLACEMENTS["shared"], 4096
+    vals = lambda r, k: ((torch.arange(k, device="cuda:0") * 7 + r * 5) % 9 - 4).float()  # noqa: E731
+    # all_reduce lowered in place, three calls on the same buffers.
+    plan = compile_plan("all_reduce", WORLD, "f32", "sum", n, lowering=lowering, in_place=True)
+    comm = runtime.Communicator(plan, "cuda", name="all_reduce", devices=devices)
+    bufs = [vals(r, n) for r in range(WORLD)]
+    expected = sum(bufs)
+    for _ in range(3):
+        comm.run(bufs, bufs)
+        comm.synchronize()
+        assert all(torch.equal(b, expected) for b in bufs)
+        expected = expected * WORLD
+    # all_gather into the rank's own output slice; reduce_scatter into its own input slice.
+    k, lowering = n // WORLD, lowering.replace("strategy=composed ", "")
+    gather = runtime.Communicator(compile_plan("all_gather", WORLD, "f32", None, k, lowering=lowering),
+                                  "cuda", name="all_gather", devices=devices)
+    outs = [torch.cat([vals(s, k) if s == r else torch.full((k,), float("nan"), device="cuda:0")
+                       for s in range(WORLD)]) for r in range(WORLD)]
+    gather.run([o[r * k:(r + 1) * k] for r, o in enumerate(outs)], outs)
+    gather.synchronize()
+    assert all(torch.equal(o, torch.cat([vals(s, k) for s in range(WORLD)])) for o in outs)
+    scatter = runtime.Communicator(compile_plan("reduce_scatter", WORLD, "f32", "sum", k, lowering=lowering),
+                                   "cuda", name="reduce_scatter", devices=devices)
+    ins = [vals(r, n) for r in range(WORLD)]
+    total = sum(ins)
+    scatter.run(ins, [x[r * k:(r + 1) * k] for r, x in enumerate(ins)])
+    scatter.synchronize()
+    assert all(torch.equal(x[r * k:(r + 1) * k], total[r * k:(r + 1) * k]) for r, x in enumerate(ins))
+
+
 def test_missing_notify_times_out_naming_rank_site_and_epoch():
     case = make_case("all_gather", 4096)
     # No producer ever signals: every consumer waits forever.

@@ -390,6 +390,8 @@ __device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part par
     mc = reinterpret_cast<char*>(k.t(ph + abi::kPhMulticast)) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
          k.t(s + abi::kSUnit) % k.t(ph + abi::kPhSlots) * k.t(ph + abi::kPhSlotBytes);
   }
+  // A slice copied onto itself (the rank's input is its own output slice) is left alone.
+  if (!Reduce && !Packets && dst.p == srcs[0].p) return;
   move<D, M, Width, Reduce, Packets>(dst, srcs, n, op, k.t(group + abi::kGBytes), part, smem, smem_bytes, mc);
 }
 
@@ -473,6 +475,10 @@ __device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 n
     word = u64(w.v.x) | u64(w.v.y) << 32;
   }
   char* dst = k.h.output + k.t(group + abi::kGDst) + b;
+  // A slice copied onto itself (the rank's input is its own output slice) is left alone.
+  if (!Reduce && n == 1 && k.t(k.source_at(group, 0) + abi::kSUnit) < 0 &&
+      k.source(ph) + k.t(k.source_at(group, 0) + abi::kSOffset) + b == dst)
+    return;
   if (nb == kPacketDataBytes && reinterpret_cast<u64>(dst) % kPacketDataBytes == 0)
     *reinterpret_cast<u64*>(dst) = word;
   else
