@@ -88,13 +88,37 @@ def random_counts(rng: np.random.Generator, world: int, total: int) -> tuple[int
     return tuple(int(c) for c in rng.multinomial(total, weights / weights.sum()))
 
 
-def counts_for(collective: str, world: int, total: int, seed: int) -> Counts:
+def counts_for(collective: str, world: int, total: int, seed: int, balanced: bool = False) -> Counts:
     """Seeded counts of a V collective: a list adding up to `total`, or a
-    matrix whose every row (one sender's buffer) adds up to `total`."""
+    matrix whose every row (one sender's buffer) adds up to `total`.
+
+    `balanced` makes every column (one receiver's buffer) add up to `total`
+    too: the senders split `total` the same way and send part j to receivers
+    along a random Latin square, so each receiver gets each part once.
+    """
     rng = np.random.default_rng(seed)
-    if COLLECTIVES[collective].matrix:
+    if not COLLECTIVES[collective].matrix:
+        return random_counts(rng, world, total)
+    if not balanced:
         return tuple(random_counts(rng, world, total) for _ in range(world))
-    return random_counts(rng, world, total)
+    parts = random_counts(rng, world, total)
+    shift, receiver = rng.permutation(world), rng.permutation(world)
+    rows = [[0] * world for _ in range(world)]
+    for s in range(world):
+        for j, c in enumerate(parts):
+            rows[s][int(receiver[(shift[s] + j) % world])] = c
+    return tuple(tuple(r) for r in rows)
+
+
+def byte_step(collective: str, world: int, dtype: str) -> int:
+    """The larger buffer of one rank grows in steps of this many bytes: one
+    element for all_reduce and the V forms (whose counts are free), `world`
+    elements for the other fixed forms (world slices of the per-rank count)."""
+    info = COLLECTIVES[collective]
+    if info.variable:
+        return itemsize(dtype)
+    op = None if not info.reduces else "sum"
+    return Case(collective, world, dtype, op, count=1).bytes
 
 
 @dataclass(frozen=True)

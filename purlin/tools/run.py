@@ -26,7 +26,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedExc
 
 from purlin.dialects.coll import CollectiveOp, NamedCollective
 from purlin.sim import SimError, levels
-from purlin.sim.collectives import COLLECTIVES, Case, CaseError, counts_for
+from purlin.sim.collectives import COLLECTIVES, Case, CaseError, byte_step, counts_for
 from purlin.sim.dtypes import (
     DTYPE_NAMES,
     Mismatch,
@@ -54,9 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--bytes",
         type=int,
-        help="bytes of the larger buffer of one rank (all_reduce: the buffer; all_gather: "
-        "the output; reduce_scatter: the input; all_to_all: the buffer; V forms: about that; "
-        "not needed for a V form given --counts)",
+        help="bytes of the larger buffer of one rank, exactly (all_reduce: the buffer, a "
+        "multiple of the element size; all_gather: the output; reduce_scatter: the input; "
+        "all_to_all: the buffer, each a multiple of world x the element size); a V form "
+        "draws random counts adding up to that, in whole elements (all_to_all_v: each rank "
+        "sends and receives that much); not needed for a V form given --counts",
     )
     ap.add_argument("--dtype", choices=DTYPE_NAMES, help="element type")
     ap.add_argument("--op", choices=["sum", "max", "min", "prod"], help="reduction (default sum)")
@@ -121,6 +123,15 @@ def _named_case(args: argparse.Namespace) -> Case:
     op = args.op
     if info.reduces and op is None:
         op = "sum"
+    step = byte_step(args.collective, w, args.dtype)
+    if args.bytes is not None and args.bytes % step:
+        below = args.bytes - args.bytes % step
+        unit = "one element" if step == itemsize(args.dtype) else f"world = {w} elements"
+        raise UsageError(
+            f"--bytes {args.bytes} cannot be met exactly: {args.collective} on world {w} in "
+            f"{args.dtype} grows in steps of {step} bytes ({unit}); the nearest valid sizes "
+            f"are {below} and {below + step}"
+        )
     n = (args.bytes or 0) // itemsize(args.dtype)
     counts = None
     count = 0
@@ -142,9 +153,9 @@ def _named_case(args: argparse.Namespace) -> Case:
                         f"{args.collective} on world {w} needs {w} counts, got {len(flat)}"
                     )
         else:
-            counts = counts_for(args.collective, w, n, args.seed)
+            counts = counts_for(args.collective, w, n, args.seed, balanced=True)
     else:
-        count = n if args.collective == "all_reduce" else n // w
+        count = (args.bytes or 0) // step
     try:
         return Case(args.collective, w, args.dtype, op, count, counts, args.dynamic)
     except CaseError as e:
