@@ -14,7 +14,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 
 class LineIndex:
@@ -29,6 +29,19 @@ class LineIndex:
         """1-based line and column of position `pos`."""
         line = bisect_right(self.starts, pos)
         return line, pos - self.starts[line - 1] + 1
+
+
+def decode_source(data: bytes, name: str, line_offset: int = 0) -> str:
+    """`data` as UTF-8 text; a located DiagnosticException naming `name` when it is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1 + line_offset
+        col = e.start - data.rfind(b"\n", 0, e.start)
+        raise DiagnosticException(
+            f"{name}:{line}:{col}: error: not UTF-8 text (byte 0x{data[e.start]:02x}: {e.reason}); "
+            "expected an MLIR source file"
+        ) from None
 
 
 class LocatedParser(Parser):

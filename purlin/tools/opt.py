@@ -21,8 +21,15 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from purlin.diagnostics import LocatedParser, verify_located
+from purlin.diagnostics import LocatedParser, decode_source, verify_located
 from purlin.universe import DIALECTS, PASSES, TARGETS
+
+
+EXIT_STATUS = """exit status:
+  0  every input chunk was processed
+  1  an error diagnostic: input that is not text or does not parse or verify, a pass that
+     fails or does not apply, an unknown pass or pass option
+  2  bad command-line arguments (an unknown target among them)"""
 
 
 class PurlinOptMain(xDSLOptMain):
@@ -48,15 +55,19 @@ class PurlinOptMain(xDSLOptMain):
         super().register_all_arguments(arg_parser)
         # One per line: purlin's passes are otherwise lost, hyphen-wrapped, among xDSL's.
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        arg_parser.epilog = "purlin passes:\n" + "\n".join(f"  {name}" for name in PASSES)
+        arg_parser.epilog = (
+            EXIT_STATUS + "\n\npurlin passes:\n" + "\n".join(f"  {name}" for name in PASSES)
+        )
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
-            return LocatedParser(
-                self.ctx, io.read(), self.get_input_name(), self._chunk_offset
-            ).parse_module(not self.args.no_implicit_module)
+            name = self.get_input_name()
+            text = decode_source(io.read(), name, self._chunk_offset)
+            return LocatedParser(self.ctx, text, name, self._chunk_offset).parse_module(
+                not self.args.no_implicit_module
+            )
 
         self.available_frontends["mlir"] = parse_mlir
 
