@@ -54,6 +54,7 @@ from purlin.layouts import (
     Slice,
     check_collective,
     format_name,
+    world_problem,
 )
 
 # -- element types -----------------------------------------------------------
@@ -173,6 +174,9 @@ class LayoutAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             parser.parse_keyword("world")
             world = parser.parse_integer(allow_negative=False, allow_boolean=False)
+            # Before the data, whose shape follows the world size.
+            if why := world_problem(world):
+                parser.raise_error(f"invalid {kind_s} layout: {why}", pos, parser.pos)
             parser.parse_punctuation(",")
             dynamic = 0
             data: list[int] = []
@@ -257,6 +261,9 @@ def _layout_problem(kind_s: str, world: int, data: ArrayAttr[IntAttr], dynamic: 
     base = kind_s.removesuffix(_V_SUFFIX)
     if base not in LayoutKind.__members__.values() or kind_s == "named_v":
         return f"unknown layout kind '{kind_s}'"
+    # Before decoding, which splits the data by the world size.
+    if why := world_problem(world):
+        return f"invalid {kind_s} layout: {why}"
     try:
         _decode(kind_s, world, [v.data for v in data.data], dynamic).check()
     except LayoutError as e:
@@ -626,9 +633,8 @@ class NamedCollective(IRDLOperation):
         return vals
 
     def verify_(self) -> None:
-        w = self.world.data
-        if w < 1:
-            raise VerifyException(f"'{self.name}': world size must be at least 1, got {w}")
+        if why := world_problem(self.world.data):
+            raise VerifyException(f"'{self.name}': {why}")
         dtype = _verify_buffers(self, self.input, self.output)
         if self.REDUCES and self.op is None:
             raise VerifyException(

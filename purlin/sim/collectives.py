@@ -34,6 +34,7 @@ from purlin.dialects.coll import (
     ReduceScatterVOp,
     check_reduce_dtype,
 )
+from purlin.layouts import world_problem
 from purlin.sim import reference
 from purlin.sim.dtypes import element_type, filler, itemsize, numpy_dtype, random_array
 
@@ -140,8 +141,8 @@ class Case:
             )
         object.__setattr__(self, "info", info)
         numpy_dtype(self.dtype)
-        if self.world < 1:
-            raise CaseError(f"world size must be at least 1, got {self.world}")
+        if why := world_problem(self.world):
+            raise CaseError(why)
         if info.reduces:
             if self.op is None:
                 raise CaseError(f"{self.collective} needs a reduction op (sum, max, min, prod)")

@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedExc
 
 from purlin.diagnostics import decode_source
 from purlin.dialects.coll import CollectiveOp, NamedCollective
+from purlin.layouts import world_problem
 from purlin.sim import SimError, levels
 from purlin.sim.collectives import COLLECTIVES, Case, CaseError, byte_step, counts_for
 from purlin.sim.dtypes import (
@@ -140,8 +141,8 @@ def _named_case(args: argparse.Namespace) -> Case:
         raise UsageError(f"--collective needs {' and '.join(missing)}")
     info = COLLECTIVES[args.collective]
     w = args.world
-    if w < 1:
-        raise UsageError(f"--world must be at least 1, got {w}")
+    if why := world_problem(w):
+        raise UsageError(f"--world {w}: {why}")
     if args.bytes is None and not (info.variable and args.counts):
         raise UsageError("--collective needs --bytes")
     if not info.variable and (args.counts or args.dynamic):

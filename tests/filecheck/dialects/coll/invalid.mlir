@@ -25,6 +25,22 @@ func.func @world_negative(%a: memref<8xf32>) {
 
 // -----
 
+func.func @world_too_large(%a: memref<8xf32>) {
+  coll.all_reduce sum %a, %a world 99999999999999999999 : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': world size 99999999999999999999 is more than the 128 ranks purlin handles (verifying and simulating a collective cost more than linearly in the world)
+  func.return
+}
+
+// -----
+
+func.func @world_just_too_large(%a: memref<129xf32>, %b: memref<16641xf32>) {
+  coll.all_gather %a, %b world 129 : memref<129xf32>, memref<16641xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': world size 129 is more than the 128 ranks purlin handles
+  func.return
+}
+
+// -----
+
 func.func @element_types_differ(%a: memref<8xf32>, %b: memref<8xf16>) {
   coll.all_reduce sum %a, %b world 2 : memref<8xf32>, memref<8xf16>
 // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': input and output element types differ (f32 vs f16)
