@@ -13,6 +13,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from purlin.diagnostics import LocatedParser, verify_located
+from purlin.tools.pass_contracts import check_pipeline_step
 from purlin.sim import SimError
 from purlin.sim.dtypes import dtype_of_element_type, numpy_dtype
 from purlin.universe import DIALECTS, PASSES
@@ -49,10 +50,12 @@ def pipeline(passes: str, callback: PipelineCallback | None = None) -> PassPipel
 
 def lower(module: ModuleOp, passes: str) -> ModuleOp:
     """A copy of `module` after the comma-separated pass pipeline `passes`,
-    verified before the first pass and after each."""
+    verified before the first pass and after each, each pass given something
+    it takes and leaving nothing it should have lowered."""
 
-    def verify_after(previous: ModulePass | None, op: ModuleOp, _next: ModulePass | None) -> None:
+    def verify_after(previous: ModulePass | None, op: ModuleOp, following: ModulePass | None) -> None:
         verify_located(op, previous.name if previous else None)
+        check_pipeline_step(previous, op, following)
 
     lowered = module.clone()
     pipeline(passes, verify_after).apply(make_context(), lowered)

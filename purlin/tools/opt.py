@@ -22,6 +22,7 @@ from xdsl.utils.exceptions import (
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from purlin.diagnostics import LocatedParser, decode_source, verify_located
+from purlin.tools.pass_contracts import check_pipeline_step
 from purlin.universe import DIALECTS, PASSES, TARGETS
 
 
@@ -91,6 +92,7 @@ class PurlinOptMain(xDSLOptMain):
                 print(f"Pass {previous.name} took {time.perf_counter() - started} seconds")
             if not self.args.disable_verify:
                 verify_located(module, previous.name if previous else None)
+            check_pipeline_step(previous, module, following)
             if previous and following and self.args.print_between_passes:
                 print(f"IR after {previous.name}:")
                 Printer(stream=sys.stdout).print_op(module)
