@@ -70,15 +70,15 @@ def _plan_json() -> type[Target]:
     return PlanJsonTarget
 
 
-def _plan_bin() -> type[Target]:
-    from purlin.plan_target import PlanBinTarget
+def _plan_hex() -> type[Target]:
+    from purlin.plan_target import PlanHexTarget
 
-    return PlanBinTarget
+    return PlanHexTarget
 
 
 TARGETS: dict[str, Callable[[], type[Target]]] = {
     "plan-json": _plan_json,
-    "plan-bin": _plan_bin,
+    "plan-hex": _plan_hex,
 }
 
 PURLIN_UNIVERSE = Universe(all_dialects=DIALECTS, all_passes=PASSES, all_targets=TARGETS)

@@ -70,6 +70,17 @@ SUPPORTED_DTYPES: dict[type[Attribute], str] = {
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "fp8e5m2": 1}
 
+# The IR spelling of an element type (f8E4M3FN) names its dtype too, wherever
+# a dtype is given by name; the names above are the ones printed.
+DTYPE_ALIASES: dict[str, str] = {
+    str(cls()): name for cls, name in SUPPORTED_DTYPES.items() if str(cls()) != name
+}
+
+
+def canonical_dtype(name: str) -> str:
+    """The printed name of dtype `name` (given as printed or as its IR element type)."""
+    return DTYPE_ALIASES.get(name, name)
+
 
 def dtype_name(elem: Attribute) -> str | None:
     return SUPPORTED_DTYPES.get(type(elem))
@@ -382,18 +393,18 @@ def _verify_buffers(op: Operation, inp: SSAValue, out: SSAValue) -> str:
     return dtype
 
 
-def _verify_extent(op: Operation, role: str, v: SSAValue, layout: Layout, exact: bool) -> None:
-    """Static buffer sizes must fit the layout on every rank."""
+def _verify_extent(op: Operation, role: str, v: SSAValue, layout: Layout) -> None:
+    """A static buffer must hold what the layout covers on every rank; it may
+    be larger, as with dynamic counts, where the counts of a call decide."""
     size = _memref_elems(v.type)
     if size is None or layout.is_dynamic:
         return
     need = layout.max_extent()
-    if (size != need) if exact else (size < need):
-        relation = "exactly" if exact else "at least"
+    if size < need:
         kind = layout.kind.value + (_V_SUFFIX if layout.variable else "")
         raise VerifyException(
             f"'{op.name}': {role} buffer has {size} elements but the {kind} layout "
-            f"for world {layout.world} needs {relation} {need} ({_extent_reason(layout)})"
+            f"for world {layout.world} needs at least {need} ({_extent_reason(layout)})"
         )
 
 
@@ -489,8 +500,8 @@ class CollectiveOp(IRDLOperation):
         if self.counts is not None:
             dyn = inp if inp.is_dynamic else out
             _verify_counts_operand(self, self.counts, dyn.world, dyn.matrix_counts)
-        _verify_extent(self, "input", self.input, inp, exact=False)
-        _verify_extent(self, "output", self.output, out, exact=False)
+        _verify_extent(self, "input", self.input, inp)
+        _verify_extent(self, "output", self.output, out)
 
     @classmethod
     def parse(cls, parser: Parser) -> CollectiveOp:
@@ -883,8 +894,6 @@ class VariableCollective(NamedCollective):
     VARIABLE: ClassVar[bool] = True
     IN_KIND: ClassVar[LayoutKind]
     OUT_KIND: ClassVar[LayoutKind]
-    IN_EXACT: ClassVar[bool] = False
-    OUT_EXACT: ClassVar[bool] = False
 
     def layouts(self) -> tuple[Layout, Layout]:
         w = self.world.data
@@ -898,8 +907,8 @@ class VariableCollective(NamedCollective):
         if self.static_counts is None:
             return
         inp, out = self.layouts()
-        _verify_extent(self, "input", self.input, inp, exact=self.IN_EXACT)
-        _verify_extent(self, "output", self.output, out, exact=self.OUT_EXACT)
+        _verify_extent(self, "input", self.input, inp)
+        _verify_extent(self, "output", self.output, out)
 
 
 @irdl_op_definition
@@ -907,7 +916,6 @@ class AllGatherVOp(VariableCollective):
     name = "coll.all_gather_v"
     IN_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
     OUT_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
-    OUT_EXACT: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -916,7 +924,6 @@ class ReduceScatterVOp(VariableCollective):
     REDUCES: ClassVar[bool] = True
     IN_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
     OUT_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
-    IN_EXACT: ClassVar[bool] = True
 
 
 @irdl_op_definition

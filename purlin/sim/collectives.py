@@ -24,6 +24,7 @@ from xdsl.ir import Block, Region
 
 from purlin.dialects.coll import (
     AllGatherOp,
+    canonical_dtype,
     AllGatherVOp,
     AllReduceOp,
     AllToAllOp,
@@ -141,6 +142,7 @@ class Case:
             )
         object.__setattr__(self, "info", info)
         numpy_dtype(self.dtype)
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if why := world_problem(self.world):
             raise CaseError(why)
         if info.reduces:

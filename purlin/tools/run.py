@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
 from purlin.diagnostics import decode_source
-from purlin.dialects.coll import CollectiveOp, NamedCollective
+from purlin.dialects.coll import DTYPE_ALIASES, CollectiveOp, NamedCollective, canonical_dtype
 from purlin.layouts import world_problem
 from purlin.sim import SimError, levels
 from purlin.sim.collectives import COLLECTIVES, Case, CaseError, byte_step, counts_for
@@ -87,7 +87,10 @@ def _parser() -> argparse.ArgumentParser:
         "draws random counts adding up to that, in whole elements (all_to_all_v: each rank "
         "sends and receives that much); not needed for a V form given --counts",
     )
-    ap.add_argument("--dtype", choices=DTYPE_NAMES, help="element type")
+    ap.add_argument(
+        "--dtype", type=canonical_dtype, choices=DTYPE_NAMES,
+        help=f"element type ({', '.join(f'{a} for {n}' for a, n in DTYPE_ALIASES.items())})",
+    )
     ap.add_argument("--op", choices=["sum", "max", "min", "prod"], help="reduction (default sum)")
     ap.add_argument(
         "--level", default=None,

@@ -230,8 +230,8 @@ func.func @counts_negative(%a: memref<8xf32>, %b: memref<16xf32>) {
 // -----
 
 func.func @all_gather_v_total(%a: memref<8xf32>, %b: memref<16xf32>) {
-  coll.all_gather_v %a, %b world 3 counts [8, 4, 2] : memref<8xf32>, memref<16xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': output buffer has 16 elements but the scattered_v layout for world 3 needs exactly 14 (the sum of the counts)
+  coll.all_gather_v %a, %b world 3 counts [8, 4, 6] : memref<8xf32>, memref<16xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': output buffer has 16 elements but the scattered_v layout for world 3 needs at least 18 (the sum of the counts)
   func.return
 }
 
@@ -246,8 +246,8 @@ func.func @all_gather_v_input(%a: memref<8xf32>, %b: memref<16xf32>) {
 // -----
 
 func.func @reduce_scatter_v_total(%a: memref<8xf32>, %b: memref<16xf32>) {
-  coll.reduce_scatter_v sum %b, %a world 2 counts [8, 7] : memref<16xf32>, memref<8xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.reduce_scatter_v': input buffer has 16 elements but the scattered_v layout for world 2 needs exactly 15 (the sum of the counts)
+  coll.reduce_scatter_v sum %b, %a world 2 counts [8, 9] : memref<16xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.reduce_scatter_v': input buffer has 16 elements but the scattered_v layout for world 2 needs at least 17 (the sum of the counts)
   func.return
 }
 
