@@ -2,7 +2,7 @@
 
 Shared by the snac simulator, which knows each rank's epochs, and by
 atom-to-plan, which keeps them symbolic; each says what the epoch values are
-and how arithmetic treats them. No numpy here: snac-verify starts fast.
+and how arithmetic treats them.
 """
 
 from __future__ import annotations
