@@ -17,6 +17,25 @@ from typing import Sequence
 
 Name = tuple[int, ...]
 
+# The most ranks the tools handle. A layout lists world x world slices, and
+# snac-verify and the simulator keep a vector clock over every role of every
+# rank at each of the world x world synchronisations, so their time grows with
+# the square of the world and their memory with its cube: beyond this bound
+# they would run for minutes and take gigabytes, so the IR refuses it.
+MAX_WORLD = 128
+
+
+def world_problem(world: int) -> str | None:
+    """Why `world` is not a world size purlin handles, or None."""
+    if world < 1:
+        return f"world size must be at least 1, got {world}"
+    if world > MAX_WORLD:
+        return (
+            f"world size {world} is more than the {MAX_WORLD} ranks purlin handles "
+            "(verifying and simulating a collective cost more than linearly in the world)"
+        )
+    return None
+
 
 class LayoutError(Exception):
     """A layout, or a pair of layouts, breaks a semantic rule."""
@@ -121,8 +140,8 @@ class Layout:
     def check(self) -> None:
         """Raise LayoutError when the layout itself is malformed."""
         w = self.world
-        if w < 1:
-            raise LayoutError(f"world size must be at least 1, got {w}")
+        if why := world_problem(w):
+            raise LayoutError(why)
         if self.kind == LayoutKind.NAMED:
             self._check_named()
             return

@@ -514,6 +514,22 @@ def from_json(text: str) -> Plan:
     return plan
 
 
+def plans_to_json(plans: list[Plan]) -> str:
+    """Several plans as one JSON document: a list, one plan a line."""
+    return "[" + ",\n".join(p.to_json() for p in plans) + "]"
+
+
+def plans_from_json(text: str) -> list[Plan]:
+    """The plans of `plans_to_json`'s document, each read by `from_json`."""
+    try:
+        docs = json.loads(text)
+    except ValueError as e:
+        raise PlanError(f"malformed plan JSON: {e}") from None
+    if not isinstance(docs, list):
+        raise PlanError(f"expected a JSON list of plans, got {type(docs).__name__}")
+    return [from_json(json.dumps(d)) for d in docs]
+
+
 def validate(plan: Plan) -> None:
     """Raise PlanError unless every index, offset and size is inside what it names."""
     if not isinstance(plan.arch, str) or plan.arch not in ARCHS:

@@ -1,5 +1,7 @@
-"""purlin-opt targets that write the lowered plan: `-t plan-json` and
-`-t plan-bin` (the int64 words, little-endian, hex-encoded one word a line)."""
+"""purlin-opt targets that write the lowered plans of a module's kernels:
+`-t plan-json` (a JSON list of plans, one a line) and `-t plan-hex` (each
+plan's int64 words, as `Plan.encode` gives them to the runtimes, one a line in
+16 hex digits, two's complement; plans follow one another)."""
 
 from dataclasses import dataclass
 from typing import IO
@@ -9,6 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
+from purlin.plan import plans_to_json
 from purlin.plan_builder import PlanBuildError, build_plan, kernels_in
 
 
@@ -29,13 +32,12 @@ class PlanJsonTarget(Target):
     name = "plan-json"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        for plan in _plans(module):
-            output.write(plan.to_json() + "\n")
+        output.write(plans_to_json(_plans(module)) + "\n")
 
 
 @dataclass(frozen=True)
-class PlanBinTarget(Target):
-    name = "plan-bin"
+class PlanHexTarget(Target):
+    name = "plan-hex"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         for plan in _plans(module):

@@ -60,7 +60,7 @@ class Group:
     def size(self) -> int:
         return self.hi - self.lo
 
-    @property
+    @cached_property
     def remote(self) -> tuple[Source, ...]:
         return tuple(s for s in self.sources if s.unit is not None)
 

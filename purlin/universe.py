@@ -70,10 +70,10 @@ def _plan_json() -> type[Target]:
     return PlanJsonTarget
 
 
-def _plan_bin() -> type[Target]:
-    from purlin.plan_target import PlanBinTarget
+def _plan_hex() -> type[Target]:
+    from purlin.plan_target import PlanHexTarget
 
-    return PlanBinTarget
+    return PlanHexTarget
 
 
 def _cuda() -> type[Target]:
@@ -90,7 +90,7 @@ def _cubin() -> type[Target]:
 
 TARGETS: dict[str, Callable[[], type[Target]]] = {
     "plan-json": _plan_json,
-    "plan-bin": _plan_bin,
+    "plan-hex": _plan_hex,
     "cuda": _cuda,
     "cubin": _cubin,
 }

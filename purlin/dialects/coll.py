@@ -54,6 +54,7 @@ from purlin.layouts import (
     Slice,
     check_collective,
     format_name,
+    world_problem,
 )
 
 # -- element types -----------------------------------------------------------
@@ -68,6 +69,17 @@ SUPPORTED_DTYPES: dict[type[Attribute], str] = {
 
 
 DTYPE_BYTES: dict[str, int] = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "fp8e5m2": 1}
+
+# The IR spelling of an element type (f8E4M3FN) names its dtype too, wherever
+# a dtype is given by name; the names above are the ones printed.
+DTYPE_ALIASES: dict[str, str] = {
+    str(cls()): name for cls, name in SUPPORTED_DTYPES.items() if str(cls()) != name
+}
+
+
+def canonical_dtype(name: str) -> str:
+    """The printed name of dtype `name` (given as printed or as its IR element type)."""
+    return DTYPE_ALIASES.get(name, name)
 
 
 def dtype_name(elem: Attribute) -> str | None:
@@ -173,6 +185,9 @@ class LayoutAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             parser.parse_keyword("world")
             world = parser.parse_integer(allow_negative=False, allow_boolean=False)
+            # Before the data, whose shape follows the world size.
+            if why := world_problem(world):
+                parser.raise_error(f"invalid {kind_s} layout: {why}", pos, parser.pos)
             parser.parse_punctuation(",")
             dynamic = 0
             data: list[int] = []
@@ -257,6 +272,9 @@ def _layout_problem(kind_s: str, world: int, data: ArrayAttr[IntAttr], dynamic: 
     base = kind_s.removesuffix(_V_SUFFIX)
     if base not in LayoutKind.__members__.values() or kind_s == "named_v":
         return f"unknown layout kind '{kind_s}'"
+    # Before decoding, which splits the data by the world size.
+    if why := world_problem(world):
+        return f"invalid {kind_s} layout: {why}"
     try:
         _decode(kind_s, world, [v.data for v in data.data], dynamic).check()
     except LayoutError as e:
@@ -375,18 +393,18 @@ def _verify_buffers(op: Operation, inp: SSAValue, out: SSAValue) -> str:
     return dtype
 
 
-def _verify_extent(op: Operation, role: str, v: SSAValue, layout: Layout, exact: bool) -> None:
-    """Static buffer sizes must fit the layout on every rank."""
+def _verify_extent(op: Operation, role: str, v: SSAValue, layout: Layout) -> None:
+    """A static buffer must hold what the layout covers on every rank; it may
+    be larger, as with dynamic counts, where the counts of a call decide."""
     size = _memref_elems(v.type)
     if size is None or layout.is_dynamic:
         return
     need = layout.max_extent()
-    if (size != need) if exact else (size < need):
-        relation = "exactly" if exact else "at least"
+    if size < need:
         kind = layout.kind.value + (_V_SUFFIX if layout.variable else "")
         raise VerifyException(
             f"'{op.name}': {role} buffer has {size} elements but the {kind} layout "
-            f"for world {layout.world} needs {relation} {need} ({_extent_reason(layout)})"
+            f"for world {layout.world} needs at least {need} ({_extent_reason(layout)})"
         )
 
 
@@ -482,8 +500,8 @@ class CollectiveOp(IRDLOperation):
         if self.counts is not None:
             dyn = inp if inp.is_dynamic else out
             _verify_counts_operand(self, self.counts, dyn.world, dyn.matrix_counts)
-        _verify_extent(self, "input", self.input, inp, exact=False)
-        _verify_extent(self, "output", self.output, out, exact=False)
+        _verify_extent(self, "input", self.input, inp)
+        _verify_extent(self, "output", self.output, out)
 
     @classmethod
     def parse(cls, parser: Parser) -> CollectiveOp:
@@ -626,9 +644,8 @@ class NamedCollective(IRDLOperation):
         return vals
 
     def verify_(self) -> None:
-        w = self.world.data
-        if w < 1:
-            raise VerifyException(f"'{self.name}': world size must be at least 1, got {w}")
+        if why := world_problem(self.world.data):
+            raise VerifyException(f"'{self.name}': {why}")
         dtype = _verify_buffers(self, self.input, self.output)
         if self.REDUCES and self.op is None:
             raise VerifyException(
@@ -877,8 +894,6 @@ class VariableCollective(NamedCollective):
     VARIABLE: ClassVar[bool] = True
     IN_KIND: ClassVar[LayoutKind]
     OUT_KIND: ClassVar[LayoutKind]
-    IN_EXACT: ClassVar[bool] = False
-    OUT_EXACT: ClassVar[bool] = False
 
     def layouts(self) -> tuple[Layout, Layout]:
         w = self.world.data
@@ -892,8 +907,8 @@ class VariableCollective(NamedCollective):
         if self.static_counts is None:
             return
         inp, out = self.layouts()
-        _verify_extent(self, "input", self.input, inp, exact=self.IN_EXACT)
-        _verify_extent(self, "output", self.output, out, exact=self.OUT_EXACT)
+        _verify_extent(self, "input", self.input, inp)
+        _verify_extent(self, "output", self.output, out)
 
 
 @irdl_op_definition
@@ -901,7 +916,6 @@ class AllGatherVOp(VariableCollective):
     name = "coll.all_gather_v"
     IN_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
     OUT_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
-    OUT_EXACT: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -910,7 +924,6 @@ class ReduceScatterVOp(VariableCollective):
     REDUCES: ClassVar[bool] = True
     IN_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
     OUT_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
-    IN_EXACT: ClassVar[bool] = True
 
 
 @irdl_op_definition

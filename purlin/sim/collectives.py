@@ -24,6 +24,7 @@ from xdsl.ir import Block, Region
 
 from purlin.dialects.coll import (
     AllGatherOp,
+    canonical_dtype,
     AllGatherVOp,
     AllReduceOp,
     AllToAllOp,
@@ -34,6 +35,7 @@ from purlin.dialects.coll import (
     ReduceScatterVOp,
     check_reduce_dtype,
 )
+from purlin.layouts import world_problem
 from purlin.sim import reference
 from purlin.sim.dtypes import element_type, filler, itemsize, numpy_dtype, random_array
 
@@ -88,13 +90,37 @@ def random_counts(rng: np.random.Generator, world: int, total: int) -> tuple[int
     return tuple(int(c) for c in rng.multinomial(total, weights / weights.sum()))
 
 
-def counts_for(collective: str, world: int, total: int, seed: int) -> Counts:
+def counts_for(collective: str, world: int, total: int, seed: int, balanced: bool = False) -> Counts:
     """Seeded counts of a V collective: a list adding up to `total`, or a
-    matrix whose every row (one sender's buffer) adds up to `total`."""
+    matrix whose every row (one sender's buffer) adds up to `total`.
+
+    `balanced` makes every column (one receiver's buffer) add up to `total`
+    too: the senders split `total` the same way and send part j to receivers
+    along a random Latin square, so each receiver gets each part once.
+    """
     rng = np.random.default_rng(seed)
-    if COLLECTIVES[collective].matrix:
+    if not COLLECTIVES[collective].matrix:
+        return random_counts(rng, world, total)
+    if not balanced:
         return tuple(random_counts(rng, world, total) for _ in range(world))
-    return random_counts(rng, world, total)
+    parts = random_counts(rng, world, total)
+    shift, receiver = rng.permutation(world), rng.permutation(world)
+    rows = [[0] * world for _ in range(world)]
+    for s in range(world):
+        for j, c in enumerate(parts):
+            rows[s][int(receiver[(shift[s] + j) % world])] = c
+    return tuple(tuple(r) for r in rows)
+
+
+def byte_step(collective: str, world: int, dtype: str) -> int:
+    """The larger buffer of one rank grows in steps of this many bytes: one
+    element for all_reduce and the V forms (whose counts are free), `world`
+    elements for the other fixed forms (world slices of the per-rank count)."""
+    info = COLLECTIVES[collective]
+    if info.variable:
+        return itemsize(dtype)
+    op = None if not info.reduces else "sum"
+    return Case(collective, world, dtype, op, count=1).bytes
 
 
 @dataclass(frozen=True)
@@ -116,8 +142,9 @@ class Case:
             )
         object.__setattr__(self, "info", info)
         numpy_dtype(self.dtype)
-        if self.world < 1:
-            raise CaseError(f"world size must be at least 1, got {self.world}")
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+        if why := world_problem(self.world):
+            raise CaseError(why)
         if info.reduces:
             if self.op is None:
                 raise CaseError(f"{self.collective} needs a reduction op (sum, max, min, prod)")

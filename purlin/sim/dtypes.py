@@ -1,6 +1,7 @@
 """Element types of the simulator: names, numpy dtypes, xDSL types, inputs, comparison.
 
-Names are those of `purlin.dialects.coll.SUPPORTED_DTYPES`. Reductions
+Names are those of `purlin.dialects.coll.SUPPORTED_DTYPES`; the IR's element
+type spellings (f8E4M3FN, f8E5M2) are accepted for them (`canonical_dtype`). Reductions
 accumulate in f32 and round once to the element type; copies are bit-exact.
 Random inputs are chosen so that f32 accumulation of them is exact in any
 order, which makes a correct implementation agree with the reference bit for
@@ -16,7 +17,7 @@ import ml_dtypes
 import numpy as np
 from xdsl.ir import Attribute
 
-from purlin.dialects.coll import SUPPORTED_DTYPES
+from purlin.dialects.coll import DTYPE_ALIASES, SUPPORTED_DTYPES, canonical_dtype
 
 NUMPY_DTYPES: dict[str, np.dtype] = {
     "bf16": np.dtype(ml_dtypes.bfloat16),
@@ -40,17 +41,18 @@ _F32_EPS = 2.0**-23
 
 def numpy_dtype(name: str) -> np.dtype:
     try:
-        return NUMPY_DTYPES[name]
+        return NUMPY_DTYPES[canonical_dtype(name)]
     except KeyError:
         raise ValueError(
-            f"unknown dtype '{name}', expected one of {', '.join(DTYPE_NAMES)}"
+            f"unknown dtype '{name}', expected one of {', '.join(DTYPE_NAMES)} "
+            f"(or {', '.join(DTYPE_ALIASES)})"
         ) from None
 
 
 def element_type(name: str) -> Attribute:
     """The xDSL element type of dtype `name` (e.g. bf16 -> BFloat16Type())."""
     numpy_dtype(name)
-    return _ELEMENT_TYPES[name]()
+    return _ELEMENT_TYPES[canonical_dtype(name)]()
 
 
 def dtype_of_element_type(elem: Attribute) -> str:

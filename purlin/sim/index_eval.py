@@ -2,7 +2,7 @@
 
 Shared by the snac simulator, which knows each rank's epochs, and by
 atom-to-plan, which keeps them symbolic; each says what the epoch values are
-and how arithmetic treats them. No numpy here: snac-verify starts fast.
+and how arithmetic treats them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 BinaryFn = Callable[[Any, Any], Any]
 
-_BINARY: dict[type[Operation], BinaryFn] = {
+BINARY: dict[type[Operation], BinaryFn] = {
     arith.AddiOp: operator.add,
     arith.SubiOp: operator.sub,
     arith.MuliOp: operator.mul,
@@ -46,7 +46,7 @@ class IndexEvaluator:
         `op` is none of the ops above."""
         if isinstance(op, arith.ConstantOp):
             env[op.result] = op.value.value.data  # type: ignore[attr-defined]
-        elif (fn := _BINARY.get(type(op))) is not None:
+        elif (fn := BINARY.get(type(op))) is not None:
             env[op.result] = self.binary(op, fn, env[op.lhs], env[op.rhs])  # type: ignore[attr-defined]
         elif isinstance(op, snac.RankOp):
             env[op.result] = rank

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.context import Context
@@ -10,11 +10,15 @@ from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from purlin.diagnostics import LocatedParser, verify_located
+from purlin.tools.pass_contracts import check_pipeline_step
 from purlin.sim import SimError
 from purlin.sim.dtypes import dtype_of_element_type, numpy_dtype
 from purlin.universe import DIALECTS, PASSES
+
+PipelineCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
 
 
 def make_context() -> Context:
@@ -32,15 +36,29 @@ def parse_module(text: str, filename: str = "<input>") -> ModuleOp:
     return module
 
 
+def pipeline(passes: str, callback: PipelineCallback | None = None) -> PassPipeline:
+    """The pass pipeline `passes` of purlin's passes; ValueError naming it
+    when a pass or an option is unknown or the text does not parse."""
+    try:
+        return PassPipeline.parse_spec(PASSES, passes, callback)
+    except ArgSpecParseError as e:
+        # A BaseException in xDSL, which would escape every handler.
+        raise ValueError(f"invalid pass pipeline '{passes}': {e}") from None
+    except ValueError as e:
+        raise ValueError(f"invalid pass pipeline '{passes}': {e}") from None
+
+
 def lower(module: ModuleOp, passes: str) -> ModuleOp:
     """A copy of `module` after the comma-separated pass pipeline `passes`,
-    verified before the first pass and after each."""
+    verified before the first pass and after each, each pass given something
+    it takes and leaving nothing it should have lowered."""
 
-    def verify_after(previous: ModulePass | None, op: ModuleOp, _next: ModulePass | None) -> None:
+    def verify_after(previous: ModulePass | None, op: ModuleOp, following: ModulePass | None) -> None:
         verify_located(op, previous.name if previous else None)
+        check_pipeline_step(previous, op, following)
 
     lowered = module.clone()
-    PassPipeline.parse_spec(PASSES, passes, verify_after).apply(make_context(), lowered)
+    pipeline(passes, verify_after).apply(make_context(), lowered)
     return lowered
 
 

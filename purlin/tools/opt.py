@@ -1,28 +1,42 @@
 """`purlin-opt`: the pass-pipeline driver, like mlir-opt.
 
 Bad input (syntax, verifier failures, unknown passes or options) is reported
-as a diagnostic on stderr with a non-zero exit, never as a traceback.
+as a diagnostic on stderr with a non-zero exit, never as a traceback. With
+--split-input-file every chunk is processed and each failing one reported.
+
+--verify-diagnostics: when the input holds `// expected-error {{...}}`
+annotations, every diagnostic must be annotated and every annotation met, as
+with mlir-opt (see purlin.tools.expected_diagnostics); without any, it
+follows xDSL: each chunk's diagnostic is printed on stdout and the exit is 0,
+for FileCheck to check.
 """
 
 import argparse
+import dataclasses
+import re
 import sys
 import time
 from collections.abc import Sequence
+from io import BytesIO
 from typing import IO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import (
-    ArgSpecParseError,
-    DiagnosticException,
-    ParseError,
-    PassFailedException,
-)
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from purlin.diagnostics import LocatedParser, verify_located
+from purlin.diagnostics import LocatedParser, decode_source, verify_located
+from purlin.tools import expected_diagnostics
+from purlin.tools.pass_contracts import check_pipeline_step
 from purlin.universe import DIALECTS, PASSES, TARGETS
+
+
+EXIT_STATUS = """exit status:
+  0  every input chunk was processed
+  1  an error diagnostic: input that is not text or does not parse or verify, a pass that
+     fails or does not apply, an unknown pass or pass option
+  2  bad command-line arguments (an unknown target among them)"""
 
 
 class PurlinOptMain(xDSLOptMain):
@@ -46,21 +60,95 @@ class PurlinOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        helps = {
+            "verify_diagnostics": "check the input's `// expected-error {{...}}` annotations as "
+            "mlir-opt does (exit 1 unless every diagnostic is annotated and every annotation "
+            "met); in an input without any, print each diagnostic on stdout and exit 0, as xDSL does",
+            "split_input_file": "split the input at `// -----` lines and process every chunk, "
+            "reporting each one that fails",
+        }
+        for action in arg_parser._actions:
+            action.help = helps.get(action.dest, action.help)
         # One per line: purlin's passes are otherwise lost, hyphen-wrapped, among xDSL's.
         arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        arg_parser.epilog = "purlin passes:\n" + "\n".join(f"  {name}" for name in PASSES)
+        arg_parser.epilog = (
+            EXIT_STATUS + "\n\npurlin passes:\n" + "\n".join(f"  {name}" for name in PASSES)
+        )
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
 
         def parse_mlir(io: IO[bytes]) -> ModuleOp:
-            return LocatedParser(
-                self.ctx, io.read(), self.get_input_name(), self._chunk_offset
-            ).parse_module(not self.args.no_implicit_module)
+            name = self.get_input_name()
+            text = decode_source(io.read(), name, self._chunk_offset)
+            return LocatedParser(self.ctx, text, name, self._chunk_offset).parse_module(
+                not self.args.no_implicit_module
+            )
 
         self.available_frontends["mlir"] = parse_mlir
 
     _chunk_offset = 0
+
+    def run(self) -> bool:
+        """Process every chunk; True when each succeeded, or, under
+        --verify-diagnostics, failed as it was expected to."""
+        chunks, file_extension = self.prepare_input()
+        texts = []
+        for chunk, offset in chunks:
+            texts.append((chunk.read(), offset))
+            chunk.close()
+        checking = self.args.verify_diagnostics and any(
+            expected_diagnostics.has_annotations(data.decode("utf-8", "replace")) for data, _ in texts
+        )
+        output = self.prepare_output()
+        ok = True
+        try:
+            for i, (data, offset) in enumerate(texts):
+                if i > 0:
+                    output.write("// -----\n")
+                error = None
+                try:
+                    module = self.parse_chunk(BytesIO(data), file_extension, offset)
+                    if module is not None:
+                        self.apply_passes(module)
+                        output.write(self.output_resulting_program(module))
+                except ParseError as e:
+                    e.span = dataclasses.replace(e.span, line_offset=offset)
+                    error = e
+                except DiagnosticException as e:
+                    error = e
+                output.flush()
+                if checking:
+                    ok &= self._check_expected(data, offset, error)
+                elif error is not None:
+                    ok &= self._report(error)
+        finally:
+            if output is not sys.stdout:
+                output.close()
+        return ok
+
+    def _report(self, error: ParseError | DiagnosticException) -> bool:
+        """Print a chunk's diagnostic; True when the options say it is expected
+        (xDSL's --parsing-diagnostics and --verify-diagnostics print it on stdout)."""
+        shown = self.args.parsing_diagnostics if isinstance(error, ParseError) else (
+            self.args.verify_diagnostics
+        )
+        if shown:
+            print(error)
+            for note in getattr(error, "__notes__", ()):
+                print(note)
+            return True
+        _fail(str(error))
+        return False
+
+    def _check_expected(self, data: bytes, offset: int, error: ParseError | DiagnosticException | None) -> bool:
+        name = self.get_input_name()
+        expected = expected_diagnostics.expected_in(data.decode("utf-8", "replace"), offset)
+        produced = [] if error is None else [_located(error, name)]
+        problems = expected_diagnostics.check(name, expected, produced)
+        for p in problems:
+            print(p, file=sys.stderr)
+        return not problems
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
         # xDSL drops the chunk's line offset for frontends; keep it so that
@@ -91,6 +179,7 @@ class PurlinOptMain(xDSLOptMain):
                 print(f"Pass {previous.name} took {time.perf_counter() - started} seconds")
             if not self.args.disable_verify:
                 verify_located(module, previous.name if previous else None)
+            check_pipeline_step(previous, module, following)
             if previous and following and self.args.print_between_passes:
                 print(f"IR after {previous.name}:")
                 Printer(stream=sys.stdout).print_op(module)
@@ -110,6 +199,17 @@ class PurlinOptMain(xDSLOptMain):
                 f"invalid pass pipeline '{self.args.passes}': {e}; "
                 f"purlin's passes are {', '.join(PASSES)} (--help lists all)"
             ) from None
+
+
+def _located(error: ParseError | DiagnosticException, name: str) -> expected_diagnostics.Produced:
+    """Where in file `name` a diagnostic is (None when it is not located) and its message."""
+    if isinstance(error, ParseError):
+        loc = error.span.get_location()
+        return (loc.line, loc.col), error.msg
+    text = str(error)
+    if m := re.search(re.escape(name) + r":(\d+):(\d+): (?:error: )?", text):
+        return (int(m.group(1)), int(m.group(2))), text[m.end():]
+    return None, text
 
 
 class _BytesOut:
@@ -140,8 +240,9 @@ def _fail(message: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        PurlinOptMain(description="purlin pass-pipeline driver", args=argv).run()
-    except (ParseError, DiagnosticException, PassFailedException) as e:
+        if not PurlinOptMain(description="purlin pass-pipeline driver", args=argv).run():
+            return 1
+    except (ParseError, DiagnosticException) as e:
         return _fail(str(e))
     except ValueError as e:
         # Raised by xDSL for unknown passes, pass options and file types.

@@ -8,8 +8,7 @@ chosen level with the independent numpy reference. The second runs the
 entry function of FILE on random buffers and compares the chosen level with
 the coll level (the layout semantics of the IR).
 
-One summary line on stdout. Exit status: 0 results match, 1 they differ (or
-the level failed), 2 usage error.
+One summary line on stdout, or one error line on stderr (never a traceback).
 """
 
 from __future__ import annotations
@@ -24,9 +23,11 @@ import numpy as np
 from xdsl.dialects.builtin import IntegerType, ModuleOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
-from purlin.dialects.coll import CollectiveOp, NamedCollective
+from purlin.diagnostics import decode_source
+from purlin.dialects.coll import DTYPE_ALIASES, CollectiveOp, NamedCollective, canonical_dtype
+from purlin.layouts import world_problem
 from purlin.sim import SimError, levels
-from purlin.sim.collectives import COLLECTIVES, Case, CaseError, counts_for
+from purlin.sim.collectives import COLLECTIVES, Case, CaseError, byte_step, counts_for
 from purlin.sim.dtypes import (
     DTYPE_NAMES,
     Mismatch,
@@ -36,35 +37,68 @@ from purlin.sim.dtypes import (
     itemsize,
     random_array,
 )
-from purlin.sim.ir import arg_numpy_dtype, arg_types, entry_function, parse_module
+from purlin.sim.ir import arg_numpy_dtype, arg_types, entry_function, parse_module, pipeline
+
+
+EXIT_STATUS = """exit status:
+  0  the results match the reference
+  1  they differ, or the level failed to run what it compiled (result=mismatch or result=error)
+  2  usage or input error: a bad option, an input that cannot be read, parsed, verified or
+     lowered, a size that cannot be met exactly, a world or size beyond purlin-run's limits"""
+
+# Host memory purlin-run may use for the buffers of all ranks (with the
+# copies it keeps to check them): beyond it a run is refused, not attempted.
+MEMORY_LIMIT = 4 << 30
+# Copies of each buffer alive during a run: the level's, the inputs kept to
+# check they did not change or the expected outputs, and the level's staging.
+_COPIES = 3
 
 
 class UsageError(Exception):
     """Bad command line or input file: exit 2."""
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be non-negative, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="purlin-run",
         description="Run a collective in the multi-rank simulator and compare it with the reference.",
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("file", nargs="?", type=Path, help="an .mlir file to run instead of --collective")
     ap.add_argument("--collective", choices=list(COLLECTIVES), help="named collective to build")
     ap.add_argument("--world", type=int, help="number of ranks")
     ap.add_argument(
         "--bytes",
-        type=int,
-        help="bytes of the larger buffer of one rank (all_reduce: the buffer; all_gather: "
-        "the output; reduce_scatter: the input; all_to_all: the buffer; V forms: about that; "
-        "not needed for a V form given --counts)",
+        type=_non_negative,
+        help="bytes of the larger buffer of one rank, exactly (all_reduce: the buffer, a "
+        "multiple of the element size; all_gather: the output; reduce_scatter: the input; "
+        "all_to_all: the buffer, each a multiple of world x the element size); a V form "
+        "draws random counts adding up to that, in whole elements (all_to_all_v: each rank "
+        "sends and receives that much); not needed for a V form given --counts",
     )
-    ap.add_argument("--dtype", choices=DTYPE_NAMES, help="element type")
+    ap.add_argument(
+        "--dtype", type=canonical_dtype, choices=DTYPE_NAMES,
+        help=f"element type ({', '.join(f'{a} for {n}' for a, n in DTYPE_ALIASES.items())})",
+    )
     ap.add_argument("--op", choices=["sum", "max", "min", "prod"], help="reduction (default sum)")
     ap.add_argument(
         "--level", default=None,
         help="simulation level: coll, snac, atom or plan (default coll; plan with --backend)",
     )
-    ap.add_argument("--seed", type=int, default=0, help="seed of inputs, counts and schedules")
+    ap.add_argument(
+        "--seed", type=_non_negative, default=0, help="seed of inputs, counts and schedules"
+    )
     ap.add_argument(
         "--counts",
         nargs="+",
@@ -110,17 +144,24 @@ def _named_case(args: argparse.Namespace) -> Case:
         raise UsageError(f"--collective needs {' and '.join(missing)}")
     info = COLLECTIVES[args.collective]
     w = args.world
-    if w < 1:
-        raise UsageError(f"--world must be at least 1, got {w}")
+    if why := world_problem(w):
+        raise UsageError(f"--world {w}: {why}")
     if args.bytes is None and not (info.variable and args.counts):
         raise UsageError("--collective needs --bytes")
-    if args.bytes is not None and args.bytes < 0:
-        raise UsageError(f"--bytes must be non-negative, got {args.bytes}")
     if not info.variable and (args.counts or args.dynamic):
         raise UsageError(f"{args.collective} takes no counts; use the _v form")
     op = args.op
     if info.reduces and op is None:
         op = "sum"
+    step = byte_step(args.collective, w, args.dtype)
+    if args.bytes is not None and args.bytes % step:
+        below = args.bytes - args.bytes % step
+        unit = "one element" if step == itemsize(args.dtype) else f"world = {w} elements"
+        raise UsageError(
+            f"--bytes {args.bytes} cannot be met exactly: {args.collective} on world {w} in "
+            f"{args.dtype} grows in steps of {step} bytes ({unit}); the nearest valid sizes "
+            f"are {below} and {below + step}"
+        )
     n = (args.bytes or 0) // itemsize(args.dtype)
     counts = None
     count = 0
@@ -142,13 +183,30 @@ def _named_case(args: argparse.Namespace) -> Case:
                         f"{args.collective} on world {w} needs {w} counts, got {len(flat)}"
                     )
         else:
-            counts = counts_for(args.collective, w, n, args.seed)
+            counts = counts_for(args.collective, w, n, args.seed, balanced=True)
     else:
-        count = n if args.collective == "all_reduce" else n // w
+        count = (args.bytes or 0) // step
     try:
-        return Case(args.collective, w, args.dtype, op, count, counts, args.dynamic)
+        case = Case(args.collective, w, args.dtype, op, count, counts, args.dynamic)
     except CaseError as e:
         raise UsageError(str(e)) from None
+    _check_memory(w, sum(case.buffer_sizes()) * itemsize(case.dtype))
+    return case
+
+
+def _check_memory(world: int, nbytes: int) -> None:
+    """Refuse a run whose buffers (`nbytes` a rank) would not fit MEMORY_LIMIT."""
+    need = _COPIES * world * nbytes
+    if need > MEMORY_LIMIT:
+        raise UsageError(
+            f"the buffers of {world} ranks ({nbytes} bytes each, {_COPIES} copies to run and "
+            f"check them) need {_gib(need)} of host memory, more than purlin-run's limit of "
+            f"{_gib(MEMORY_LIMIT)}; use fewer bytes or ranks"
+        )
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / (1 << 30):.3g} GiB"
 
 
 def _level(args: argparse.Namespace) -> str:
@@ -190,7 +248,10 @@ def _run_level(
     started = time.perf_counter()
     try:
         runner(module, args, world=world, seed=seed, options=options)
-    except (DiagnosticException, PassFailedException) as e:
+    except PassFailedException as e:
+        # The passes refuse the collective or the --lowering options.
+        raise UsageError(f"cannot lower to the {level} level: {e}") from None
+    except DiagnosticException as e:
         raise SimError(str(e)) from None
     return time.perf_counter() - started
 
@@ -258,11 +319,11 @@ def _run_file(args: argparse.Namespace) -> int:
             "drop --collective, --bytes, --dtype, --op and --dynamic"
         )
     try:
-        text = args.file.read_text()
+        data = args.file.read_bytes()
     except OSError as e:
         raise UsageError(f"cannot read {args.file}: {e.strerror}") from None
     try:
-        module = parse_module(text, str(args.file))
+        module = parse_module(decode_source(data, str(args.file)), str(args.file))
     except (ParseError, DiagnosticException) as e:
         raise UsageError(str(e).strip()) from None
     try:
@@ -274,15 +335,18 @@ def _run_file(args: argparse.Namespace) -> int:
     op = _file_reduction(module)
     levels.get_level(args.level)
     rng = np.random.default_rng(args.seed)
-    buffers: list[list[np.ndarray]] = []
+    dtypes = []
     for i, t in enumerate(types):
-        shape = t.get_shape()
-        if any(d < 0 for d in shape):
+        if any(d < 0 for d in t.get_shape()):
             raise UsageError(f"argument {i} has dynamic shape {t}; the simulator needs static sizes")
         try:
-            dt = arg_numpy_dtype(t)
+            dtypes.append(arg_numpy_dtype(t))
         except SimError as e:
             raise UsageError(f"argument {i}: {e}") from None
+    _check_memory(world, sum(int(np.prod(t.get_shape())) * dt.itemsize for t, dt in zip(types, dtypes)))
+    buffers: list[list[np.ndarray]] = []
+    for i, (t, dt) in enumerate(zip(types, dtypes)):
+        shape = t.get_shape()
         if t.element_type == IntegerType(64):
             if not args.counts:
                 raise UsageError(f"argument {i} ({t}) holds counts: give their values with --counts")
@@ -319,6 +383,15 @@ def _run_file(args: argparse.Namespace) -> int:
     return _report(summary, seconds, None)
 
 
+def _check_backend(backend: str) -> None:
+    from purlin import runtime
+
+    if backend not in runtime.available_backends():
+        raise UsageError(f"--backend {backend}: purlin was built without {backend.upper()}")
+    if backend == "cuda" and runtime.default_backend() != "cuda":
+        raise UsageError("--backend cuda: no CUDA GPU is visible")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
@@ -329,10 +402,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.level not in (None, "plan"):
                 raise UsageError(f"--backend {args.backend} runs plans: use --level plan")
             args.level = "plan"
+            _check_backend(args.backend)
         args.level = args.level or "coll"
+        if args.lowering:
+            try:
+                pipeline(f"convert-coll-to-snac{{{args.lowering}}}")
+            except ValueError as e:
+                raise UsageError(f"--lowering '{args.lowering}': {e}") from None
         return _run_file(args) if args.file is not None else _run_named(args)
     except (UsageError, SimError) as e:
         print(f"purlin-run: error: {e}", file=sys.stderr)
+        return 2
+    except MemoryError as e:
+        print(f"purlin-run: error: out of host memory: {e}", file=sys.stderr)
         return 2
 
 

@@ -48,7 +48,7 @@ def gather_v_file(f: Path, func: str, tin: str, tout: str) -> Path:
     [
         (["--collective", "all_reduce", "--world", "8", "--bytes", "4096", "--dtype", "bf16"],
          dict(what="all_reduce", world="8", dtype="bf16", op="sum", bytes="4096")),
-        (["--collective", "reduce_scatter", "--world", "3", "--bytes", "999", "--dtype", "f32",
+        (["--collective", "reduce_scatter", "--world", "3", "--bytes", "996", "--dtype", "f32",
           "--op", "prod"],
          dict(what="reduce_scatter", op="prod", bytes="996")),
         (["--collective", "all_gather", "--world", "4", "--bytes", "64", "--dtype", "fp8e5m2"],

@@ -32,8 +32,19 @@ func.func @layout_world_zero(%a: memref<8xf32>) {
   coll.collective %a, %a in #coll.layout<packed, world 0, 4> out #coll.layout<packed, world 2, 4> consume #coll.consume<copy> : memref<8xf32>, memref<8xf32>
 // CHECK:      invalid-attrs.mlir:[[# @LINE - 1]]:42
 // CHECK-NEXT: coll.collective %a, %a in #coll.layout<packed, world 0, 4> out #coll.layout<packed, world 2, 4> consume #coll.consume<copy> : memref<8xf32>, memref<8xf32>
-// CHECK-NEXT: ^^^^^^^^^^^^^^^^^^
+// CHECK-NEXT: ^^^^^^^^^^^^^^^{{$}}
 // CHECK-NEXT: invalid packed layout: world size must be at least 1, got 0
+  func.return
+}
+
+// -----
+
+func.func @layout_world_too_large(%a: memref<8xf32>) {
+  coll.collective %a, %a in #coll.layout<transposed_v, world 99999999999999999999, [[1]]> out #coll.layout<packed, world 2, 4> consume #coll.consume<copy> : memref<8xf32>, memref<8xf32>
+// CHECK:      invalid-attrs.mlir:[[# @LINE - 1]]:42
+// CHECK-NEXT: coll.collective %a, %a in #coll.layout<transposed_v, world 99999999999999999999, [[1]]> out #coll.layout<packed, world 2, 4> consume #coll.consume<copy> : memref<8xf32>, memref<8xf32>
+// CHECK-NEXT: ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^{{$}}
+// CHECK-NEXT: invalid transposed_v layout: world size 99999999999999999999 is more than the 128 ranks purlin handles
   func.return
 }
 

@@ -25,6 +25,22 @@ func.func @world_negative(%a: memref<8xf32>) {
 
 // -----
 
+func.func @world_too_large(%a: memref<8xf32>) {
+  coll.all_reduce sum %a, %a world 99999999999999999999 : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': world size 99999999999999999999 is more than the 128 ranks purlin handles (verifying and simulating a collective cost more than linearly in the world)
+  func.return
+}
+
+// -----
+
+func.func @world_just_too_large(%a: memref<129xf32>, %b: memref<16641xf32>) {
+  coll.all_gather %a, %b world 129 : memref<129xf32>, memref<16641xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': world size 129 is more than the 128 ranks purlin handles
+  func.return
+}
+
+// -----
+
 func.func @element_types_differ(%a: memref<8xf32>, %b: memref<8xf16>) {
   coll.all_reduce sum %a, %b world 2 : memref<8xf32>, memref<8xf16>
 // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': input and output element types differ (f32 vs f16)
@@ -214,8 +230,8 @@ func.func @counts_negative(%a: memref<8xf32>, %b: memref<16xf32>) {
 // -----
 
 func.func @all_gather_v_total(%a: memref<8xf32>, %b: memref<16xf32>) {
-  coll.all_gather_v %a, %b world 3 counts [8, 4, 2] : memref<8xf32>, memref<16xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': output buffer has 16 elements but the scattered_v layout for world 3 needs exactly 14 (the sum of the counts)
+  coll.all_gather_v %a, %b world 3 counts [8, 4, 6] : memref<8xf32>, memref<16xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': output buffer has 16 elements but the scattered_v layout for world 3 needs at least 18 (the sum of the counts)
   func.return
 }
 
@@ -230,8 +246,8 @@ func.func @all_gather_v_input(%a: memref<8xf32>, %b: memref<16xf32>) {
 // -----
 
 func.func @reduce_scatter_v_total(%a: memref<8xf32>, %b: memref<16xf32>) {
-  coll.reduce_scatter_v sum %b, %a world 2 counts [8, 7] : memref<16xf32>, memref<8xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.reduce_scatter_v': input buffer has 16 elements but the scattered_v layout for world 2 needs exactly 15 (the sum of the counts)
+  coll.reduce_scatter_v sum %b, %a world 2 counts [8, 9] : memref<16xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.reduce_scatter_v': input buffer has 16 elements but the scattered_v layout for world 2 needs at least 17 (the sum of the counts)
   func.return
 }
 
