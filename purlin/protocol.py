@@ -74,7 +74,6 @@ class PhasePlan:
     dst: Layout
     reduce: bool
     chunk: int  # elements per unit; 0 means one unit per slice
-    ordered: bool  # reduce in rank order (deterministic) or from own rank on
     # Forwarding phases make a unit of every source slice, read or not, so
     # unit g is the reducer's group g.
     keep_unread: bool = False
@@ -165,7 +164,8 @@ def _build(plan: PhasePlan):
     for rank in range(w):
         mine_g: list[Group] = []
         for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
-            sources = _ordered(plan.src.slices_named(d.name), rank, w, plan.ordered)
+            # Every rank reduces in rank order, so all get the same bits.
+            sources = sorted(plan.src.slices_named(d.name), key=lambda s: s.rank)
             for lo, hi in _chunks(d.size, plan.chunk):
                 srcs = tuple(
                     Source(
@@ -183,14 +183,6 @@ def _build(plan: PhasePlan):
         groups.append(tuple(Group(g.consumer, i, g.name, g.lo, g.hi, g.dst_offset, g.sources)
                             for i, g in enumerate(ordered)))
     return tuple(units), tuple(groups)
-
-
-def _ordered(sources: list[Slice], me: int, world: int, ordered: bool) -> list[Slice]:
-    """Reduction order: rank order when deterministic, else starting at `me`
-    so that ranks do not all read the same peer first."""
-    if ordered:
-        return sorted(sources, key=lambda s: s.rank)
-    return sorted(sources, key=lambda s: (s.rank - me) % world)
 
 
 def owner_layouts(dst: Layout) -> tuple[Layout, Layout]:

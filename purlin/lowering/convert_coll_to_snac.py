@@ -207,7 +207,7 @@ def _mutual(p: PhaseSpec, world: int) -> bool:
     handshake (their peers are not known here)."""
     if p.src.is_dynamic or p.dst.is_dynamic:
         return False
-    plan = PhasePlan(world, p.src, p.dst, p.consume.kind is not None, 0, True)
+    plan = PhasePlan(world, p.src, p.dst, p.consume.kind is not None, 0)
     pairs = {(u.producer, d) for units in plan.units for u in units for d in u.consumers}
     return all((d, s) in pairs for s, d in pairs)
 
@@ -225,7 +225,7 @@ def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int) -> int
         # Each of a source's units may start on a fresh packet.
         return bound + world * align
     src, dst = route_layouts(p.src, p.dst, p.route)
-    plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0, True,
+    plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0,
                      keep_unread=p.source == snac.PhaseSource.OUTPUT)
     return plan.window_elems(align)
 

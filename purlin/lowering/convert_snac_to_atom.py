@@ -26,6 +26,7 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.dialects import atom, snac
 from purlin.dialects.coll import dtype_name, element_bytes
 from purlin.lowering.generations import GENERATIONS, Datapath, Generation
+from purlin.protocol import route_layouts
 
 
 def _int(v: int) -> IntegerAttr:
@@ -91,8 +92,11 @@ class LowerProgram(RewritePattern):
                 else:
                     # multimem.ld_reduce reads one symmetric address on every rank:
                     # only staged phases, with the local contribution staged too.
+                    # The switch reduces in an order of its own: only where one rank
+                    # reduces each slice (others get its bits), never deterministic.
                     staged = buf.kind.data == snac.BufferKind.STAGING
-                    path = gen.reduce(kind, dtype, self.multimem and staged)
+                    switch = staged and phase.deterministic is None and _one_reducer(phase)
+                    path = gen.reduce(kind, dtype, self.multimem and switch)
                     if path.mech == atom.Mechanism.MULTIMEM:
                         phase.properties["stage_local"] = UnitAttr()
                     self._swap(inner, atom.ReduceOp, self._path(path))
@@ -121,6 +125,13 @@ class LowerProgram(RewritePattern):
         )
         new.location = old.location
         Rewriter.replace_op(old, new)
+
+
+def _one_reducer(phase: snac.PhaseOp) -> bool:
+    """Whether each name the phase reduces has one destination slice."""
+    route = None if phase.route is None else phase.route.data.value
+    _, dst = route_layouts(phase.src_layout.to_layout(), phase.dst_layout.to_layout(), route)
+    return not dst.is_dynamic and all(len(dst.slices_named(n)) == 1 for n in dst.name_sizes)
 
 
 def _before(op: Operation):

@@ -213,3 +213,23 @@ def compare(
         if offset is not None:
             return Mismatch(rank, offset, _format(a, offset), _format(e, offset), what)
     return None
+
+
+def compare_ranks(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray], what: str = "") -> Mismatch | None:
+    """Where the collective gives every rank the same result (the expected
+    arrays are equal bit for bit), the first (rank, offset) whose bits differ
+    from rank 0's: data-parallel replicas must not drift."""
+    flat = [e.reshape(-1).view(np.uint8) for e in expected]
+    if len(flat) < 2 or any(f.shape != flat[0].shape or not np.array_equal(f, flat[0]) for f in flat[1:]):
+        return None
+    base = actual[0].reshape(-1)
+    for rank, a in enumerate(actual[1:], start=1):
+        a = a.reshape(-1)
+        bits = a.view(np.uint8).reshape(a.size, -1) != base.view(np.uint8).reshape(base.size, -1)
+        rows = np.flatnonzero(bits.any(axis=1))
+        if rows.size:
+            i = int(rows[0])
+            return Mismatch(rank, i, _format(a, i), f"rank 0's {_format(base, i)} (every rank gets the same bits)",
+                            what)
+    return None
+

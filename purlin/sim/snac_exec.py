@@ -883,7 +883,6 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
         src, dst = route_layouts(src, dst, None if op.route is None else op.route.data.value)
         plan = PhasePlan(
             world, src, dst, op.consume.kind is not None, op.chunk.value.data,
-            op.deterministic is not None,
             keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
             stage_local=op.stage_local is not None,
         )

@@ -32,6 +32,7 @@ from purlin.sim.dtypes import (
     DTYPE_NAMES,
     Mismatch,
     compare,
+    compare_ranks,
     dtype_of_array,
     dtype_of_element_type,
     itemsize,
@@ -281,7 +282,8 @@ def _run_named(args: argparse.Namespace) -> int:
         return _report(summary, None, str(e))
     mismatch = compare(
         buffers[1], expected, case.dtype, case.op, case.contributions, _scale(inputs), "%out"
-    ) or compare(buffers[0], inputs, case.dtype, what="%in (inputs must not change)")
+    ) or compare_ranks(buffers[1], expected, "%out") or compare(
+        buffers[0], inputs, case.dtype, what="%in (inputs must not change)")
     return _report(summary, seconds, mismatch)
 
 
@@ -377,7 +379,8 @@ def _run_file(args: argparse.Namespace) -> int:
         if got[0].dtype == np.int64:
             continue
         name = func.body.block.args[i].name_hint or str(i)
-        mismatch = compare(got, want, dtype_of_array(got[0]), op, world, scale, f"%{name}")
+        mismatch = compare(got, want, dtype_of_array(got[0]), op, world, scale, f"%{name}") or compare_ranks(
+            got, want, f"%{name}")
         if mismatch:
             return _report(summary, seconds, mismatch)
     return _report(summary, seconds, None)

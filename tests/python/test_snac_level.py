@@ -133,7 +133,7 @@ def test_sizes_go_round_the_slots(name, strategy, world):
     assert buffers and all(b.slots.value.data == 2 for b in buffers)
     units = [
         PhasePlan(world, op.src_layout.to_layout(), op.dst_layout.to_layout(),
-                  op.consume.kind is not None, op.chunk.value.data, False,
+                  op.consume.kind is not None, op.chunk.value.data,
                   keep_unread=op.source.data == snac.PhaseSource.OUTPUT).max_units
         for op in module.walk() if isinstance(op, snac.PhaseOp)
     ]

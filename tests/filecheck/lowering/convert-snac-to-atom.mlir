@@ -82,21 +82,22 @@ func.func @all_reduce(%in: memref<8192xf32>, %out: memref<8192xf32>) {
 // SM90:          atom.stage {{.*}} mech bulk width 16{{$}}
 // SM90:          atom.reduce {{.*}} mech vector width 16{{$}}
 
+// A direct all_reduce: every rank reduces every slice, so in registers and
+// in rank order even with multicast bound (the switch's order is its own).
 // SM90MM-LABEL:  func.func @all_reduce
 // SM90MM:        atom.kernel {{.*}} target sm_90 threads 512 smem 32768 multimem : memref<8192xf32>, memref<8192xf32> {
 // SM90MM:        atom.stage {{.*}} mech bulk width 16{{$}}
-// SM90MM:        atom.reduce {{.*}} mech multimem width 16{{$}}
+// SM90MM:        atom.reduce {{.*}} mech vector width 16{{$}}
 
 // SM100-LABEL:   func.func @all_reduce
 // SM100:         atom.kernel {{.*}} target sm_100 threads 512 smem 32768 : memref<8192xf32>, memref<8192xf32> {
 // SM100:         atom.stage {{.*}} mech bulk width 32{{$}}
 // SM100:         atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
 
-// multimem.ld_reduce moves 16 bytes per access and does its own arithmetic.
 // SM100MM-LABEL: func.func @all_reduce
 // SM100MM:       atom.kernel {{.*}} target sm_100 threads 512 smem 32768 multimem : memref<8192xf32>, memref<8192xf32> {
 // SM100MM:       atom.stage {{.*}} mech bulk width 32{{$}}
-// SM100MM:       atom.reduce {{.*}} mech multimem width 16{{$}}
+// SM100MM:       atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
 
 // SMALL-LABEL:   func.func @all_reduce
 // SMALL:         atom.stage {{.*}} mech cp_async width 16{{$}}
@@ -112,54 +113,56 @@ func.func @all_reduce(%in: memref<8192xf32>, %out: memref<8192xf32>) {
 // LAT-NOT:       atom.finish
 // LAT:           snac.advance
 
-// -- all_reduce max: what multimem.ld_reduce can do depends on the type --------
+// -- reduce_scatter max: what multimem.ld_reduce can do depends on the type ----
+// (each slice has one destination, so the switch may reduce it; multimem
+// moves 16 bytes per access and does its own arithmetic)
 
-func.func @all_reduce_max_bf16(%in: memref<8192xbf16>, %out: memref<8192xbf16>) {
-  coll.all_reduce max %in, %out world 2 : memref<8192xbf16>, memref<8192xbf16>
+func.func @reduce_scatter_max_bf16(%in: memref<16384xbf16>, %out: memref<8192xbf16>) {
+  coll.reduce_scatter max %in, %out world 2 : memref<16384xbf16>, memref<8192xbf16>
   func.return
 }
 
-func.func @all_reduce_max_f32(%in: memref<8192xf32>, %out: memref<8192xf32>) {
-  coll.all_reduce max %in, %out world 2 : memref<8192xf32>, memref<8192xf32>
+func.func @reduce_scatter_max_f32(%in: memref<16384xf32>, %out: memref<8192xf32>) {
+  coll.reduce_scatter max %in, %out world 2 : memref<16384xf32>, memref<8192xf32>
   func.return
 }
 
-func.func @all_reduce_prod_bf16(%in: memref<8192xbf16>, %out: memref<8192xbf16>) {
-  coll.all_reduce prod %in, %out world 2 : memref<8192xbf16>, memref<8192xbf16>
+func.func @reduce_scatter_prod_bf16(%in: memref<16384xbf16>, %out: memref<8192xbf16>) {
+  coll.reduce_scatter prod %in, %out world 2 : memref<16384xbf16>, memref<8192xbf16>
   func.return
 }
 
-func.func @all_reduce_fp8(%in: memref<8192xf8E4M3FN>, %out: memref<8192xf8E4M3FN>) {
-  coll.all_reduce sum %in, %out world 2 : memref<8192xf8E4M3FN>, memref<8192xf8E4M3FN>
+func.func @reduce_scatter_fp8(%in: memref<16384xf8E4M3FN>, %out: memref<8192xf8E4M3FN>) {
+  coll.reduce_scatter sum %in, %out world 2 : memref<16384xf8E4M3FN>, memref<8192xf8E4M3FN>
   func.return
 }
 
-// SM80-LABEL:   func.func @all_reduce_max_bf16
+// SM80-LABEL:   func.func @reduce_scatter_max_bf16
 // SM80:         atom.reduce {{.*}} mech vector width 16{{$}}
-// SM80-LABEL:   func.func @all_reduce_max_f32
+// SM80-LABEL:   func.func @reduce_scatter_max_f32
 // SM80:         atom.reduce {{.*}} mech vector width 16{{$}}
-// SM80-LABEL:   func.func @all_reduce_prod_bf16
+// SM80-LABEL:   func.func @reduce_scatter_prod_bf16
 // SM80:         atom.reduce {{.*}} mech vector width 16{{$}}
-// SM80-LABEL:   func.func @all_reduce_fp8
+// SM80-LABEL:   func.func @reduce_scatter_fp8
 // SM80:         atom.reduce {{.*}} mech vector width 16{{$}}
 
 // bf16 max: multimem; f32 max, prod and fp8: the sm_80 datapath.
-// SM90MM-LABEL: func.func @all_reduce_max_bf16
+// SM90MM-LABEL: func.func @reduce_scatter_max_bf16
 // SM90MM:       atom.reduce {{.*}} mech multimem width 16{{$}}
-// SM90MM-LABEL: func.func @all_reduce_max_f32
+// SM90MM-LABEL: func.func @reduce_scatter_max_f32
 // SM90MM:       atom.reduce {{.*}} mech vector width 16{{$}}
-// SM90MM-LABEL: func.func @all_reduce_prod_bf16
+// SM90MM-LABEL: func.func @reduce_scatter_prod_bf16
 // SM90MM:       atom.reduce {{.*}} mech vector width 16{{$}}
-// SM90MM-LABEL: func.func @all_reduce_fp8
+// SM90MM-LABEL: func.func @reduce_scatter_fp8
 // SM90MM:       atom.reduce {{.*}} mech vector width 16{{$}}
 
-// SM100MM-LABEL: func.func @all_reduce_max_bf16
+// SM100MM-LABEL: func.func @reduce_scatter_max_bf16
 // SM100MM:       atom.reduce {{.*}} mech multimem width 16{{$}}
-// SM100MM-LABEL: func.func @all_reduce_max_f32
+// SM100MM-LABEL: func.func @reduce_scatter_max_f32
 // SM100MM:       atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
-// SM100MM-LABEL: func.func @all_reduce_prod_bf16
+// SM100MM-LABEL: func.func @reduce_scatter_prod_bf16
 // SM100MM:       atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
-// SM100MM-LABEL: func.func @all_reduce_fp8
+// SM100MM-LABEL: func.func @reduce_scatter_fp8
 // SM100MM:       atom.reduce {{.*}} mech vector width 32 packed_f32x2{{$}}
 
 // -- all_gather: a copy collective ----------------------------------------------
