@@ -64,7 +64,6 @@ _ORDER = {snac.MemoryOrder.RELAXED: P.Order.RELAXED, snac.MemoryOrder.ACQUIRE: P
 _ROLE = {snac.RoleKind.PRODUCER: P.RoleKind.PRODUCER, snac.RoleKind.CONSUMER: P.RoleKind.CONSUMER,
          snac.RoleKind.REDUCER: P.RoleKind.REDUCER, snac.RoleKind.LOCAL: P.RoleKind.LOCAL,
          snac.RoleKind.FUSED: P.RoleKind.FUSED}
-_DTYPE = {"bf16": "bf16", "f16": "f16", "f32": "f32", "fp8e4m3": "fp8e4m3", "fp8e5m2": "fp8e5m2"}
 
 
 def kernels_in(module: ModuleOp) -> list[atom.KernelOp]:
@@ -94,7 +93,7 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
     plan = P.Plan(
         arch=kernel.arch.value,
         world=world,
-        dtype=_DTYPE[dtype],
+        dtype=dtype,
         input_elems=_extent(kernel.input.type, phases, "input"),
         output_elems=_extent(kernel.output.type, phases, "output"),
         advance=ex.advance,

@@ -56,6 +56,7 @@ from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from purlin.dialects.coll import ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
+from purlin.layouts import world_problem
 
 
 class MemoryOrder(StrEnum):
@@ -222,8 +223,8 @@ class ProgramOpBase(IRDLOperation):
         return found
 
     def verify_(self) -> None:
-        if self.world_size < 1:
-            raise _err(self, f"world size must be at least 1, got {self.world_size}")
+        if why := world_problem(self.world_size):
+            raise _err(self, why)
         assert isinstance(self.input.type, MemRefType)
         elem = self.input.type.element_type
         if dtype_name(elem) is None:

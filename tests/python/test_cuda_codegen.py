@@ -77,7 +77,7 @@ def test_multimem_reductions_compile_on_sm90():
     from purlin.sim.ir import entry_function, lower
     from purlin.sim.snac_level import passes
 
-    case = Case("all_reduce", 2, "bf16", "sum", 1 << 16)
+    case = Case("reduce_scatter", 2, "bf16", "sum", 1 << 16)
     module = lower(case.build_module(),
                    f"{passes({'lowering': 'regime=throughput'})},convert-snac-to-atom{{arch=sm_90 multimem=true}}")
     (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, KernelOp)]

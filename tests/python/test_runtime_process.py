@@ -22,11 +22,12 @@ needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason
 
 
 def all_reduce_plan(multimem: bool = False, latency: bool = False):
+    # Composed with multimem: the switch reduces each slice at its owner.
     case = Case("all_reduce", 2, "bf16", "sum", 64)
     mm = " multimem=true" if multimem else ""
-    regime = "latency" if latency else "throughput"
+    lowering = "regime=latency" if latency else "regime=throughput" + (" strategy=composed" if multimem else "")
     module = lower(case.build_module(),
-                   f"{passes({'lowering': f'regime={regime}'})},convert-snac-to-atom{{arch=sm_90{mm}}}")
+                   f"{passes({'lowering': lowering})},convert-snac-to-atom{{arch=sm_90{mm}}}")
     (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, atom.KernelOp)]
     return build_plan(kernel)
 
