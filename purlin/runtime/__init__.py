@@ -43,33 +43,24 @@ import numpy as np
 
 from purlin.plan import Plan, decode, validate
 from purlin.runtime import aliasing
+from purlin.runtime.backend import (
+    BACKENDS,
+    CollectiveTimeout,
+    _runtime,
+    available_backends,
+    cuda_synchronize,
+    current_stream,
+    default_backend,
+    device_buffer,
+    kernel_spec,
+    to_device,
+    to_host,
+)
+from purlin.runtime.process import ProcessCommunicator
 from purlin.sim.dtypes import numpy_dtype
 
-try:
-    from purlin import _runtime
-except ImportError as e:  # pragma: no cover - depends on the build
-    raise ImportError(
-        "purlin's C++ runtime (purlin._runtime) is not built or does not load "
-        f"({e}); reinstall the package with `pip install -e .` (or `make install`), "
-        "which compiles csrc/ with CMake"
-    ) from e
-
-CollectiveTimeout = _runtime.CollectiveTimeout
-
-BACKENDS = ("cpu", "cuda")
-
-
-def available_backends() -> tuple[str, ...]:
-    """The backends this build of `purlin._runtime` holds ("cpu", and "cuda" when built with CUDA)."""
-    return tuple(_runtime.backends)
-
-
-def default_backend() -> str:
-    """"cuda" when this build has the CUDA backend and a GPU is visible, else "cpu"."""
-    if "cuda" in available_backends() and _runtime.cuda_device_count() > 0:
-        return "cuda"
-    return "cpu"
-
+__all__ = ["BACKENDS", "CollectiveTimeout", "Communicator", "ProcessCommunicator", "available_backends",
+           "default_backend", "kernel_spec", "to_device", "to_host"]
 
 class Communicator:
     """A plan bound to a backend's symmetric memory, epochs kept across calls."""
@@ -131,13 +122,13 @@ class Communicator:
             self._check_overlaps([a.ctypes.data for a in ins], [a.ctypes.data for a in outs])
             self._impl.run(ins, outs)
         else:
-            ins = [_device_buffer(a, r, "input", self.plan, self.name, d, self._extents[r][0]) for r, (a, d) in
+            ins = [device_buffer(a, r, "input", self.plan, self.name, d, self._extents[r][0]) for r, (a, d) in
                    enumerate(zip(inputs, self.devices))]
-            outs = [_device_buffer(a, r, "output", self.plan, self.name, d, self._extents[r][1]) for r, (a, d) in
+            outs = [device_buffer(a, r, "output", self.plan, self.name, d, self._extents[r][1]) for r, (a, d) in
                     enumerate(zip(outputs, self.devices))]
             self._check_overlaps([b[0] for b in ins], [b[0] for b in outs])
             if streams is None:
-                handles = [_current_stream(d) for d in self.devices]
+                handles = [current_stream(d) for d in self.devices]
             elif len(streams) != self.world:
                 raise ValueError(f"{self.name}: one stream per rank expected, got {len(streams)}")
             else:
@@ -152,7 +143,7 @@ class Communicator:
     def synchronize(self) -> None:
         """Wait for every rank's GPU; raises CollectiveTimeout for a timed-out call."""
         if self.backend == "cuda":
-            _cuda_synchronize(self._impl)
+            cuda_synchronize(self._impl)
 
     def _check_world(self, inputs: Sequence, outputs: Sequence) -> None:
         w = self.plan.world
@@ -175,121 +166,3 @@ class Communicator:
         if what == "output" and not a.flags.writeable:
             raise ValueError(f"{where} is read-only")
         return a
-
-
-# -- CUDA ---------------------------------------------------------------------
-
-
-def kernel_spec(plan: Plan, name: str, devices: Sequence[int], extents: Sequence[tuple[int, int]]):
-    """The compiled kernel of `plan` for ranks on `devices`: registers sized so
-    that the grids of all ranks sharing a GPU fit on it at once."""
-    from collections import Counter
-
-    program = plan.cuda
-    if program is None:
-        raise ValueError(
-            f"{name}: this plan carries no compiled kernel (plans read from JSON or binary have none); "
-            "build it from the IR (purlin.compile.compile_plan or purlin.plan_builder.build_plan)"
-        )
-    per_sm = max(program.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
-    eb = plan.elem_bytes
-    return program.spec(per_sm, [i * eb for i, _ in extents], [o * eb for _, o in extents])
-
-
-
-_TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32",
-                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
-
-
-def _device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, elems: int) -> tuple[int, int]:
-    """(device pointer, elements) of rank `rank`'s `what` ("input" or "output"), a torch tensor
-    or a __cuda_array_interface__ array on `device` holding at least `elems` elements."""
-    where = f"{name}: {what} of rank {rank}"
-    if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
-        if not a.is_cuda:
-            raise TypeError(f"{where} is a CPU tensor; the cuda backend takes CUDA tensors")
-        want = _TORCH_DTYPES[plan.dtype]
-        if str(a.dtype).removeprefix("torch.") != want:
-            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {plan.dtype} (torch.{want})")
-        if not a.is_contiguous():
-            raise ValueError(f"{where} is not contiguous")
-        if a.device.index != device:
-            raise ValueError(f"{where} is on cuda:{a.device.index}, rank {rank} runs on cuda:{device}")
-        ptr, n = a.data_ptr(), a.numel()
-    elif hasattr(a, "__cuda_array_interface__"):
-        iface = a.__cuda_array_interface__
-        itemsize = int(iface["typestr"][2:])
-        if itemsize != plan.elem_bytes:
-            raise TypeError(f"{where} has {itemsize}-byte elements, the plan's {plan.dtype} has {plan.elem_bytes}")
-        if iface.get("strides") not in (None, (itemsize,)):
-            raise ValueError(f"{where} is not contiguous")
-        ptr, n = iface["data"][0], int(np.prod(iface["shape"]))
-    else:
-        raise TypeError(f"{where} is a {type(a).__name__}; the cuda backend takes CUDA tensors or arrays")
-    if n < elems:
-        raise ValueError(f"{where} has {n} elements, the plan needs at least {elems} for rank {rank}")
-    return ptr, n
-
-
-def _current_stream(device: int) -> int:
-    """The handle of the current stream on `device`: torch's, else cupy's (0,
-    the default stream, with neither)."""
-    try:
-        import torch
-
-        return torch.cuda.current_stream(device).cuda_stream
-    except ImportError:
-        pass
-    try:
-        import cupy
-    except ImportError:
-        return 0
-    with cupy.cuda.Device(device):
-        return cupy.cuda.get_current_stream().ptr
-
-
-def _cuda_synchronize(impl) -> None:
-    """`impl.synchronize()` of a CUDA communicator, a recorded timeout raised as CollectiveTimeout."""
-    try:
-        impl.synchronize()
-    except _runtime.CudaTimeoutError as e:
-        raise CollectiveTimeout(str(e)) from None
-
-
-def to_device(a: np.ndarray, device: int):
-    """A CUDA copy of numpy array `a` (bf16 and fp8 included) on `device`: a torch
-    tensor, or where torch is not installed a cupy array of the same bytes."""
-    raw = np.ascontiguousarray(a).view(np.uint8)
-    try:
-        import torch
-    except ImportError:
-        import cupy
-
-        with cupy.cuda.Device(device):
-            return cupy.asarray(raw.copy()).view(_cupy_dtype(a.dtype))
-    dtype = getattr(torch, _TORCH_DTYPES[_dtype_name(a.dtype)])
-    return torch.from_numpy(raw.copy()).to(f"cuda:{device}").view(dtype)
-
-
-def to_host(t, dtype: np.dtype) -> np.ndarray:
-    """The numpy copy of a CUDA array made by `to_device`."""
-    if hasattr(t, "is_cuda"):
-        import torch
-
-        return t.view(torch.uint8).cpu().numpy().view(dtype)
-    return t.view(np.uint8).get().view(dtype)
-
-
-def _cupy_dtype(dtype: np.dtype) -> np.dtype:
-    """cupy has no bf16 or fp8: such arrays hold their bits as unsigned integers of the same size."""
-    return dtype if dtype.name in ("float32", "float16") else np.dtype(f"u{dtype.itemsize}")
-
-
-def _dtype_name(dtype: np.dtype) -> str:
-    from purlin.sim.dtypes import dtype_of_array
-
-    return dtype_of_array(np.empty(0, dtype))
-
-
-# After the helpers above, which the one-rank-per-process communicator reuses.
-from purlin.runtime.process import ProcessCommunicator  # noqa: E402

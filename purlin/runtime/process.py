@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from purlin.plan import Plan, decode, validate
-from purlin.runtime import aliasing
-from purlin.runtime import _cuda_synchronize, _current_stream, _device_buffer, _runtime, available_backends, kernel_spec
+from purlin.runtime.aliasing import Buffers
+from purlin.runtime.backend import _runtime, available_backends, cuda_synchronize, current_stream, device_buffer, kernel_spec
 
 
 class ProcessCommunicator:
@@ -55,7 +55,7 @@ class ProcessCommunicator:
         self.group = group
         self.rank = dist.get_rank(group) if rank is None else rank
         self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
-        self._overlaps = aliasing.Buffers(plan, name)
+        self._overlaps = Buffers(plan, name)
         self.device = torch.cuda.current_device() if device is None else device
         extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
         spec = kernel_spec(plan, name, [self.device], extents)
@@ -81,20 +81,20 @@ class ProcessCommunicator:
         """One call of the collective on this rank: `input` and `output` are CUDA tensors of the
         plan's dtype on this rank's device; `stream` a torch.cuda.Stream or cudaStream_t handle
         (default: torch's current stream)."""
-        ins = _device_buffer(input, self.rank, "input", self.plan, self.name, self.device, self._extents[0])
-        outs = _device_buffer(output, self.rank, "output", self.plan, self.name, self.device, self._extents[1])
+        ins = device_buffer(input, self.rank, "input", self.plan, self.name, self.device, self._extents[0])
+        outs = device_buffer(output, self.rank, "output", self.plan, self.name, self.device, self._extents[1])
         eb = self.plan.elem_bytes
         # Only this rank's buffers are here: its own overlap is what can be checked.
         buffers = [(0, 0, 0, 0)] * self.plan.world
         buffers[self.rank] = (ins[0], self._extents[0] * eb, outs[0], self._extents[1] * eb)
         self._overlaps.check(buffers)
         if stream is None:
-            stream = _current_stream(self.device)
+            stream = current_stream(self.device)
         self._impl.run(ins[0], outs[0], int(getattr(stream, "cuda_stream", stream)))
 
     def synchronize(self) -> None:
         """Wait for this rank's GPU; raises CollectiveTimeout for a timed-out call."""
-        _cuda_synchronize(self._impl)
+        cuda_synchronize(self._impl)
 
     def close(self) -> None:
         """Release the memory once every rank is done with it: waits for this GPU (raising a

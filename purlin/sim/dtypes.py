@@ -223,6 +223,8 @@ def compare_ranks(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray], 
     if len(flat) < 2 or any(f.shape != flat[0].shape or not np.array_equal(f, flat[0]) for f in flat[1:]):
         return None
     base = actual[0].reshape(-1)
+    if base.size == 0:
+        return None
     for rank, a in enumerate(actual[1:], start=1):
         a = a.reshape(-1)
         bits = a.view(np.uint8).reshape(a.size, -1) != base.view(np.uint8).reshape(base.size, -1)

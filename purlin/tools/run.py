@@ -115,6 +115,11 @@ def _parser() -> argparse.ArgumentParser:
         help="what executes the plan level: the simulator, or a runtime backend (default sim)",
     )
     ap.add_argument(
+        "--devices", default=None, metavar="LIST",
+        help="--backend cuda: the GPU of each rank, e.g. 0,0,0 (three ranks sharing GPU 0; "
+        "default: GPU r for rank r)",
+    )
+    ap.add_argument(
         "--arch", default="sm_90", choices=["sm_80", "sm_90", "sm_100"],
         help="GPU generation for the atom and plan levels (default sm_90)",
     )
@@ -237,6 +242,8 @@ def _options(args: argparse.Namespace) -> dict:
     options: dict = {"arch": args.arch, "backend": args.backend}
     if args.lowering:
         options["lowering"] = args.lowering
+    if args.devices is not None:
+        options["devices"] = args.devices
     return options
 
 
@@ -407,6 +414,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.level = "plan"
             _check_backend(args.backend)
         args.level = args.level or "coll"
+        if args.devices is not None:
+            if args.backend != "cuda":
+                raise UsageError("--devices places ranks on GPUs: it goes with --backend cuda")
+            try:
+                args.devices = [int(d) for d in args.devices.split(",")]
+            except ValueError:
+                raise UsageError(f"--devices takes GPU numbers separated by commas, got '{args.devices}'") from None
+            if min(args.devices) < 0:
+                raise UsageError("--devices are GPU numbers (>= 0)")
         if args.lowering:
             try:
                 pipeline(f"convert-coll-to-snac{{{args.lowering}}}")

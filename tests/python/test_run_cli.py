@@ -198,3 +198,15 @@ def test_console_script():
     bad = subprocess.run([exe, "--world", "4"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert "purlin-run: error:" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--backend", "cpu", "--devices", "0,0"], "--devices places ranks on GPUs: it goes with --backend cuda"),
+    (["--backend", "sim", "--devices", "0,x"], "--devices places ranks on GPUs"),
+])
+def test_devices_belong_to_the_cuda_backend(argv, message, capsys):
+    from purlin.tools.run import main
+
+    assert main(["--collective", "all_reduce", "--world", "2", "--bytes", "64", "--dtype", "f32", "--op", "sum",
+                 *argv]) == 2
+    assert message in capsys.readouterr().err

@@ -310,3 +310,13 @@ def test_misaligned_slices_match_reference_exactly(name, op, dtype, offset, regi
     # One contribution: no tolerance (copies compare bits, reductions values).
     mismatch = compare(got, expected, case.dtype, case.op, 1, 1.0, "%out")
     assert mismatch is None, f"{case.collective} {dtype} at byte offset {offset}: {mismatch}"
+
+
+@pytest.mark.parametrize("name,nbytes", [("all_gather", 3072), ("all_reduce", 4096), ("reduce_scatter_v", 6000)])
+def test_purlin_run_places_ranks_on_devices(name, nbytes, capsys):
+    from purlin.tools.run import main
+
+    op = ["--op", "sum"] if "reduce" in name else []
+    assert main(["--collective", name, "--world", "3", "--bytes", str(nbytes), "--dtype", "bf16", *op,
+                 "--backend", "cuda", "--devices", "0,0,0"]) == 0, capsys.readouterr()
+    assert "result=match" in capsys.readouterr().out

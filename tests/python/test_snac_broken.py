@@ -1,6 +1,7 @@
 """A deliberately broken protocol or lowering must fail `purlin-run --level
 snac` loudly: exit 1, naming the rank and offset that went wrong."""
 
+import dataclasses
 import re
 
 import pytest
@@ -31,14 +32,15 @@ def run_mismatch(capsys, collective, world, nbytes, lowering) -> re.Match:
 
 @pytest.mark.parametrize("lowering", ["regime=latency", "regime=throughput strategy=direct"])
 def test_reduction_that_drops_a_source(monkeypatch, capsys, lowering):
-    ordered = protocol._ordered
+    build = protocol._build
 
-    def drop_last(sources, me, world, det):
-        return ordered(sources, me, world, det)[:-1]
+    def drop_last(plan):
+        units, groups = build(plan)
+        return units, tuple(tuple(dataclasses.replace(g, sources=g.sources[:-1]) for g in mine) for mine in groups)
 
-    # The plan builder is shared by the pass and the simulator, so they agree
-    # on the broken protocol: only the reference can tell.
-    monkeypatch.setattr(protocol, "_ordered", drop_last)
+    # The protocol is shared by the pass and the simulator, so they agree
+    # on the broken one: only the reference can tell.
+    monkeypatch.setattr(protocol, "_build", drop_last)
     m = run_mismatch(capsys, "all_reduce", 4, 64, lowering)
     assert (m[1], m[2]) == ("0", "0")
 

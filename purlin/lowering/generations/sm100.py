@@ -4,7 +4,7 @@ from dataclasses import dataclass, replace
 
 from purlin.dialects.atom import Mechanism, Target
 from purlin.dialects.coll import ReduceKind
-from purlin.lowering.generations import Datapath
+from purlin.lowering.generations.base import Datapath
 from purlin.lowering.generations.sm90 import SM90
 
 

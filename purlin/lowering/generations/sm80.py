@@ -10,7 +10,7 @@ understood."""
 from dataclasses import dataclass
 
 from purlin.dialects.atom import Mechanism, Target
-from purlin.lowering.generations import Datapath, Generation
+from purlin.lowering.generations.base import Datapath, Generation
 
 # Pipeline depth of the cp.async ring per block, and bytes per stage.
 CP_ASYNC_STAGES = 4

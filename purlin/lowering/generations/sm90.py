@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from purlin.dialects.atom import Mechanism, Target
 from purlin.dialects.coll import ReduceKind
-from purlin.lowering.generations import Datapath
+from purlin.lowering.generations.base import Datapath
 from purlin.lowering.generations.sm80 import SM80
 
 # Below this a bulk copy's setup (mbarrier, descriptor) costs more than it saves.

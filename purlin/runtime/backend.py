@@ -1,0 +1,150 @@
+"""What both communicators stand on: the C++ runtime module, the CUDA
+kernel description of a plan, and device buffers, streams and copies (torch
+tensors, or cupy arrays where torch is not installed)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from purlin.plan import Plan
+
+try:
+    from purlin import _runtime
+except ImportError as e:  # pragma: no cover - depends on the build
+    raise ImportError(
+        "purlin's C++ runtime (purlin._runtime) is not built or does not load "
+        f"({e}); reinstall the package with `pip install -e .` (or `make install`), "
+        "which compiles csrc/ with CMake"
+    ) from e
+
+CollectiveTimeout = _runtime.CollectiveTimeout
+
+BACKENDS = ("cpu", "cuda")
+
+
+def available_backends() -> tuple[str, ...]:
+    """The backends this build of `purlin._runtime` holds ("cpu", and "cuda" when built with CUDA)."""
+    return tuple(_runtime.backends)
+
+
+def default_backend() -> str:
+    """"cuda" when this build has the CUDA backend and a GPU is visible, else "cpu"."""
+    if "cuda" in available_backends() and _runtime.cuda_device_count() > 0:
+        return "cuda"
+    return "cpu"
+
+
+# -- CUDA ---------------------------------------------------------------------
+
+
+def kernel_spec(plan: Plan, name: str, devices: Sequence[int], extents: Sequence[tuple[int, int]]):
+    """The compiled kernel of `plan` for ranks on `devices`: registers sized so
+    that the grids of all ranks sharing a GPU fit on it at once."""
+    from collections import Counter
+
+    program = plan.cuda
+    if program is None:
+        raise ValueError(
+            f"{name}: this plan carries no compiled kernel (plans read from JSON or binary have none); "
+            "build it from the IR (purlin.compile.compile_plan or purlin.plan_builder.build_plan)"
+        )
+    per_sm = max(program.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
+    eb = plan.elem_bytes
+    return program.spec(per_sm, [i * eb for i, _ in extents], [o * eb for _, o in extents])
+
+
+
+_TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32",
+                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
+
+
+def device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, elems: int) -> tuple[int, int]:
+    """(device pointer, elements) of rank `rank`'s `what` ("input" or "output"), a torch tensor
+    or a __cuda_array_interface__ array on `device` holding at least `elems` elements."""
+    where = f"{name}: {what} of rank {rank}"
+    if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
+        if not a.is_cuda:
+            raise TypeError(f"{where} is a CPU tensor; the cuda backend takes CUDA tensors")
+        want = _TORCH_DTYPES[plan.dtype]
+        if str(a.dtype).removeprefix("torch.") != want:
+            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {plan.dtype} (torch.{want})")
+        if not a.is_contiguous():
+            raise ValueError(f"{where} is not contiguous")
+        if a.device.index != device:
+            raise ValueError(f"{where} is on cuda:{a.device.index}, rank {rank} runs on cuda:{device}")
+        ptr, n = a.data_ptr(), a.numel()
+    elif hasattr(a, "__cuda_array_interface__"):
+        iface = a.__cuda_array_interface__
+        itemsize = int(iface["typestr"][2:])
+        if itemsize != plan.elem_bytes:
+            raise TypeError(f"{where} has {itemsize}-byte elements, the plan's {plan.dtype} has {plan.elem_bytes}")
+        if iface.get("strides") not in (None, (itemsize,)):
+            raise ValueError(f"{where} is not contiguous")
+        ptr, n = iface["data"][0], int(np.prod(iface["shape"]))
+    else:
+        raise TypeError(f"{where} is a {type(a).__name__}; the cuda backend takes CUDA tensors or arrays")
+    if n < elems:
+        raise ValueError(f"{where} has {n} elements, the plan needs at least {elems} for rank {rank}")
+    return ptr, n
+
+
+def current_stream(device: int) -> int:
+    """The handle of the current stream on `device`: torch's, else cupy's (0,
+    the default stream, with neither)."""
+    try:
+        import torch
+
+        return torch.cuda.current_stream(device).cuda_stream
+    except ImportError:
+        pass
+    try:
+        import cupy
+    except ImportError:
+        return 0
+    with cupy.cuda.Device(device):
+        return cupy.cuda.get_current_stream().ptr
+
+
+def cuda_synchronize(impl) -> None:
+    """`impl.synchronize()` of a CUDA communicator, a recorded timeout raised as CollectiveTimeout."""
+    try:
+        impl.synchronize()
+    except _runtime.CudaTimeoutError as e:
+        raise CollectiveTimeout(str(e)) from None
+
+
+def to_device(a: np.ndarray, device: int):
+    """A CUDA copy of numpy array `a` (bf16 and fp8 included) on `device`: a torch
+    tensor, or where torch is not installed a cupy array of the same bytes."""
+    raw = np.ascontiguousarray(a).view(np.uint8)
+    try:
+        import torch
+    except ImportError:
+        import cupy
+
+        with cupy.cuda.Device(device):
+            return cupy.asarray(raw.copy()).view(_cupy_dtype(a.dtype))
+    dtype = getattr(torch, _TORCH_DTYPES[_dtype_name(a.dtype)])
+    return torch.from_numpy(raw.copy()).to(f"cuda:{device}").view(dtype)
+
+
+def to_host(t, dtype: np.dtype) -> np.ndarray:
+    """The numpy copy of a CUDA array made by `to_device`."""
+    if hasattr(t, "is_cuda"):
+        import torch
+
+        return t.view(torch.uint8).cpu().numpy().view(dtype)
+    return t.view(np.uint8).get().view(dtype)
+
+
+def _cupy_dtype(dtype: np.dtype) -> np.dtype:
+    """cupy has no bf16 or fp8: such arrays hold their bits as unsigned integers of the same size."""
+    return dtype if dtype.name in ("float32", "float16") else np.dtype(f"u{dtype.itemsize}")
+
+
+def _dtype_name(dtype: np.dtype) -> str:
+    from purlin.sim.dtypes import dtype_of_array
+
+    return dtype_of_array(np.empty(0, dtype))
