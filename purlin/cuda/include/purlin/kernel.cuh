@@ -272,57 +272,48 @@ __device__ void stage(const K& k, int phase, u64 u, u64 half, Part part, char* s
 
 // Items [lo, hi) of a loop, item i made of count(i) pieces, as one flat range
 // of pieces spread over the role's threads. Every thread runs the same loop,
-// so that the waits of different items overlap instead of diverging by item;
-// each thread walks to the item of its next piece as it goes. body(i, piece)
-// returns false to stop.
+// so that the waits of different items overlap instead of diverging by item.
+// body(i, piece) returns false to stop.
 template <class Count, class Body>
 __device__ void spread(u64 lo, u64 hi, Part part, Count count, Body body) {
+  i64 total = 0;
+  for (u64 i = lo; i < hi; ++i) total += count(i);
   u64 item = lo;
-  i64 base = 0, n = lo < hi ? count(lo) : 0;
-  for (i64 f = part.first();; f += part.stride()) {
-    while (item < hi && f >= base + n) {
+  i64 base = 0, n = total > 0 ? count(lo) : 0;
+  for (i64 f = part.first(); f < total; f += part.stride()) {
+    while (f >= base + n) {
       base += n;
-      n = ++item < hi ? count(item) : 0;
+      n = count(++item);
     }
-    if (item >= hi || !body(item, f - base)) return;
+    if (!body(item, f - base)) return;
   }
 }
 
 // atom.put of units [lo, hi) (a loop whose body is one put, or one put): each
-// unit as packets into this rank's region of every consumer's window. The
-// (unit, consumer, packet) stores are spread over the role's threads; nothing
-// waits here, so each thread simply walks the (unit, consumer) pairs.
+// unit as packets into this rank's region of every consumer's window, one
+// (unit, consumer, packet) store per piece.
 template <class K>
 __device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 flag, Part part) {
   const i64 ph = K::phase(phase);
   char* const base_src = k.source(ph);
   const i64 region = k.t(ph + abi::kPhBuffer) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
                      k.rank() * k.t(ph + abi::kPhSlotBytes);
-  i64 f = part.first(), base = 0;
-  for (u64 u = lo; u < hi; ++u) {
-    const i64 unit = k.unit(ph, u);
-    const i64 bytes = k.t(unit + abi::kUBytes);
-    const i64 packets = (bytes + kPacketDataBytes - 1) / kPacketDataBytes;
-    const i64 consumers = k.t(unit + abi::kUConsumers);
-    if (f >= base + packets * consumers) {
-      base += packets * consumers;
-      continue;
-    }
-    const char* src = base_src + k.t(unit + abi::kUSrc);
-    const bool whole = reinterpret_cast<u64>(src) % kPacketDataBytes == 0;
-    const i64 at = region + k.t(unit + abi::kUWindow) / kPacketDataBytes * kPacketBytes;
-    const i64 c0 = k.t(unit + abi::kUConsumersAt);
-    for (i64 c = 0; c < consumers; ++c, base += packets) {
-      if (f >= base + packets) continue;
-      char* lines = k.sym(k.t(c0 + c)) + at;
-      for (; f < base + packets; f += part.stride()) {
-        const i64 pk = f - base, b = pk * kPacketDataBytes;
-        const u64 data = whole && b + kPacketDataBytes <= bytes ? *reinterpret_cast<const u64*>(src + b)
-                                                                : load_bytes(src + b, bytes - b);
-        st_packet(lines + pk * kPacketBytes, data, flag);
-      }
-    }
-  }
+  auto packets = [&](i64 unit) { return (k.t(unit + abi::kUBytes) + kPacketDataBytes - 1) / kPacketDataBytes; };
+  spread(
+      lo, hi, part, [&](u64 u) { const i64 unit = k.unit(ph, u); return packets(unit) * k.t(unit + abi::kUConsumers); },
+      [&](u64 u, i64 piece) {
+        const i64 unit = k.unit(ph, u), n = packets(unit);
+        const u32 c = u32(piece) / u32(n), pk = u32(piece) - c * u32(n);
+        const char* src = base_src + k.t(unit + abi::kUSrc);
+        const i64 bytes = k.t(unit + abi::kUBytes), b = i64(pk) * kPacketDataBytes;
+        const u64 data = b + kPacketDataBytes <= bytes && reinterpret_cast<u64>(src) % kPacketDataBytes == 0
+                             ? *reinterpret_cast<const u64*>(src + b)
+                             : load_bytes(src + b, bytes - b);
+        char* line = k.sym(k.t(k.t(unit + abi::kUConsumersAt) + c)) + region +
+                     (k.t(unit + abi::kUWindow) / kPacketDataBytes + pk) * kPacketBytes;
+        st_packet(line, data, flag);
+        return true;
+      });
 }
 
 // The region of this rank's window where source s of a group lands, as a
