@@ -69,6 +69,7 @@ def lowered(case: Case, lowering: str):
 def without_notifies(kernel: atom.KernelOp) -> atom.KernelOp:
     """`kernel` with every atom.notify erased: no producer ever signals."""
     for op in [op for op in kernel.walk() if isinstance(op, atom.NotifyOp)]:
+        op.detach()
         op.erase()
     return kernel
 
