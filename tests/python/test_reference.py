@@ -2,8 +2,6 @@
 
 import ml_dtypes
 import numpy as np
-
-from purlin.dialects.coll import DTYPE_BYTES
 import pytest
 
 from purlin.layouts import Layout, LayoutKind, Slice
@@ -192,12 +190,12 @@ def test_apply_layouts_checks_buffer_sizes():
 @pytest.mark.parametrize("name", DTYPE_NAMES)
 def test_dtype_round_trip(name):
     assert dtype_of_element_type(element_type(name)) == name
-    assert numpy_dtype(name).itemsize == DTYPE_BYTES[name]
+    assert numpy_dtype(name).itemsize == {"f32": 4, "f16": 2, "bf16": 2}.get(name, 1)
 
 
 def test_unknown_dtype_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown dtype 'c64'"):
-        numpy_dtype("c64")
+    with pytest.raises(ValueError, match="unknown dtype 'f64'"):
+        numpy_dtype("f64")
 
 
 @pytest.mark.parametrize("name", DTYPE_NAMES)
@@ -211,12 +209,12 @@ def test_random_inputs_are_seeded_finite_and_sum_exactly(name, op):
     for x, y in zip(a, b):
         assert x.dtype == numpy_dtype(name)
         np.testing.assert_array_equal(x.view(np.uint8), y.view(np.uint8))
-        assert np.isfinite(x.astype(np.float64)).all()
+        assert np.isfinite(x.astype(np.float32)).all()
     if op in ("sum", "prod"):
-        # Accumulation over 16 ranks is exact (integers: modular), so any order agrees.
+        # f32 accumulation over 16 ranks is exact, so any order agrees.
         parts = random_inputs(name, [64] * 16, op, seed=1)
-        fwd = ref.reduce_parts(parts, op)
-        bwd = ref.reduce_parts(parts[::-1], op)
+        fwd = ref.reduce_f32(parts, op)
+        bwd = ref.reduce_f32(parts[::-1], op)
         np.testing.assert_array_equal(fwd.view(np.uint8), bwd.view(np.uint8))
 
 
