@@ -49,17 +49,17 @@ func.func @element_types_differ(%a: memref<8xf32>, %b: memref<8xf16>) {
 
 // -----
 
-func.func @unsupported_element_type(%a: memref<8xf64>) {
-  coll.all_reduce sum %a, %a world 2 : memref<8xf64>, memref<8xf64>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': element type f64 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2
+func.func @unsupported_element_type(%a: memref<8xi16>) {
+  coll.all_reduce sum %a, %a world 2 : memref<8xi16>, memref<8xi16>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': element type i16 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2, i8, ui8, i32, ui32, i64, ui64, f64
   func.return
 }
 
 // -----
 
-func.func @integer_element_type(%a: memref<8xi32>) {
-  coll.all_gather %a, %a world 1 : memref<8xi32>, memref<8xi32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': element type i32 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2
+func.func @boolean_element_type(%a: memref<8xi1>) {
+  coll.all_gather %a, %a world 1 : memref<8xi1>, memref<8xi1>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': element type i1 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2, i8, ui8, i32, ui32, i64, ui64, f64
   func.return
 }
 
@@ -75,7 +75,7 @@ func.func @not_1d(%a: memref<2x4xf32>, %b: memref<8xf32>) {
 
 func.func @missing_reduction(%a: memref<8xf32>) {
   "coll.all_reduce"(%a, %a) <{world = #builtin.int<2>}> : (memref<8xf32>, memref<8xf32>) -> ()
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': a reduction op (sum, max, min or prod) is required
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': a reduction op (sum, max, min, prod, and, or or xor) is required
   func.return
 }
 
@@ -207,7 +207,7 @@ func.func @v_with_both_counts(%a: memref<8xf32>, %b: memref<16xf32>, %n: memref<
 
 func.func @counts_length(%a: memref<8xf32>, %b: memref<16xf32>) {
   coll.all_gather_v %a, %b world 4 counts [8, 8] : memref<8xf32>, memref<16xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': expected 4 counts for world 4, got 2
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': expected 4 counts for world 4 ranks, got 2
   func.return
 }
 
@@ -215,7 +215,7 @@ func.func @counts_length(%a: memref<8xf32>, %b: memref<16xf32>) {
 
 func.func @counts_matrix_length(%a: memref<16xf32>) {
   coll.all_to_all_v %a, %a world 2 counts [1, 2, 3] : memref<16xf32>, memref<16xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_to_all_v': expected 2x2 = 4 counts for world 2, got 3
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_to_all_v': expected 2x2 = 4 counts for world 2 ranks, got 3
   func.return
 }
 
