@@ -198,7 +198,8 @@ def kernel_spec(plan: Plan, name: str, devices: Sequence[int], extents: Sequence
 
 
 _TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32",
-                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
+                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2", "i8": "int8", "ui8": "uint8",
+                 "i32": "int32", "ui32": "uint32", "i64": "int64", "ui64": "uint64", "f64": "float64"}
 
 
 def _device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, elems: int) -> tuple[int, int]:

@@ -3,7 +3,8 @@
 atom: lower to Atom IR for options["arch"] and execute the kernels with the
 SNAC scheduler (atom ops are snac ops with a mechanism). plan: build each
 kernel's plan and execute it on options["backend"]: "sim" (the plan machine,
-default), or a runtime backend of purlin.runtime ("cpu", "cuda").
+default), or a runtime backend of purlin.runtime ("cpu", "cuda"; options
+"devices" places the ranks, e.g. [0, 0] for two ranks sharing GPU 0).
 """
 
 from __future__ import annotations
@@ -69,14 +70,16 @@ def _run_backend(plan, backend: str, inputs: list[np.ndarray], outputs: list[np.
     from purlin import runtime
 
     try:
+        devices = options.get("devices")
         comm = runtime.Communicator(plan, backend, timeout_s=options.get("timeout_s", 10.0),
-                                    name=options.get("name", "collective"))
+                                    name=options.get("name", "collective"), devices=devices)
         if backend == "cpu":
             for _ in range(options.get("calls", 1)):
                 comm.run(inputs, outputs)
             return
-        device_in = [runtime.to_device(a, r) for r, a in enumerate(inputs)]
-        device_out = [runtime.to_device(a, r) for r, a in enumerate(outputs)]
+        where = devices or list(range(len(inputs)))
+        device_in = [runtime.to_device(a, d) for d, a in zip(where, inputs)]
+        device_out = [runtime.to_device(a, d) for d, a in zip(where, outputs)]
         for _ in range(options.get("calls", 1)):
             comm.run(device_in, device_out)
         comm.synchronize()

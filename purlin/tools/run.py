@@ -260,12 +260,14 @@ def _run_level(
     return time.perf_counter() - started
 
 
-def _report(summary: str, seconds: float | None, mismatch: Mismatch | str | None) -> int:
+def _report(summary: str, seconds: float | None, mismatch: Mismatch | str | None,
+            differs: bool = False) -> int:
+    """`differs`: a str `mismatch` is a wrong result, not a failure to run."""
     timing = f" time={seconds * 1e3:.3f}ms" if seconds is not None else ""
     if mismatch is None:
         print(f"{summary} result=match{timing}")
         return 0
-    kind = "mismatch" if isinstance(mismatch, Mismatch) else "error"
+    kind = "mismatch" if differs or isinstance(mismatch, Mismatch) else "error"
     print(f"{summary} result={kind}{timing}: {mismatch}")
     return 1
 
@@ -422,7 +424,7 @@ def _run_imported(args: argparse.Namespace, text: str) -> int:
                     raise UsageError("an interpreter test gives its processes: drop --world")
                 case = run_imported.run_interpreter_case(chunk, name, run)
                 summary = f"{case.label} world={case.world} level={_level(args)} expectations={case.checked}"
-                status = max(status, _report(summary, case.seconds, case.mismatch))
+                status = max(status, _report(summary, case.seconds, case.mismatch, differs=True))
             else:
                 status = max(status, _run_imported_plain(args, chunk, run))
         except run_imported.CaseError as e:

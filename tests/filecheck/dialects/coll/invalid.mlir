@@ -404,3 +404,75 @@ func.func @dynamic_counts_shapes_differ(%a: memref<8xf32>, %n: memref<2xi64>) {
 // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.collective': dynamic packed_v and transposed_v layouts cannot share one counts operand (one takes a list, the other a matrix)
   func.return
 }
+
+// -----
+
+func.func @groups_overlap(%a: memref<8xf32>, %b: memref<16xf32>) {
+  coll.all_gather %a, %b world 4 groups [[0, 1], [1, 2]] : memref<8xf32>, memref<16xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': groups overlap: rank 1 is in groups 0 and 1
+  func.return
+}
+
+// -----
+
+func.func @rank_twice_in_a_group(%a: memref<8xf32>) {
+  coll.all_reduce sum %a, %a world 4 groups [[0, 0]] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': groups overlap: rank 0 is twice
+  func.return
+}
+
+// -----
+
+func.func @group_rank_outside_world(%a: memref<8xf32>) {
+  coll.all_reduce sum %a, %a world 4 groups [[0, 4]] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': group 0 names rank 4, outside world 4
+  func.return
+}
+
+// -----
+
+func.func @empty_group(%a: memref<8xf32>) {
+  coll.all_reduce sum %a, %a world 4 groups [[0, 1], []] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': group 1 is empty
+  func.return
+}
+
+// -----
+
+func.func @unequal_groups(%a: memref<8xf32>, %b: memref<16xf32>) {
+  coll.all_gather %a, %b world 5 groups [[0, 1], [2, 3, 4]] : memref<8xf32>, memref<16xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': groups have sizes 2, 3, but its buffers are sized by the group: every group needs the same number of ranks
+  func.return
+}
+
+// -----
+
+func.func @grouped_sizes_follow_the_group(%a: memref<8xf32>, %b: memref<32xf32>) {
+  coll.all_gather %a, %b world 4 groups [[0, 1], [2, 3]] : memref<8xf32>, memref<32xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': output must have group size x input = 2 x 8 = 16 elements, got 32
+  func.return
+}
+
+// -----
+
+func.func @grouped_dynamic_counts(%a: memref<8xf32>, %b: memref<16xf32>, %c: memref<2xi64>) {
+  coll.all_gather_v %a, %b world 4 groups [[0, 1], [2, 3]] counts %c : memref<8xf32>, memref<16xf32>, memref<2xi64>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': groups need static counts (counts [..]): dynamic counts would leave the groups' slices unknown
+  func.return
+}
+
+// -----
+
+func.func @generic_groups_of_another_size(%a: memref<8xf32>, %b: memref<8xf32>) {
+  coll.collective %a, %b in #coll.layout<packed, world 2, 8> out #coll.layout<packed, world 2, 8> consume #coll.consume<copy> world 6 groups [[0, 1, 2], [3, 4, 5]] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.collective': the layouts are for 2 ranks, but the groups have 3: with groups, layouts name group-local ranks
+  func.return
+}
+
+// -----
+
+func.func @bitwise_on_floats(%a: memref<8xf32>) {
+  coll.all_reduce xor %a, %a world 2 : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': reduction 'xor' combines bits and takes an integer dtype, got f32
+  func.return
+}
