@@ -339,7 +339,10 @@ def _run_file(args: argparse.Namespace) -> int:
         data = args.file.read_bytes()
     except OSError as e:
         raise UsageError(f"cannot read {args.file}: {e.strerror}") from None
-    text = decode_source(data, str(args.file))
+    try:
+        text = decode_source(data, str(args.file))
+    except DiagnosticException as e:
+        raise UsageError(str(e).strip()) from None
     if run_imported.is_imported(text):
         return _run_imported(args, text)
     try:

@@ -18,7 +18,7 @@ def test_examples_match_on_the_cpu_backend(path, capsys):
 
 
 def test_a_wrong_expectation_is_a_mismatch(tmp_path, capsys):
-    text = open(EXAMPLES[0]).read().replace("dense<[6, 60]>", "dense<[6, 61]>", 1)
+    text = open(EXAMPLES[0]).read().replace("%results#0, dense<[6, 60]>", "%results#0, dense<[6, 61]>", 1)
     path = tmp_path / "wrong.mlir"
     path.write_text(text)
     assert run.main([str(path), "--backend", "cpu"]) == 1
