@@ -23,6 +23,13 @@ const char* dtype_name(purlin::DType d) {
     case purlin::DType::F32: return "f32";
     case purlin::DType::FP8E4M3: return "fp8e4m3";
     case purlin::DType::FP8E5M2: return "fp8e5m2";
+    case purlin::DType::I8: return "i8";
+    case purlin::DType::UI8: return "ui8";
+    case purlin::DType::I32: return "i32";
+    case purlin::DType::UI32: return "ui32";
+    case purlin::DType::I64: return "i64";
+    case purlin::DType::UI64: return "ui64";
+    case purlin::DType::F64: return "f64";
   }
   return "?";
 }

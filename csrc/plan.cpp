@@ -28,7 +28,7 @@ Plan decode_plan(const int64_t* words, int64_t n) {
   Plan p;
   p.world = words[2];
   p.arch = words[3];
-  check(words[4] >= 0 && words[4] <= 4, "unknown dtype code");
+  check(words[4] >= 0 && words[4] < kDTypeCount, "unknown dtype code");
   p.dtype = static_cast<DType>(words[4]);
   p.input_elems = words[5];
   p.output_elems = words[6];

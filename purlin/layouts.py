@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Sequence
+from typing import Callable, Sequence
 
 Name = tuple[int, ...]
 
@@ -343,3 +343,43 @@ def coalesced(src: Layout, dst: Layout) -> tuple[Layout, Layout] | None:
         ])
 
     return rebuilt(src), rebuilt(dst)
+
+
+# -- sub-groups -----------------------------------------------------------------
+
+Groups = tuple[tuple[int, ...], ...]
+
+
+def groups_problem(groups: Sequence[Sequence[int]], world: int) -> str | None:
+    """Why `groups` are not sub-groups of a world of `world` ranks, or None.
+
+    Each group is a non-empty list of distinct ranks of the world, in the
+    order that numbers them (position = group-local rank); no rank is in two
+    groups. Ranks in no group take no part.
+    """
+    if not groups:
+        return "groups must list at least one group"
+    seen: dict[int, int] = {}
+    for g, group in enumerate(groups):
+        if not group:
+            return f"group {g} is empty"
+        for r in group:
+            if not 0 <= r < world:
+                return f"group {g} names rank {r}, outside world {world}"
+            if r in seen:
+                where = "twice" if seen[r] == g else f"in groups {seen[r]} and {g}"
+                return f"groups overlap: rank {r} is {where}"
+            seen[r] = g
+    return None
+
+
+def embed(local: Callable[[int], Layout], groups: Sequence[Sequence[int]], world: int) -> Layout:
+    """The layout over `world` ranks of one collective per group: group g runs
+    `local(len(group))` over its group-local ranks, its local rank l being
+    global rank groups[g][l]; names are prefixed with g, so groups never mix."""
+    slices: list[Slice] = []
+    for g, group in enumerate(groups):
+        layout = local(len(group))
+        for l, rank in enumerate(group):
+            slices += [Slice(rank, s.offset, s.size, (g, *s.name)) for s in layout.slices(l)]
+    return Layout.named(world, slices)

@@ -27,7 +27,8 @@ Instructions (fields after `op` and `mech`):
 - signal:  sig, peer, slot, base, rel, order
                                            store base + rel into peer's signals[sig][slot]
 - copy:    elems, dst, src                  dst[0:elems] = src[0:elems]
-- reduce:  elems, redop, dst, srcs          dst = reduce(srcs) with f32 accumulation, in order
+- reduce:  elems, redop, dst, srcs          dst = reduce(srcs) in order (f32 accumulation; f64 in
+                                           f64, integers exact in their width)
 - put:     elems, peer, buf, offset, src    packets into peer's window buf, half epoch%2,
                                            region of this rank, at element offset; flag epoch+1
 - wait_packets: elems, buf, peer, offset  spin until the packets from rank `peer` at that
@@ -44,6 +45,8 @@ from dataclasses import asdict, dataclass, field
 from enum import IntEnum
 
 import numpy as np
+
+from purlin.dialects.coll import DTYPES as COLL_DTYPES
 
 FORMAT = "purlin-plan"
 VERSION = 1
@@ -105,6 +108,9 @@ class RedOp(IntEnum):
     MAX = 2
     MIN = 3
     PROD = 4
+    AND = 5
+    OR = 6
+    XOR = 7
 
 
 class BufKind(IntEnum):
@@ -120,7 +126,8 @@ class RoleKind(IntEnum):
     FUSED = 4
 
 
-DTYPES = {"bf16": (0, 2), "f16": (1, 2), "f32": (2, 4), "fp8e4m3": (3, 1), "fp8e5m2": (4, 1)}
+# dtype -> (code, bytes): the code is the dtype's place in coll.DTYPES.
+DTYPES = {d.name: (code, d.bytes) for code, d in enumerate(COLL_DTYPES)}
 ARCHS = {"sm_80": 80, "sm_90": 90, "sm_100": 100}
 # What multimem.ld_reduce can reduce, by element type (PTX ISA; as atom.MULTIMEM_REDUCE).
 MULTIMEM_REDUCE = {

@@ -57,8 +57,7 @@ _MECH = {
     atom.Mechanism.COPY_ENGINE: P.Mech.COPY_ENGINE,
     atom.Mechanism.PACKET: P.Mech.PACKET,
 }
-_REDOP = {ReduceKind.SUM: P.RedOp.SUM, ReduceKind.MAX: P.RedOp.MAX,
-          ReduceKind.MIN: P.RedOp.MIN, ReduceKind.PROD: P.RedOp.PROD}
+_REDOP = {kind: P.RedOp[kind.name] for kind in ReduceKind}
 _ORDER = {snac.MemoryOrder.RELAXED: P.Order.RELAXED, snac.MemoryOrder.ACQUIRE: P.Order.ACQUIRE,
           snac.MemoryOrder.RELEASE: P.Order.RELEASE}
 _ROLE = {snac.RoleKind.PRODUCER: P.RoleKind.PRODUCER, snac.RoleKind.CONSUMER: P.RoleKind.CONSUMER,

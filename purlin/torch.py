@@ -21,16 +21,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from purlin.compile import arch_of_device, compile_plan
+from purlin.dialects.coll import DTYPES, ReduceKind
 from purlin.runtime.process import ProcessCommunicator
 
-_DTYPES = {
-    torch.bfloat16: "bf16",
-    torch.float16: "f16",
-    torch.float32: "f32",
-    torch.float8_e4m3fn: "fp8e4m3",
-    torch.float8_e5m2: "fp8e5m2",
-}
-_OPS = ("sum", "max", "min", "prod")
+# Every purlin dtype this torch build has.
+_DTYPES = {getattr(torch, d.torch): d.name for d in DTYPES if hasattr(torch, d.torch)}
+_OPS = tuple(k.value for k in ReduceKind)
 
 
 @dataclass

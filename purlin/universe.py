@@ -3,6 +3,7 @@
 
 from collections.abc import Callable
 
+from xdsl.context import Context
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
 from xdsl.universe import Universe
@@ -51,13 +52,58 @@ def _snac_verify() -> type[ModulePass]:
     return SnacVerifyPass
 
 
+def _stablehlo() -> Dialect:
+    from purlin.dialects.stablehlo import StableHLO
+
+    return StableHLO
+
+
+def _interpreter() -> Dialect:
+    from purlin.dialects.interpreter import Interpreter
+
+    return Interpreter
+
+
+def _check() -> Dialect:
+    from purlin.dialects.check import Check
+
+    return Check
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "coll": _coll,
     "snac": _snac,
     "atom": _atom,
+    "stablehlo": _stablehlo,
+    "interpreter": _interpreter,
+    "check": _check,
 }
 
+
+def load_extensions(ctx: Context) -> None:
+    """Ops purlin adds to a dialect that xDSL ships (and registers under the
+    dialect's name): upstream's shard collectives that xDSL 0.74 lacks."""
+    from purlin.dialects.shard import SHARD_OPS
+
+    for op in SHARD_OPS:
+        if ctx.get_optional_op(op.name) is None:
+            ctx.load_op(op)
+
+def _convert_stablehlo_to_coll() -> type[ModulePass]:
+    from purlin.lowering.convert_stablehlo_to_coll import ConvertStablehloToCollPass
+
+    return ConvertStablehloToCollPass
+
+
+def _convert_shard_to_coll() -> type[ModulePass]:
+    from purlin.lowering.convert_shard_to_coll import ConvertShardToCollPass
+
+    return ConvertShardToCollPass
+
+
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "convert-stablehlo-to-coll": _convert_stablehlo_to_coll,
+    "convert-shard-to-coll": _convert_shard_to_coll,
     "coll-expand": _coll_expand,
     "convert-coll-to-snac": _convert_coll_to_snac,
     "snac-verify": _snac_verify,

@@ -82,8 +82,10 @@ void check_program(const Plan& p, int64_t rank, int64_t role, int64_t per_packet
       fail("takes one source, got " + std::to_string(in.src_count));
     if (in.op == Op::Reduce) {
       if (in.src_count < 1) fail("a reduce needs at least one source");
-      if (in.redop < RedOp::Sum || in.redop > RedOp::Prod)
-        fail("reduction " + std::to_string(static_cast<int64_t>(in.redop)) + " is not sum, max, min or prod");
+      if (in.redop < RedOp::Sum || in.redop > RedOp::Xor)
+        fail("reduction " + std::to_string(static_cast<int64_t>(in.redop)) + " is not sum, max, min, prod, and, or or xor");
+      const bool integer = !reduces_via_f32(p.dtype) && p.dtype != DType::F64;
+      if (in.redop >= RedOp::And && !integer) fail("bitwise reduction of a floating-point dtype");
     }
     for (int64_t k = 0; k < in.src_count; ++k) check_ref(in.src_first + k, "source", false);
     if ((in.op == Op::Put || in.op == Op::WaitPackets) && in.offset % per_packet)
@@ -120,7 +122,7 @@ float combine(RedOp op, float a, float b) {
     // equal values (+0 and -0) the later source wins.
     case RedOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
     case RedOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
-    case RedOp::None: break;
+    default: break;
   }
   return a;
 }
@@ -271,6 +273,19 @@ class RoleThread {
         std::vector<Place> srcs;
         for (int64_t k = 0; k < in.src_count; ++k) srcs.push_back(place(p_.refs[in.src_first + k]));
         std::vector<unsigned char> chunk(kChunk * eb_);
+        if (!reduces_via_f32(p_.dtype)) {
+          std::vector<unsigned char> exact(kChunk * eb_);
+          for (int64_t at = 0; at < in.elems; at += kChunk) {
+            const int64_t n = std::min(kChunk, in.elems - at);
+            read(srcs[0], at, n, exact.data());
+            for (size_t k = 1; k < srcs.size(); ++k) {
+              read(srcs[k], at, n, chunk.data());
+              combine_into(p_.dtype, in.redop, exact.data(), chunk.data(), n);
+            }
+            write(dst, at, n, exact.data());
+          }
+          return;
+        }
         std::vector<float> acc(kChunk);
         for (int64_t at = 0; at < in.elems; at += kChunk) {
           const int64_t n = std::min(kChunk, in.elems - at);

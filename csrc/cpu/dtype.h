@@ -1,12 +1,16 @@
-// Element types of the CPU backend: conversion to f32 (exact) and back with
-// round-to-nearest-even, bit for bit as ml_dtypes/numpy for finite values.
+// Element types of the CPU backend. The narrow floats reduce through f32:
+// conversion to f32 (exact) and back with round-to-nearest-even, bit for bit
+// as ml_dtypes/numpy for finite values. f64 and the integers reduce exactly in
+// their own type (integers wrap as two's complement), as numpy does.
 // Overflow gives inf, except for fp8 e4m3fn, which has none and gives NaN
 // (ml_dtypes' non-saturating conversion). NaN becomes the type's quiet NaN
 // with the sign kept.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "purlin/plan.h"
 
@@ -116,6 +120,8 @@ inline float load_f32(DType dtype, const unsigned char* p, int64_t i) {
       return E4M3::to_f32(p[i]);
     case DType::FP8E5M2:
       return E5M2::to_f32(p[i]);
+    default:
+      break;
   }
   return 0.0f;
 }
@@ -142,6 +148,64 @@ inline void store_f32(DType dtype, unsigned char* p, int64_t i, float v) {
     case DType::FP8E5M2:
       p[i] = static_cast<unsigned char>(E5M2::from_f32(v));
       return;
+    default:
+      return;
+  }
+}
+
+// Whether `dtype` reduces through f32 accumulators (the narrow floats and f32).
+inline bool reduces_via_f32(DType dtype) { return static_cast<int>(dtype) <= static_cast<int>(DType::FP8E5M2); }
+
+// a op b in T: integers in their unsigned counterpart, so overflow wraps
+// (signed overflow would be undefined); NaN propagates as numpy's maximum/minimum.
+template <class T>
+T combine_exact(RedOp op, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    switch (op) {
+      case RedOp::Sum: return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+      case RedOp::Prod: return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+      case RedOp::Max: return a > b ? a : b;
+      case RedOp::Min: return a < b ? a : b;
+      case RedOp::And: return static_cast<T>(a & b);
+      case RedOp::Or: return static_cast<T>(a | b);
+      case RedOp::Xor: return static_cast<T>(a ^ b);
+      case RedOp::None: break;
+    }
+  } else {
+    switch (op) {
+      case RedOp::Sum: return a + b;
+      case RedOp::Prod: return a * b;
+      case RedOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
+      case RedOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
+      default: break;
+    }
+  }
+  return a;
+}
+
+template <class T>
+void combine_into_as(RedOp op, unsigned char* acc, const unsigned char* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    T a, b;
+    std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, x + i * sizeof(T), sizeof(T));
+    a = combine_exact<T>(op, a, b);
+    std::memcpy(acc + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+// acc[i] = acc[i] op x[i] for n elements of a dtype that reduces exactly.
+inline void combine_into(DType dtype, RedOp op, unsigned char* acc, const unsigned char* x, int64_t n) {
+  switch (dtype) {
+    case DType::I8: return combine_into_as<int8_t>(op, acc, x, n);
+    case DType::UI8: return combine_into_as<uint8_t>(op, acc, x, n);
+    case DType::I32: return combine_into_as<int32_t>(op, acc, x, n);
+    case DType::UI32: return combine_into_as<uint32_t>(op, acc, x, n);
+    case DType::I64: return combine_into_as<int64_t>(op, acc, x, n);
+    case DType::UI64: return combine_into_as<uint64_t>(op, acc, x, n);
+    case DType::F64: return combine_into_as<double>(op, acc, x, n);
+    default: return;
   }
 }
 

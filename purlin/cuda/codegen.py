@@ -28,11 +28,11 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.diagnostics import where
 from purlin.dialects import atom, snac
-from purlin.dialects.coll import ReduceKind, dtype_name
+from purlin.dialects.coll import DTYPES, ReduceKind, dtype_name
 
-_DTYPE = {"bf16": "BF16", "f16": "F16", "f32": "F32", "fp8e4m3": "FP8E4M3", "fp8e5m2": "FP8E5M2"}
-_REDOP = {None: "None", ReduceKind.SUM: "Sum", ReduceKind.MAX: "Max", ReduceKind.MIN: "Min",
-          ReduceKind.PROD: "Prod"}
+# The C++ names of abi.h's enumerators (test_cuda_abi holds them equal to the plan format's).
+_DTYPE = {d.name: d.name.upper() for d in DTYPES}
+_REDOP = {None: "None", **{kind: kind.name.capitalize() for kind in ReduceKind}}
 _MECH = {
     atom.Mechanism.VECTOR: "Vector", atom.Mechanism.CP_ASYNC: "CpAsync", atom.Mechanism.BULK: "Bulk",
     atom.Mechanism.MULTIMEM: "Multimem", atom.Mechanism.COPY_ENGINE: "CopyEngine",

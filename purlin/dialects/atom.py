@@ -34,7 +34,7 @@ from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from purlin.dialects import snac
-from purlin.dialects.coll import ReduceKind, dtype_name
+from purlin.dialects.coll import DTYPE_BYTES, ReduceKind, dtype_name
 
 
 class Target(StrEnum):
@@ -176,7 +176,7 @@ class _Datapath:
         assert isinstance(kernel.input.type, MemRefType)
         dtype = dtype_name(kernel.input.type.element_type)
         assert dtype is not None
-        elem = {"f32": 4, "bf16": 2, "f16": 2}.get(dtype, 1)
+        elem = DTYPE_BYTES[dtype]
         if mech == Mechanism.PACKET:
             if width != 16:
                 raise _err(self, f"packets are 16-byte stores, got width {width}")

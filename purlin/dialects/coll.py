@@ -8,6 +8,8 @@ latter; the layout semantics live in `purlin.layouts`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar, Sequence
 
@@ -18,9 +20,11 @@ from xdsl.dialects.builtin import (
     Float8E5M2Type,
     Float16Type,
     Float32Type,
+    Float64Type,
     IntAttr,
     IntegerType,
     MemRefType,
+    Signedness,
     StringAttr,
     UnitAttr,
 )
@@ -53,28 +57,59 @@ from purlin.layouts import (
     LayoutKind,
     Slice,
     check_collective,
+    embed,
     format_name,
+    groups_problem,
     world_problem,
 )
 
 # -- element types -----------------------------------------------------------
 
-SUPPORTED_DTYPES: dict[type[Attribute], str] = {
-    BFloat16Type: "bf16",
-    Float16Type: "f16",
-    Float32Type: "f32",
-    Float8E4M3FNType: "fp8e4m3",
-    Float8E5M2Type: "fp8e5m2",
-}
+@dataclass(frozen=True)
+class DType:
+    """One element type: its printed name, IR element type, size, and how it
+    combines ("float" accumulates in f32, or in f64 for f64; "int"/"uint" are
+    exact in their own width, wrapping as two's complement)."""
+
+    name: str
+    element: Callable[[], Attribute]
+    bytes: int
+    kind: str
+    torch: str  # the torch.dtype attribute of the same type
+
+    @property
+    def integer(self) -> bool:
+        return self.kind != "float"
 
 
-DTYPE_BYTES: dict[str, int] = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "fp8e5m2": 1}
+# The dtypes in plan-format code order (a dtype's code is its index here;
+# purlin/plan.py and abi.h's DType follow this table, test_cuda_abi checks it).
+DTYPES: tuple[DType, ...] = (
+    DType("bf16", BFloat16Type, 2, "float", "bfloat16"),
+    DType("f16", Float16Type, 2, "float", "float16"),
+    DType("f32", Float32Type, 4, "float", "float32"),
+    DType("fp8e4m3", Float8E4M3FNType, 1, "float", "float8_e4m3fn"),
+    DType("fp8e5m2", Float8E5M2Type, 1, "float", "float8_e5m2"),
+    DType("i8", lambda: IntegerType(8), 1, "int", "int8"),
+    DType("ui8", lambda: IntegerType(8, Signedness.UNSIGNED), 1, "uint", "uint8"),
+    DType("i32", lambda: IntegerType(32), 4, "int", "int32"),
+    DType("ui32", lambda: IntegerType(32, Signedness.UNSIGNED), 4, "uint", "uint32"),
+    DType("i64", lambda: IntegerType(64), 8, "int", "int64"),
+    DType("ui64", lambda: IntegerType(64, Signedness.UNSIGNED), 8, "uint", "uint64"),
+    DType("f64", Float64Type, 8, "float", "float64"),
+)
+DTYPE_INFO: dict[str, DType] = {d.name: d for d in DTYPES}
+DTYPE_BYTES: dict[str, int] = {d.name: d.bytes for d in DTYPES}
+
+# Element types are looked up by their IR spelling: integer types of one
+# class differ only in their parameters.
+_BY_ELEMENT: dict[str, str] = {str(d.element()): d.name for d in DTYPES}
 
 # The IR spelling of an element type (f8E4M3FN) names its dtype too, wherever
 # a dtype is given by name; the names above are the ones printed.
-DTYPE_ALIASES: dict[str, str] = {
-    str(cls()): name for cls, name in SUPPORTED_DTYPES.items() if str(cls()) != name
-}
+DTYPE_ALIASES: dict[str, str] = {ir: name for ir, name in _BY_ELEMENT.items() if ir != name}
+
+ELEMENT_TYPES_TEXT = ", ".join(_BY_ELEMENT)
 
 
 def canonical_dtype(name: str) -> str:
@@ -83,7 +118,7 @@ def canonical_dtype(name: str) -> str:
 
 
 def dtype_name(elem: Attribute) -> str | None:
-    return SUPPORTED_DTYPES.get(type(elem))
+    return _BY_ELEMENT.get(str(elem))
 
 
 def element_bytes(elem: Attribute) -> int:
@@ -99,6 +134,13 @@ class ReduceKind(StrEnum):
     MAX = "max"
     MIN = "min"
     PROD = "prod"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+
+
+BITWISE = frozenset({ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR})
+REDUCE_KINDS_TEXT = "sum, max, min, prod, and, or or xor"
 
 
 def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
@@ -106,9 +148,13 @@ def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
 
     prod is only offered where it is exact enough to be useful: fp8 has so
     few mantissa and exponent bits that a product over ranks saturates.
+    Bitwise reductions combine the bits of integers only.
     """
     if kind == ReduceKind.PROD and dtype.startswith("fp8"):
         return f"reduction 'prod' is not supported for {dtype} (it saturates); use f16, bf16 or f32"
+    info = DTYPE_INFO.get(dtype)
+    if kind in BITWISE and (info is None or not info.integer):
+        return f"reduction '{kind.value}' combines bits and takes an integer dtype, got {dtype}"
     return None
 
 
@@ -350,10 +396,10 @@ def _parse_reduce_kind(parser: AttrParser, after: str) -> ReduceKind:
     start = parser.pos
     word = parser.parse_optional_identifier()
     if word is None:
-        parser.raise_error(f"expected a reduction op after {after}: sum, max, min or prod")
+        parser.raise_error(f"expected a reduction op after {after}: {REDUCE_KINDS_TEXT}")
     if word not in ReduceKind.__members__.values():
         parser.raise_error(
-            f"expected a reduction op after {after}: sum, max, min or prod, got '{word}'",
+            f"expected a reduction op after {after}: {REDUCE_KINDS_TEXT}, got '{word}'",
             start,
             parser.pos,
         )
@@ -388,7 +434,7 @@ def _verify_buffers(op: Operation, inp: SSAValue, out: SSAValue) -> str:
     if dtype is None:
         raise VerifyException(
             f"'{op.name}': element type {inp.type.element_type} is not supported, "
-            "expected one of bf16, f16, f32, f8E4M3FN, f8E5M2"
+            f"expected one of {ELEMENT_TYPES_TEXT}"
         )
     return dtype
 
@@ -429,7 +475,12 @@ def _extent_reason(layout: Layout) -> str:
 
 @irdl_op_definition
 class CollectiveOp(IRDLOperation):
-    """`coll.collective %in, %out in LAYOUT out LAYOUT consume CONSUME [deterministic]`."""
+    """`coll.collective %in, %out in LAYOUT out LAYOUT consume CONSUME
+    [world W groups [[..], ..]] [deterministic]`.
+
+    With groups, the layouts are over the ranks of one group (their world is
+    the group size) and every group runs the collective over its group-local
+    ranks; `coll-expand` gives the layouts over the W ranks."""
 
     name = "coll.collective"
 
@@ -441,6 +492,8 @@ class CollectiveOp(IRDLOperation):
     output_layout = prop_def(LayoutAttr)
     consume = prop_def(ConsumeAttr)
     deterministic = opt_prop_def(UnitAttr)
+    group_world = opt_prop_def(IntAttr, prop_name="world")
+    groups = opt_prop_def(ArrayAttr)
 
     def __init__(
         self,
@@ -451,6 +504,8 @@ class CollectiveOp(IRDLOperation):
         consume: ConsumeAttr,
         deterministic: bool = False,
         counts: SSAValue | None = None,
+        world: int | None = None,
+        groups: Sequence[Sequence[int]] | None = None,
     ):
         props: dict[str, Attribute] = {
             "input_layout": input_layout,
@@ -459,16 +514,54 @@ class CollectiveOp(IRDLOperation):
         }
         if deterministic:
             props["deterministic"] = UnitAttr()
+        if groups is not None:
+            assert world is not None
+            props["world"] = IntAttr(world)
+            props["groups"] = groups_attr(groups)
         super().__init__(operands=[inp, out, counts], properties=props)
 
     @property
     def world(self) -> int:
+        if self.group_world is not None:
+            return self.group_world.data
         return self.input_layout.world.data
 
-    def layouts(self) -> tuple[Layout, Layout]:
+    def local_layouts(self) -> tuple[Layout, Layout]:
+        """The layouts as written (with groups: over the ranks of one group)."""
         return self.input_layout.to_layout(), self.output_layout.to_layout()
 
+    def layouts(self) -> tuple[Layout, Layout]:
+        """The layouts over the world."""
+        inp, out = self.local_layouts()
+        groups = groups_of(self.groups)
+        if groups is None:
+            return inp, out
+        return (embed(lambda _: inp, groups, self.world), embed(lambda _: out, groups, self.world))
+
+    def _verify_grouping(self) -> None:
+        if (self.groups is None) != (self.group_world is None):
+            raise VerifyException(f"'{self.name}': 'world' and 'groups' come together")
+        if self.groups is None:
+            return
+        if why := world_problem(self.world):
+            raise VerifyException(f"'{self.name}': {why}")
+        _verify_groups(self, self.groups, self.world, True)
+        if self.counts is not None:
+            raise VerifyException(
+                f"'{self.name}': groups need static layouts: dynamic counts would leave the "
+                "groups' slices unknown"
+            )
+        groups = groups_of(self.groups)
+        assert groups is not None
+        n = self.input_layout.world.data
+        if len(groups[0]) != n:
+            raise VerifyException(
+                f"'{self.name}': the layouts are for {n} ranks, but the groups have "
+                f"{len(groups[0])}: with groups, layouts name group-local ranks"
+            )
+
     def verify_(self) -> None:
+        self._verify_grouping()
         dtype = _verify_buffers(self, self.input, self.output)
         kind = self.consume.kind
         if kind is None and self.deterministic is not None:
@@ -477,7 +570,7 @@ class CollectiveOp(IRDLOperation):
             )
         if kind is not None and (why := check_reduce_dtype(kind, dtype)):
             raise VerifyException(f"'{self.name}': {why}")
-        inp, out = self.layouts()
+        inp, out = self.local_layouts()
         try:
             check_collective(inp, out, reduce=kind is not None)
         except LayoutError as e:
@@ -527,6 +620,11 @@ class CollectiveOp(IRDLOperation):
         counts = None
         if parser.parse_optional_keyword("counts"):
             counts = parser.parse_unresolved_operand()
+        world = groups = None
+        if parser.parse_optional_keyword("world"):
+            world = parser.parse_integer(allow_boolean=False)
+            parser.parse_keyword("groups", " (a world is given with the groups that split it)")
+            groups = _parse_groups(parser)
         deterministic = parser.parse_optional_keyword("deterministic") is not None
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
@@ -538,7 +636,7 @@ class CollectiveOp(IRDLOperation):
         ops = [parser.resolve_operand(n, t) for n, t in zip(names, types)]
         op = cls(
             ops[0], ops[1], in_layout, out_layout, consume, deterministic,  # type: ignore[arg-type]
-            ops[2] if counts is not None else None,
+            ops[2] if counts is not None else None, world, groups,
         )
         op.attributes.update(attrs)
         return op
@@ -557,6 +655,9 @@ class CollectiveOp(IRDLOperation):
         if self.counts is not None:
             printer.print_string(" counts ")
             printer.print_operand(self.counts)
+        if (groups := groups_of(self.groups)) is not None:
+            printer.print_string(f" world {self.world}")
+            _print_groups(printer, groups)
         if self.deterministic is not None:
             printer.print_string(" deterministic")
         printer.print_op_attributes(self.attributes)
@@ -581,6 +682,49 @@ def _verify_counts_operand(op: Operation, counts: SSAValue, world: int, matrix: 
         )
 
 
+# -- sub-groups ---------------------------------------------------------------
+
+
+def groups_attr(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    return ArrayAttr(ArrayAttr(IntAttr(int(r)) for r in g) for g in groups)
+
+
+def groups_of(attr: ArrayAttr | None) -> tuple[tuple[int, ...], ...] | None:
+    if attr is None:
+        return None
+    return tuple(tuple(r.data for r in g.data) for g in attr.data)  # type: ignore[union-attr]
+
+
+def _parse_groups(parser: Parser) -> list[list[int]]:
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, lambda: _parse_int_list(parser)
+    )
+
+
+def _print_groups(printer: Printer, groups: tuple[tuple[int, ...], ...]) -> None:
+    body = ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups)
+    printer.print_string(f" groups [{body}]")
+
+
+def _verify_groups(op: Operation, attr: ArrayAttr | None, world: int, equal: bool) -> None:
+    """Groups are well formed, and of one size where the collective needs it."""
+    if attr is None:
+        return
+    if not all(isinstance(g, ArrayAttr) and all(isinstance(r, IntAttr) for r in g.data)
+               for g in attr.data):
+        raise VerifyException(f"'{op.name}': groups must be lists of ranks")
+    groups = groups_of(attr)
+    assert groups is not None
+    if why := groups_problem(groups, world):
+        raise VerifyException(f"'{op.name}': {why}")
+    sizes = sorted({len(g) for g in groups})
+    if equal and len(sizes) > 1:
+        raise VerifyException(
+            f"'{op.name}': groups have sizes {', '.join(map(str, sizes))}, but its buffers "
+            "are sized by the group: every group needs the same number of ranks"
+        )
+
+
 # -- named collectives -------------------------------------------------------
 
 
@@ -600,9 +744,13 @@ class NamedCollective(IRDLOperation):
     counts = opt_operand_def(MemRefType)
 
     world = prop_def(IntAttr)
+    groups = opt_prop_def(ArrayAttr)
     static_counts = opt_prop_def(ArrayAttr[IntAttr])
     op = opt_prop_def(ReduceKindAttr)
     deterministic = opt_prop_def(UnitAttr)
+
+    # Whether every group must have the same size (the buffers' sizes follow it).
+    EQUAL_GROUPS: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -612,8 +760,11 @@ class NamedCollective(IRDLOperation):
         op: ReduceKind | None = None,
         counts: Sequence[int] | SSAValue | None = None,
         deterministic: bool = False,
+        groups: Sequence[Sequence[int]] | None = None,
     ):
         props: dict[str, Attribute] = {"world": IntAttr(world)}
+        if groups is not None:
+            props["groups"] = groups_attr(groups)
         if op is not None:
             props["op"] = ReduceKindAttr(op)
         if deterministic:
@@ -625,8 +776,30 @@ class NamedCollective(IRDLOperation):
             props["static_counts"] = ArrayAttr(IntAttr(int(c)) for c in counts)
         super().__init__(operands=[inp, out, counts_operand], properties=props)
 
-    # Layouts of this collective; subclasses give the kinds and sizes.
+    @property
+    def group_list(self) -> tuple[tuple[int, ...], ...] | None:
+        return groups_of(self.groups)
+
+    @property
+    def group_size(self) -> int:
+        """The ranks one collective spans: the world, or the (first) group."""
+        groups = self.group_list
+        return self.world.data if groups is None else len(groups[0])
+
     def layouts(self) -> tuple[Layout, Layout]:
+        """The layouts over the world: with groups, each group's collective
+        over its group-local ranks (`layouts.embed`)."""
+        groups = self.group_list
+        if groups is None:
+            return self.local_layouts(self.world.data)
+        w = self.world.data
+        return (
+            embed(lambda n: self.local_layouts(n)[0], groups, w),
+            embed(lambda n: self.local_layouts(n)[1], groups, w),
+        )
+
+    # Layouts of this collective over `w` ranks; subclasses give the kinds and sizes.
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
         raise NotImplementedError
 
     def consume_attr(self) -> ConsumeAttr:
@@ -638,7 +811,7 @@ class NamedCollective(IRDLOperation):
         if self.static_counts is None:
             return None
         vals = [c.data for c in self.static_counts.data]
-        w = self.world.data
+        w = self.group_size
         if self.MATRIX:
             return [vals[i * w : (i + 1) * w] for i in range(w)]
         return vals
@@ -646,10 +819,11 @@ class NamedCollective(IRDLOperation):
     def verify_(self) -> None:
         if why := world_problem(self.world.data):
             raise VerifyException(f"'{self.name}': {why}")
+        _verify_groups(self, self.groups, self.world.data, self.EQUAL_GROUPS)
         dtype = _verify_buffers(self, self.input, self.output)
         if self.REDUCES and self.op is None:
             raise VerifyException(
-                f"'{self.name}': a reduction op (sum, max, min or prod) is required"
+                f"'{self.name}': a reduction op ({REDUCE_KINDS_TEXT}) is required"
             )
         if not self.REDUCES and self.op is not None:
             raise VerifyException(
@@ -675,7 +849,7 @@ class NamedCollective(IRDLOperation):
         self._verify_sizes()
 
     def _verify_counts(self) -> None:
-        w = self.world.data
+        w = self.group_size
         if self.static_counts is None and self.counts is None:
             raise VerifyException(
                 f"'{self.name}': needs counts, either static (counts [..]) or "
@@ -686,14 +860,20 @@ class NamedCollective(IRDLOperation):
                 f"'{self.name}': has both static and dynamic counts; give one of them"
             )
         if self.counts is not None:
+            if self.groups is not None:
+                raise VerifyException(
+                    f"'{self.name}': groups need static counts (counts [..]): dynamic counts "
+                    "would leave the groups' slices unknown"
+                )
             _verify_counts_operand(self, self.counts, w, self.MATRIX)
             return
         vals = [c.data for c in self.static_counts.data]  # type: ignore[union-attr]
         want = w * w if self.MATRIX else w
         if len(vals) != want:
             what = f"{w}x{w} = {want}" if self.MATRIX else str(w)
+            per = "world" if self.groups is None else "each group of"
             raise VerifyException(
-                f"'{self.name}': expected {what} counts for world {w}, got {len(vals)}"
+                f"'{self.name}': expected {what} counts for {per} {w} ranks, got {len(vals)}"
             )
         if any(v < 0 for v in vals):
             raise VerifyException(
@@ -720,6 +900,7 @@ class NamedCollective(IRDLOperation):
         out = parser.parse_unresolved_operand()
         parser.parse_keyword("world")
         world = parser.parse_integer(allow_boolean=False)
+        groups = _parse_groups(parser) if parser.parse_optional_keyword("groups") else None
         counts: list[int] | None = None
         counts_name = None
         if parser.parse_optional_keyword("counts"):
@@ -749,6 +930,7 @@ class NamedCollective(IRDLOperation):
             op,
             counts_val,
             deterministic,
+            groups,
         )
         result.attributes.update(attrs)
         return result
@@ -761,6 +943,8 @@ class NamedCollective(IRDLOperation):
         printer.print_string(", ")
         printer.print_operand(self.output)
         printer.print_string(f" world {self.world.data}")
+        if (groups := self.group_list) is not None:
+            _print_groups(printer, groups)
         if self.static_counts is not None:
             vals = ", ".join(str(c.data) for c in self.static_counts.data)
             printer.print_string(f" counts [{vals}]")
@@ -809,12 +993,13 @@ def _static_size(op: NamedCollective) -> int:
 class AllReduceOp(NamedCollective):
     name = "coll.all_reduce"
     REDUCES: ClassVar[bool] = True
+    # Every rank keeps its whole buffer: groups of any sizes.
+    EQUAL_GROUPS: ClassVar[bool] = False
 
     def _verify_sizes(self) -> None:
         _same_size(self)
 
-    def layouts(self) -> tuple[Layout, Layout]:
-        w = self.world.data
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
         n = _static_size(self)
         if n % w == 0:
             layout = Layout.fixed(LayoutKind.SCATTERED, w, n // w)
@@ -834,19 +1019,19 @@ class SliceCollective(NamedCollective):
 
     def _verify_sizes(self) -> None:
         part, whole = self._size(getattr(self, self.PART)), self._size(getattr(self, self.WHOLE))
-        w = self.world.data
+        w = self.group_size
+        span = "world" if self.groups is None else "group size"
         self._require(
             part is None or whole is None or whole == w * part,
-            f"{self.WHOLE} must have world x {self.PART} = {w} x {part} = {w * (part or 0)} elements, got {whole}",
+            f"{self.WHOLE} must have {span} x {self.PART} = {w} x {part} = {w * (part or 0)} elements, got {whole}",
         )
         # With a dynamic part the slice size comes from the whole alone.
         self._require(
             part is not None or whole is None or whole % w == 0,
-            f"{self.WHOLE} of {whole} elements is not divisible by world size {w}",
+            f"{self.WHOLE} of {whole} elements is not divisible by {'world' if self.groups is None else 'group'} size {w}",
         )
 
-    def layouts(self) -> tuple[Layout, Layout]:
-        w = self.world.data
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
         c = self._size(getattr(self, self.PART))
         if c is None:
             whole = self._size(getattr(self, self.WHOLE))
@@ -878,14 +1063,14 @@ class AllToAllOp(NamedCollective):
 
     def _verify_sizes(self) -> None:
         n = _same_size(self)
-        w = self.world.data
+        w = self.group_size
+        span = "world" if self.groups is None else "group"
         self._require(
             n is None or n % w == 0,
-            f"buffer of {n} elements is not divisible by world size {w}",
+            f"buffer of {n} elements is not divisible by {span} size {w}",
         )
 
-    def layouts(self) -> tuple[Layout, Layout]:
-        w = self.world.data
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
         c = _static_size(self) // w
         return Layout.fixed(LayoutKind.ADDRESSED, w, c), Layout.fixed(LayoutKind.TRANSPOSED, w, c)
 
@@ -895,8 +1080,7 @@ class VariableCollective(NamedCollective):
     IN_KIND: ClassVar[LayoutKind]
     OUT_KIND: ClassVar[LayoutKind]
 
-    def layouts(self) -> tuple[Layout, Layout]:
-        w = self.world.data
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
         counts = self._counts()
         return (
             Layout.vector(self.IN_KIND, w, counts),

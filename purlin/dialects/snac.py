@@ -55,7 +55,7 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.dialects.coll import ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
+from purlin.dialects.coll import ELEMENT_TYPES_TEXT, ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
 from purlin.layouts import world_problem
 
 
@@ -230,7 +230,7 @@ class ProgramOpBase(IRDLOperation):
         if dtype_name(elem) is None:
             raise _err(
                 self,
-                f"element type {elem} is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2",
+                f"element type {elem} is not supported, expected one of {ELEMENT_TYPES_TEXT}",
             )
         assert isinstance(self.output.type, MemRefType)
         if self.output.type.element_type != elem:

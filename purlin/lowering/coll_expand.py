@@ -1,4 +1,6 @@
-"""`coll-expand`: every named collective becomes its generic `coll.collective`."""
+"""`coll-expand`: every named collective becomes its generic `coll.collective`,
+and a grouped `coll.collective` (layouts over group-local ranks) the one whose
+named layouts cover the world."""
 
 from dataclasses import dataclass
 
@@ -6,6 +8,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -43,9 +46,27 @@ class ExpandNamedCollective(RewritePattern):
         rewriter.replace(op, generic)
 
 
+class ExpandGroups(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CollectiveOp, rewriter: PatternRewriter) -> None:
+        if op.groups is None:
+            return
+        inp, out = op.layouts()
+        generic = CollectiveOp(
+            op.input, op.output, LayoutAttr.from_layout(inp), LayoutAttr.from_layout(out),
+            op.consume, deterministic=op.deterministic is not None,
+        )
+        generic.attributes.update(op.attributes)
+        generic.location = op.location
+        rewriter.replace(op, generic)
+
+
 @dataclass(frozen=True)
 class CollExpandPass(ModulePass):
     name = "coll-expand"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(ExpandNamedCollective(), apply_recursively=False).rewrite_module(op)
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier([ExpandNamedCollective(), ExpandGroups()]),
+            apply_recursively=False,
+        ).rewrite_module(op)

@@ -60,6 +60,10 @@ class LowerCollective(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CollectiveOp, rewriter: PatternRewriter) -> None:
         o = self.opts
+        if op.groups is not None:
+            raise PassFailedException(op_error(
+                op, f"'{op.name}': has groups, whose layouts name group-local ranks; run "
+                "coll-expand before convert-coll-to-snac"))
         inp, out = op.layouts()
         world = op.world
         assert isinstance(op.input.type, MemRefType)

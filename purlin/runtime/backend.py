@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from purlin.dialects.coll import DTYPES
 from purlin.plan import Plan
 
 try:
@@ -56,8 +57,7 @@ def kernel_spec(plan: Plan, name: str, devices: Sequence[int], extents: Sequence
 
 
 
-_TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32",
-                 "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
+_TORCH_DTYPES = {d.name: d.torch for d in DTYPES}
 
 
 def device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, elems: int) -> tuple[int, int]:

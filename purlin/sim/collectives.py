@@ -29,6 +29,7 @@ from purlin.dialects.coll import (
     AllReduceOp,
     AllToAllOp,
     AllToAllVOp,
+    REDUCE_KINDS_TEXT,
     NamedCollective,
     ReduceKind,
     ReduceScatterOp,
@@ -147,9 +148,9 @@ class Case:
             raise CaseError(why)
         if info.reduces:
             if self.op is None:
-                raise CaseError(f"{self.collective} needs a reduction op (sum, max, min, prod)")
+                raise CaseError(f"{self.collective} needs a reduction op ({REDUCE_KINDS_TEXT})")
             if self.op not in ReduceKind.__members__.values():
-                raise CaseError(f"unknown reduction '{self.op}', expected sum, max, min or prod")
+                raise CaseError(f"unknown reduction '{self.op}', expected {REDUCE_KINDS_TEXT}")
             if why := check_reduce_dtype(ReduceKind(self.op), self.dtype):
                 raise CaseError(why)
         elif self.op is not None:

@@ -1,11 +1,14 @@
 """Element types of the simulator: names, numpy dtypes, xDSL types, inputs, comparison.
 
-Names are those of `purlin.dialects.coll.SUPPORTED_DTYPES`; the IR's element
-type spellings (f8E4M3FN, f8E5M2) are accepted for them (`canonical_dtype`). Reductions
-accumulate in f32 and round once to the element type; copies are bit-exact.
-Random inputs are chosen so that f32 accumulation of them is exact in any
-order, which makes a correct implementation agree with the reference bit for
-bit; `compare` still allows the rounding slack a reordered reduction may show.
+Names are those of `purlin.dialects.coll.DTYPES`; the IR's element type
+spellings (f8E4M3FN, f8E5M2, ...) are accepted for them (`canonical_dtype`).
+Reductions of the narrow floats accumulate in f32 and round once to the
+element type, f64 accumulates in f64, integers are exact in their own width
+(wrapping as two's complement); copies are bit-exact. Random float inputs are
+chosen so that accumulation of them is exact in any order, which makes a
+correct implementation agree with the reference bit for bit; `compare` still
+allows the rounding slack a reordered reduction may show. Integer results
+must match exactly: modular arithmetic does not depend on the order.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import ml_dtypes
 import numpy as np
 from xdsl.ir import Attribute
 
-from purlin.dialects.coll import DTYPE_ALIASES, SUPPORTED_DTYPES, canonical_dtype
+from purlin.dialects.coll import DTYPE_ALIASES, DTYPE_INFO, DTYPES, canonical_dtype, dtype_name
 
 NUMPY_DTYPES: dict[str, np.dtype] = {
     "bf16": np.dtype(ml_dtypes.bfloat16),
@@ -25,16 +28,23 @@ NUMPY_DTYPES: dict[str, np.dtype] = {
     "f32": np.dtype(np.float32),
     "fp8e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
     "fp8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "i8": np.dtype(np.int8),
+    "ui8": np.dtype(np.uint8),
+    "i32": np.dtype(np.int32),
+    "ui32": np.dtype(np.uint32),
+    "i64": np.dtype(np.int64),
+    "ui64": np.dtype(np.uint64),
+    "f64": np.dtype(np.float64),
 }
+assert tuple(NUMPY_DTYPES) == tuple(d.name for d in DTYPES), "one dtype table: coll.DTYPES"
 
 DTYPE_NAMES: tuple[str, ...] = tuple(NUMPY_DTYPES)
-
-_ELEMENT_TYPES: dict[str, type[Attribute]] = {
-    name: cls for cls, name in SUPPORTED_DTYPES.items()
-}
+# By how they reduce: floats round, integers are exact.
+FLOAT_DTYPES: tuple[str, ...] = tuple(d.name for d in DTYPES if d.kind == "float")
+INTEGER_DTYPES: tuple[str, ...] = tuple(d.name for d in DTYPES if d.integer)
 
 # Same-width unsigned integers, to compare and generate raw bit patterns.
-_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 _F32_EPS = 2.0**-23
 
@@ -52,12 +62,16 @@ def numpy_dtype(name: str) -> np.dtype:
 def element_type(name: str) -> Attribute:
     """The xDSL element type of dtype `name` (e.g. bf16 -> BFloat16Type())."""
     numpy_dtype(name)
-    return _ELEMENT_TYPES[canonical_dtype(name)]()
+    return DTYPE_INFO[canonical_dtype(name)].element()
+
+
+def is_integer(name: str) -> bool:
+    return DTYPE_INFO[canonical_dtype(name)].integer
 
 
 def dtype_of_element_type(elem: Attribute) -> str:
     """The dtype name of an xDSL element type; ValueError when unsupported."""
-    name = SUPPORTED_DTYPES.get(type(elem))
+    name = dtype_name(elem)
     if name is None:
         raise ValueError(f"element type {elem} is not supported")
     return name
@@ -87,8 +101,15 @@ def random_array(rng: np.random.Generator, dtype: str, n: int, op: str | None) -
     max/min: a sign mix of normal values.
     copy: random finite bit patterns, subnormals included, to catch any
     copy that goes through arithmetic.
+    Integers: random bit patterns for every op, so sums and products wrap;
+    modular arithmetic is exact in any order.
     """
     dt = numpy_dtype(dtype)
+    if is_integer(dtype):
+        if op is not None and op not in ("sum", "prod", "max", "min", "and", "or", "xor"):
+            raise ValueError(f"unknown reduction '{op}'")
+        bits = rng.integers(0, 1 << 63, n, dtype=np.uint64) * 2 + rng.integers(0, 2, n, dtype=np.uint64)
+        return bits.astype(_BITS[dt.itemsize]).view(dt)
     if op == "sum":
         half_range = 4 if dtype.startswith("fp8") else 16
         return (rng.integers(-half_range, half_range + 1, n) / 2).astype(dt)
@@ -102,7 +123,8 @@ def random_array(rng: np.random.Generator, dtype: str, n: int, op: str | None) -
         raise ValueError(f"unknown reduction '{op}'")
     bits = rng.integers(0, 1 << (8 * dt.itemsize), n, dtype=np.uint64)
     out = bits.astype(_BITS[dt.itemsize]).view(dt)
-    bad = ~np.isfinite(out.astype(np.float32))
+    with np.errstate(invalid="ignore"):  # the NaN patterns are the ones being replaced
+        bad = ~np.isfinite(out.astype(np.float64))
     out[bad] = rng.standard_normal(int(bad.sum())).astype(dt)
     return out
 
@@ -116,8 +138,12 @@ def random_inputs(
 
 
 def filler(dtype: str, n: int) -> np.ndarray:
-    """An output buffer before the collective: NaN, so a missed write shows."""
-    return np.full(n, np.nan, dtype=np.float32).astype(numpy_dtype(dtype))
+    """An output buffer before the collective: NaN (integers: bytes 0x5A), so a
+    missed write shows."""
+    dt = numpy_dtype(dtype)
+    if is_integer(dtype):
+        return np.full(n * dt.itemsize, 0x5A, np.uint8).view(dt)
+    return np.full(n, np.nan, dtype=np.float32).astype(dt)
 
 
 # -- comparison -----------------------------------------------------------------
@@ -131,12 +157,14 @@ def tolerance(dtype: str, op: str | None, contributions: int, scale: float = 1.0
     f32 ulps); the one rounding to `dtype` may then land one dtype ulp away.
     Copies, max and min are exact.
     """
-    if op in (None, "max", "min") or contributions <= 1:
+    if op in (None, "max", "min") or contributions <= 1 or is_integer(dtype):
         return 0.0, 0.0
     info = ml_dtypes.finfo(numpy_dtype(dtype))
+    # f64 accumulates in f64, the others in f32.
+    acc_eps = float(info.eps) if numpy_dtype(dtype).itemsize == 8 else _F32_EPS
     if op == "sum":
-        return float(info.eps), float(info.smallest_subnormal) + contributions**2 * _F32_EPS / 2 * scale
-    return float(info.eps) + contributions * _F32_EPS, float(info.smallest_subnormal)
+        return float(info.eps), float(info.smallest_subnormal) + contributions**2 * acc_eps / 2 * scale
+    return float(info.eps) + contributions * acc_eps, float(info.smallest_subnormal)
 
 
 @dataclass(frozen=True)
@@ -171,11 +199,12 @@ def first_difference(
     """Offset of the first element that differs, or None."""
     n = min(actual.size, expected.size)
     a, e = actual[:n], expected[:n]
-    if op is None:
+    if op is None or a.dtype.kind in "iu":
         width = _BITS[a.dtype.itemsize]
         bad = a.view(width) != e.view(width)
     else:
-        af, ef = a.astype(np.float32), e.astype(np.float32)
+        wide = np.float64 if a.dtype.itemsize == 8 else np.float32
+        af, ef = a.astype(wide), e.astype(wide)
         both_nan = np.isnan(af) & np.isnan(ef)
         with np.errstate(invalid="ignore", over="ignore"):
             close = (af == ef) | (np.abs(af - ef) <= atol + rtol * np.abs(ef))

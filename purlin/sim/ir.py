@@ -16,7 +16,7 @@ from purlin.diagnostics import LocatedParser, verify_located
 from purlin.tools.pass_contracts import check_pipeline_step
 from purlin.sim import SimError
 from purlin.sim.dtypes import dtype_of_element_type, numpy_dtype
-from purlin.universe import DIALECTS, PASSES
+from purlin.universe import DIALECTS, PASSES, load_extensions
 
 PipelineCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
 
@@ -26,6 +26,7 @@ def make_context() -> Context:
     ctx = Context()
     for name, factory in {**get_all_dialects(), **DIALECTS}.items():
         ctx.register_dialect(name, factory)
+    load_extensions(ctx)
     return ctx
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from purlin import plan as P
 from purlin.protocol import PACKET_DATA_BYTES
 from purlin.sim.dtypes import numpy_dtype
-from purlin.sim.reference import reduce_f32
+from purlin.sim.reference import reduce_parts
 
 
 class PlanExecutionError(Exception):
@@ -121,7 +121,7 @@ class PlanMachine:
                 if i.op == P.Op.COPY:
                     dst[: i.elems] = srcs[0]
                 else:
-                    dst[: i.elems] = reduce_f32(srcs, i.redop.name.lower())
+                    dst[: i.elems] = reduce_parts(srcs, i.redop.name.lower())
                 yield None
             elif i.op == P.Op.PUT:
                 src = self._mem(i.srcs[0], rank, inputs, outputs)[: i.elems]

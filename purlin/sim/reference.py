@@ -6,8 +6,10 @@ purpose without `purlin.layouts`, so that they check the layouts that
 `coll.collective` written from the layout rule, which is what executing coll
 IR means.
 
-Every reduction accumulates in f32 in rank order and rounds once to the
-element type. Inputs are lists of per-rank 1-D arrays; results are new arrays.
+Every reduction combines in rank order: the narrow floats accumulate in f32
+and round once to the element type, f64 accumulates in f64, and integers are
+exact in their own width, wrapping as two's complement. Inputs are lists of
+per-rank 1-D arrays; results are new arrays.
 """
 
 from __future__ import annotations
@@ -23,22 +25,40 @@ _COMBINE = {
     "prod": np.multiply,
     "max": np.maximum,
     "min": np.minimum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
 }
+_BITWISE = ("and", "or", "xor")
 
 
-def reduce_f32(parts: Sequence[np.ndarray], op: str) -> np.ndarray:
-    """Combine equal-length `parts` in order, accumulating in f32, rounding once."""
+def accumulator(dtype: np.dtype) -> np.dtype:
+    """What a reduction of `dtype` accumulates in: integers and f64 in
+    themselves, the narrower floats in f32."""
+    if dtype.kind in "iu" or dtype == np.float64:
+        return dtype
+    return np.dtype(np.float32)
+
+
+def reduce_parts(parts: Sequence[np.ndarray], op: str) -> np.ndarray:
+    """Combine equal-length `parts` in order in their accumulator type
+    (`accumulator`), rounding once to the element type."""
     try:
         combine = _COMBINE[op]
     except KeyError:
         raise ValueError(f"unknown reduction '{op}'") from None
     if not parts:
         raise ValueError("a reduction needs at least one contribution")
-    acc = parts[0].astype(np.float32)
+    dtype = parts[0].dtype
+    if op in _BITWISE and dtype.kind not in "iu":
+        raise ValueError(f"reduction '{op}' takes integers, got {dtype}")
+    acc_type = accumulator(dtype)
+    acc = parts[0].astype(acc_type)
+    # Integer overflow wraps, as the runtimes' does; float overflow is inf.
     with np.errstate(over="ignore", invalid="ignore"):
         for p in parts[1:]:
-            acc = combine(acc, p.astype(np.float32))
-        return acc.astype(parts[0].dtype)
+            acc = combine(acc, p.astype(acc_type))
+        return acc.astype(dtype)
 
 
 def _check_world(inputs: Sequence[np.ndarray]) -> int:
@@ -68,7 +88,7 @@ def _check_counts(counts: Sequence[int], world: int) -> list[int]:
 def all_reduce(inputs: Sequence[np.ndarray], op: str) -> list[np.ndarray]:
     """Every rank gets the reduction over ranks of all inputs."""
     _check_world(inputs)
-    total = reduce_f32(inputs, op)
+    total = reduce_parts(inputs, op)
     return [total.copy() for _ in inputs]
 
 
@@ -85,7 +105,7 @@ def reduce_scatter(inputs: Sequence[np.ndarray], op: str) -> list[np.ndarray]:
     n = inputs[0].size
     if n % w:
         raise ValueError(f"reduce_scatter input of {n} elements is not divisible by {w}")
-    total = reduce_f32(inputs, op)
+    total = reduce_parts(inputs, op)
     c = n // w
     return [total[r * c : (r + 1) * c].copy() for r in range(w)]
 
@@ -119,7 +139,7 @@ def reduce_scatter_v(
     """Reduce the inputs (blocks of counts[0], counts[1], ...); rank r keeps block r."""
     w = _check_world(inputs)
     counts = _check_counts(counts, w)
-    total = reduce_f32([a[: sum(counts)] for a in inputs], op)
+    total = reduce_parts([a[: sum(counts)] for a in inputs], op)
     return [b.copy() for b in _blocks(total, counts)]
 
 
@@ -181,7 +201,7 @@ def apply_layouts(
                 raise ValueError(f"copy of slice {name} has {len(parts)} sources")
             results[name] = parts[0].copy()
         else:
-            results[name] = reduce_f32(parts, reduce)
+            results[name] = reduce_parts(parts, reduce)
     for r in range(w):
         for s in output_layout.slices(r):
             outputs[r][s.offset : s.end] = results[s.name]

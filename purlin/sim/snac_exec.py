@@ -763,9 +763,9 @@ class Execution(IndexEvaluator):
         if ph.reduce is None:
             out[group.dst_offset : group.dst_offset + group.size] = pieces[0]
         else:
-            from purlin.sim.reference import reduce_f32
+            from purlin.sim.reference import reduce_parts
 
-            out[group.dst_offset : group.dst_offset + group.size] = reduce_f32(pieces, ph.reduce)
+            out[group.dst_offset : group.dst_offset + group.size] = reduce_parts(pieces, ph.reduce)
 
     def _ack(self, op: snac.AckOp, env, t: Thread) -> None:
         ph = op.ph

@@ -42,9 +42,10 @@ def run(
 
 def run_programs(func: FuncOp, args: list[list[np.ndarray]], *, world: int, seed: int,
                  calls: int = 1) -> None:
-    """Execute the snac.programs of `func` in order, epochs carried from one to the next."""
+    """Execute the snac.programs of `func` in order. Each has its symmetric
+    memory and epochs of its own, starting at 0, as each plan has on a runtime:
+    epochs carried into fresh signal slots would wait for frees never stored."""
     check_args(func, args, world)
-    epoch, prev = [0] * world, [0] * world
     for op in func.body.ops:
         if isinstance(op, ReturnOp):
             return
@@ -53,9 +54,7 @@ def run_programs(func: FuncOp, args: list[list[np.ndarray]], *, world: int, seed
         if op.world_size != world:
             raise SimError(f"'{op.name}' is for world {op.world_size}, run on {world} ranks")
         counts = counts_of(func, op, args)
-        # Each program has its own symmetric memory; epochs belong to the rank.
         state = World(world, data=True)
-        state.epoch, state.prev = epoch, prev
         buffers = {
             op.input: args[arg_index(func, op.input, op)],
             op.output: args[arg_index(func, op.output, op)],
@@ -64,7 +63,6 @@ def run_programs(func: FuncOp, args: list[list[np.ndarray]], *, world: int, seed
             execute(op, args=buffers, counts=counts, calls=calls, seed=seed, world_state=state)
         except SnacExecutionError as e:
             raise SimError(str(e)) from None
-        epoch, prev = state.epoch, state.prev
 
 
 def counts_of(func: FuncOp, op: ProgramOpBase, args: list[list[np.ndarray]]) -> list | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from purlin.pipeline import pipeline_spec
 from purlin.runtime import default_backend
+from purlin.tools import run_imported
 from purlin.tools.opt import main as opt_main
 from purlin.tools.run import main as run_main
 
@@ -39,8 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     summaries = []
     backend = default_backend()
     for f in files:
-        print(f"// ===== {f} | {pipeline_spec()} =====", flush=True)
-        lowered = opt_main([str(f), "-p", pipeline_spec()]) == 0
+        spec, extra = pipeline_spec(), []
+        text = f.read_text(errors="replace") if f.is_file() else ""
+        # StableHLO and shard examples are imported first (their modules give
+        # the process grid); interpreter tests hold several modules.
+        if run_imported.is_imported(text):
+            importer = "convert-shard-to-coll" if "shard.grid" in text else "convert-stablehlo-to-coll"
+            spec = f"{importer},{spec}"
+            extra = ["--split-input-file"] if "// -----" in text else []
+        print(f"// ===== {f} | {spec} =====", flush=True)
+        lowered = opt_main([str(f), "-p", spec, *extra]) == 0
         sys.stdout.flush()
         if not lowered:
             status = 2

@@ -29,7 +29,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 from purlin.diagnostics import LocatedParser, decode_source, verify_located
 from purlin.tools import expected_diagnostics
 from purlin.tools.pass_contracts import check_pipeline_step
-from purlin.universe import DIALECTS, PASSES, TARGETS
+from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
 
 
 EXIT_STATUS = """exit status:
@@ -47,6 +47,7 @@ class PurlinOptMain(xDSLOptMain):
         for name, factory in DIALECTS.items():
             if name not in self.ctx.registered_dialect_names:
                 self.ctx.register_dialect(name, factory)
+        load_extensions(self.ctx)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()

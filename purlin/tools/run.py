@@ -20,11 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
 from purlin.diagnostics import decode_source
-from purlin.dialects.coll import DTYPE_ALIASES, CollectiveOp, NamedCollective, canonical_dtype
+from purlin.tools import run_imported
+from purlin.dialects.coll import DTYPE_ALIASES, CollectiveOp, NamedCollective, ReduceKind, canonical_dtype
 from purlin.layouts import world_problem
 from purlin.sim import SimError, levels
 from purlin.sim.collectives import COLLECTIVES, Case, CaseError, byte_step, counts_for
@@ -92,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dtype", type=canonical_dtype, choices=DTYPE_NAMES,
         help=f"element type ({', '.join(f'{a} for {n}' for a, n in DTYPE_ALIASES.items())})",
     )
-    ap.add_argument("--op", choices=["sum", "max", "min", "prod"], help="reduction (default sum)")
+    ap.add_argument("--op", choices=[k.value for k in ReduceKind], help="reduction (default sum)")
     ap.add_argument(
         "--level", default=None,
         help="simulation level: coll, snac, atom or plan (default coll; plan with --backend)",
@@ -264,12 +267,14 @@ def _run_level(
     return time.perf_counter() - started
 
 
-def _report(summary: str, seconds: float | None, mismatch: Mismatch | str | None) -> int:
+def _report(summary: str, seconds: float | None, mismatch: Mismatch | str | None,
+            differs: bool = False) -> int:
+    """`differs`: a str `mismatch` is a wrong result, not a failure to run."""
     timing = f" time={seconds * 1e3:.3f}ms" if seconds is not None else ""
     if mismatch is None:
         print(f"{summary} result=match{timing}")
         return 0
-    kind = "mismatch" if isinstance(mismatch, Mismatch) else "error"
+    kind = "mismatch" if differs or isinstance(mismatch, Mismatch) else "error"
     print(f"{summary} result={kind}{timing}: {mismatch}")
     return 1
 
@@ -321,6 +326,16 @@ def _file_reduction(module: ModuleOp) -> str | None:
     return None
 
 
+def _counts_arguments(func) -> set[int]:
+    """The arguments of `func` that collectives take as dynamic counts."""
+    found = set()
+    for op in func.walk():
+        counts = getattr(op, "counts", None) if isinstance(op, (NamedCollective, CollectiveOp)) else None
+        if isinstance(counts, BlockArgument) and counts.owner is func.body.block:
+            found.add(counts.index)
+    return found
+
+
 def _run_file(args: argparse.Namespace) -> int:
     if args.collective or args.bytes is not None or args.dtype or args.op or args.dynamic:
         raise UsageError(
@@ -332,7 +347,13 @@ def _run_file(args: argparse.Namespace) -> int:
     except OSError as e:
         raise UsageError(f"cannot read {args.file}: {e.strerror}") from None
     try:
-        module = parse_module(decode_source(data, str(args.file)), str(args.file))
+        text = decode_source(data, str(args.file))
+    except DiagnosticException as e:
+        raise UsageError(str(e).strip()) from None
+    if run_imported.is_imported(text):
+        return _run_imported(args, text)
+    try:
+        module = parse_module(text, str(args.file))
     except (ParseError, DiagnosticException) as e:
         raise UsageError(str(e).strip()) from None
     try:
@@ -353,10 +374,11 @@ def _run_file(args: argparse.Namespace) -> int:
         except SimError as e:
             raise UsageError(f"argument {i}: {e}") from None
     _check_memory(world, sum(int(np.prod(t.get_shape())) * dt.itemsize for t, dt in zip(types, dtypes)))
+    counts_args = _counts_arguments(func)
     buffers: list[list[np.ndarray]] = []
     for i, (t, dt) in enumerate(zip(types, dtypes)):
         shape = t.get_shape()
-        if t.element_type == IntegerType(64):
+        if i in counts_args:
             if not args.counts:
                 raise UsageError(f"argument {i} ({t}) holds counts: give their values with --counts")
             flat = [c for row in _parse_counts(args.counts) for c in row]
@@ -367,7 +389,7 @@ def _run_file(args: argparse.Namespace) -> int:
         else:
             dtype = dtype_of_element_type(t.element_type)
             buffers.append([random_array(rng, dtype, int(np.prod(shape)), op) for _ in range(world)])
-    data = [b for b in buffers if b[0].dtype != np.int64]
+    data = [b for i, b in enumerate(buffers) if i not in counts_args]
     dtype = dtype_of_array(data[0][0]) if data else "-"
     nbytes = max((b[0].nbytes for b in data), default=0)
     summary = _summary(f"{args.file.name}@{func.sym_name.data}", world, dtype, op, nbytes, _level(args))
@@ -383,11 +405,61 @@ def _run_file(args: argparse.Namespace) -> int:
     except SimError as e:
         return _report(summary, None, str(e))
     for i, (got, want) in enumerate(zip(buffers, expected)):
-        if got[0].dtype == np.int64:
+        if i in counts_args:
             continue
         name = func.body.block.args[i].name_hint or str(i)
         mismatch = compare(got, want, dtype_of_array(got[0]), op, world, scale, f"%{name}") or compare_ranks(
             got, want, f"%{name}")
+        if mismatch:
+            return _report(summary, seconds, mismatch)
+    return _report(summary, seconds, None)
+
+
+def _run_imported(args: argparse.Namespace, text: str) -> int:
+    """A StableHLO or shard file: each interpreter test case against its
+    expectations, or the imported function against the coll level."""
+    name = str(args.file)
+    levels.get_level(args.level)
+    status = 0
+
+    def run(module: ModuleOp, buffers: list[list[np.ndarray]], world: int) -> float:
+        (entry,) = [f for f in module.walk() if isinstance(f, FuncOp) and "purlin.inputs" in f.attributes]
+        options = {**_options(args), "entry": entry.sym_name.data}
+        return _run_level(args.level, module, buffers, world, args.seed, options)
+
+    for chunk in run_imported.chunks(text):
+        try:
+            if "interpreter.run_parallel" in chunk.text:
+                if args.world is not None:
+                    raise UsageError("an interpreter test gives its processes: drop --world")
+                case = run_imported.run_interpreter_case(chunk, name, run)
+                summary = f"{case.label} world={case.world} level={_level(args)} expectations={case.checked}"
+                status = max(status, _report(summary, case.seconds, case.mismatch, differs=True))
+            else:
+                status = max(status, _run_imported_plain(args, chunk, run))
+        except run_imported.CaseError as e:
+            print(f"purlin-run: error: {e}", file=sys.stderr)
+            status = 2
+        except SimError as e:
+            print(f"{name}:{chunk.line + 1} level={_level(args)} result=error: {e}")
+            status = max(status, 1)
+    return status
+
+
+def _run_imported_plain(args: argparse.Namespace, chunk, run) -> int:
+    module, world, _ = run_imported.import_plain(chunk, str(args.file), args.world)
+    (entry,) = [f for f in module.walk() if isinstance(f, FuncOp) and "purlin.inputs" in f.attributes]
+    op = _file_reduction(module)
+    buffers = run_imported.random_buffers(entry, world, args.seed, op)
+    expected = _copy(buffers)
+    levels.get_level("coll")(module, expected, world=world, seed=args.seed, options={"entry": entry.sym_name.data})
+    seconds = run(module, buffers, world)
+    n_in = entry.attributes["purlin.inputs"].value.data  # type: ignore[attr-defined]
+    data = [a for b in buffers[:n_in] for a in b]
+    summary = _summary(f"{args.file.name}@{entry.sym_name.data}", world, dtype_of_array(data[0]) if data else "-",
+                       op, max((a.nbytes for a in data), default=0), _level(args))
+    for i, (got, want) in enumerate(zip(buffers, expected)):
+        mismatch = compare(got, want, dtype_of_array(got[0]), op, world, _scale(data), f"argument {i}")
         if mismatch:
             return _report(summary, seconds, mismatch)
     return _report(summary, seconds, None)

@@ -25,7 +25,7 @@ def test_table_layout_constants_agree():
     found = cpp_constants()
     for name, value in abi.CONSTANTS.items():
         assert found.get(name) == value, f"abi.h {name} = {found.get(name)}, purlin/cuda/abi.py says {value}"
-    layout = {k for k in found if k not in ("kPacketBytes", "kPacketDataBytes")}
+    layout = {k for k in found if k not in ("kPacketBytes", "kPacketDataBytes", "kDTypeCount")}
     assert layout == set(abi.CONSTANTS), "abi.h and abi.py list different table constants"
 
 
@@ -36,7 +36,8 @@ def test_header_fields_agree():
 
 
 def test_plan_enums_agree_with_the_kernel_abi():
-    assert cpp_enum("DType") == {"BF16": 0, "F16": 1, "F32": 2, "FP8E4M3": 3, "FP8E5M2": 4}
+    assert cpp_enum("DType") == {"BF16": 0, "F16": 1, "F32": 2, "FP8E4M3": 3, "FP8E5M2": 4, "I8": 5,
+                                 "UI8": 6, "I32": 7, "UI32": 8, "I64": 9, "UI64": 10, "F64": 11}
     assert {d.upper(): code for d, (code, _) in P.DTYPES.items()} == cpp_enum("DType")
     assert {op.name.capitalize(): op.value for op in P.RedOp} == cpp_enum("RedOp")
     mechs = {"".join(w.capitalize() for w in m.name.split("_")): m.value for m in P.Mech}
@@ -49,3 +50,10 @@ def test_packet_geometry_agrees_with_the_protocol():
 
     found = re.findall(r"constexpr int (kPacket\w*) = (\d+);", HEADER)
     assert dict(found) == {"kPacketBytes": str(PACKET_BYTES), "kPacketDataBytes": str(PACKET_DATA_BYTES)}
+
+
+def test_dtype_sizes_agree_with_the_kernel_abi():
+    sizes = re.search(r"constexpr int kDTypeBytes\[\] = \{([^}]*)\};", HEADER).group(1)
+    by_code = {code: size for code, size in P.DTYPES.values()}
+    assert [int(v) for v in sizes.split(",")] == [by_code[c] for c in range(len(by_code))]
+    assert f"constexpr int kDTypeCount = {len(P.DTYPES)};" in HEADER

@@ -219,3 +219,19 @@ def test_opt_without_cuda_headers_is_a_diagnostic(tmp_path, capsys, monkeypatch)
     code, _, err = run_opt([write_module(tmp_path), "-p", PIPELINE, "-t", "cubin", "-o", str(tmp_path / "x")], capsys)
     assert code == 1
     assert re.fullmatch(r".*in\.mlir:\d+:\d+: error: 'atom.kernel': no headers here\s*", err, re.S), err
+
+
+# f64 and the integers reduce exactly in their own types: every new dtype
+# compiles in both regimes (staged pipelines on sm_90, packets and 32-byte
+# accesses on sm_100), and the combination is integer or f64 arithmetic.
+@pytest.mark.parametrize("dtype,op,needle", [
+    ("i8", "sum", "add.s32"), ("ui8", "max", "max.u32"), ("i32", "prod", "mul.lo"),
+    ("ui32", "xor", "xor.b32"), ("i64", "min", "min.s64"), ("ui64", "sum", "add.s64"),
+    ("f64", "sum", "add.f64"),
+])
+@pytest.mark.parametrize("arch,lowering", [("sm_90", "regime=throughput"), ("sm_100", "regime=latency")])
+def test_exact_dtypes_compile_and_combine_in_their_type(arch, lowering, dtype, op, needle):
+    plan = compile_plan("all_reduce", 4, dtype, op, 1 << 12, arch=arch, lowering=lowering)
+    ptx = nvrtc.compile_ptx(plan.cuda.source().text, arch)
+    assert needle in ptx, f"{dtype} {op}: no {needle} in the PTX"
+    assert "cvt.rn.f32" not in ptx and "add.rn.f32 " not in ptx, f"{dtype} goes through f32"

@@ -38,7 +38,7 @@ BAD_INPUTS = {
     ),
     "counts": (
         GOOD.replace("coll.all_reduce sum %a, %a world 2", "coll.all_gather_v %a, %a world 2 counts [4]"),
-        "input.mlir:2:3: error: 'coll.all_gather_v': expected 2 counts for world 2, got 1",
+        "input.mlir:2:3: error: 'coll.all_gather_v': expected 2 counts for world 2 ranks, got 1",
     ),
     "layout": (
         GOOD.replace(
@@ -58,7 +58,7 @@ BAD_INPUTS = {
             "coll.collective %a, %a in #coll.layout<packed, world 2, 4> out #coll.layout<packed, world 2, 4> "
             "consume #coll.consume<reduce mean>",
         ),
-        "expected a reduction op after 'reduce': sum, max, min or prod, got 'mean'",
+        "expected a reduction op after 'reduce': sum, max, min, prod, and, or or xor, got 'mean'",
     ),
 }
 

@@ -186,7 +186,7 @@ BINARY_CORRUPTIONS = [
     ("other_version", "direct", set_word(lambda w, lay: 1, 2),
      "plan format version 2 is not supported (this reader reads 1)"),
     ("unknown_arch", "direct", set_word(lambda w, lay: 3, 75), "unknown arch code 75"),
-    ("unknown_dtype", "direct", set_word(lambda w, lay: 4, 9), "unknown dtype code 9"),
+    ("unknown_dtype", "direct", set_word(lambda w, lay: 4, 12), "unknown dtype code 12"),
     ("world_zero", "direct", set_word(lambda w, lay: 2, 0), "header: world = 0 is out of range"),
     ("world_huge", "direct", set_word(lambda w, lay: 2, 1 << 40), f"header: world = {1 << 40} is out of range"),
     ("no_roles", "direct", set_word(lambda w, lay: 9, 0), "header: roles = 0 is out of range"),
@@ -231,7 +231,7 @@ BINARY_CORRUPTIONS = [
     ("bad_base", "direct", set_field(is_op(P.Op.WAIT), BASE, 2), "base: 2 is not a valid Base"),
     ("bad_order", "direct", set_field(is_op(P.Op.WAIT), ORDER, 3), "order: 3 is not a valid Order"),
     ("bad_scope", "direct", set_field(is_op(P.Op.SIGNAL), SCOPE, -1), "scope: -1 is not a valid Scope"),
-    ("bad_redop", "direct", set_field(is_op(P.Op.REDUCE), REDOP, 5), "redop: 5 is not a valid RedOp"),
+    ("bad_redop", "direct", set_field(is_op(P.Op.REDUCE), REDOP, 8), "redop: 8 is not a valid RedOp"),
     ("bad_space", "direct", set_dst(is_op(P.Op.COPY), SPACE, 4), "space: 4 is not a valid Space"),
     # what validate checks, reached through decode
     ("negative_elems", "direct", set_field(is_op(P.Op.COPY), ELEMS, -1), "(copy): -1 elements"),
@@ -352,7 +352,7 @@ r = dataclasses.replace
 PLAN_CORRUPTIONS = [
     ("unknown_arch", "direct", lambda p: r(p, arch="sm_75"), "unknown arch 'sm_75'"),
     ("arch_not_a_string", "direct", lambda p: r(p, arch=["sm_80"]), "unknown arch ['sm_80']"),
-    ("unknown_dtype", "direct", lambda p: r(p, dtype="f64"), "unknown dtype 'f64'"),
+    ("unknown_dtype", "direct", lambda p: r(p, dtype="c64"), "unknown dtype 'c64'"),
     ("world_zero", "direct", lambda p: r(p, world=0), "world must be at least 1, got 0"),
     ("negative_advance", "direct", lambda p: r(p, advance=-3), "epoch advance must be odd and positive, got -3"),
     ("output_negative", "direct", lambda p: r(p, output_elems=-1), "buffer sizes must be non-negative"),

@@ -28,7 +28,7 @@ from purlin.plan import (
 )
 from purlin.runtime import CollectiveTimeout, Communicator, available_backends
 from purlin.sim.dtypes import DTYPE_NAMES, numpy_dtype, random_array
-from purlin.sim.reference import reduce_f32
+from purlin.sim.reference import reduce_parts
 
 ROLES = [RoleSpec(RoleKind.PRODUCER, 2), RoleSpec(RoleKind.CONSUMER, 2)]
 
@@ -105,12 +105,13 @@ def local_reduce(n: int, dtype: str, op: RedOp, sources: int) -> Plan:
 
 
 def outputs_for(plan: Plan) -> list[np.ndarray]:
-    return [np.full(plan.output_elems, np.nan, np.float32).astype(numpy_dtype(plan.dtype))
-            for _ in range(plan.world)]
+    """All-ones bytes: NaN in every float dtype, -1 or the maximum in the integer ones."""
+    dt = numpy_dtype(plan.dtype)
+    return [np.full(plan.output_elems * dt.itemsize, 0xFF, np.uint8).view(dt) for _ in range(plan.world)]
 
 
 def bits(a: np.ndarray) -> np.ndarray:
-    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
 def test_cpu_is_available():
@@ -157,7 +158,7 @@ def test_staged_all_reduce_matches_reference(op, dtype):
     inputs = [random_array(np.random.default_rng(r), dtype, n, op.name.lower()) for r in range(world)]
     outputs = outputs_for(plan)
     Communicator(plan, name="all_reduce").run(inputs, outputs)
-    expected = reduce_f32(inputs, op.name.lower())
+    expected = reduce_parts(inputs, op.name.lower())
     for out in outputs:
         np.testing.assert_array_equal(bits(out), bits(expected))
 
@@ -174,9 +175,9 @@ def test_reduce_rounds_like_ml_dtypes(op, dtype):
     plan = local_reduce(n, dtype, op, sources)
     out = outputs_for(plan)
     Communicator(plan).run([np.concatenate(parts)], out)
-    expected = reduce_f32(parts, op.name.lower())
-    nan = np.isnan(expected.astype(np.float32))
-    np.testing.assert_array_equal(np.isnan(out[0].astype(np.float32)), nan)
+    expected = reduce_parts(parts, op.name.lower())
+    nan = np.isnan(expected.astype(np.float64))
+    np.testing.assert_array_equal(np.isnan(out[0].astype(np.float64)), nan)
     np.testing.assert_array_equal(bits(out[0])[~nan], bits(expected)[~nan])
 
 

@@ -69,7 +69,7 @@ struct Plan {
   // touch, at most input_elems / output_elems (smaller on some V ranks).
   std::vector<int64_t> input_extent, output_extent;
 
-  int elem_bytes() const { return dtype == DType::F32 ? 4 : (dtype == DType::BF16 || dtype == DType::F16) ? 2 : 1; }
+  int elem_bytes() const { return kDTypeBytes[static_cast<int>(dtype)]; }
   const Instr* program(int64_t rank, int64_t role, int64_t* count) const {
     const auto& d = directory[rank * static_cast<int64_t>(roles.size()) + role];
     *count = d.second;

@@ -8,7 +8,7 @@ func.func @f(%a: memref<8xf32>) {
   coll.all_reduce sum %a, %a world 2 : memref<8xf32>, memref<8xf32>
   func.return
 }
-// NAME:     error: invalid pass pipeline 'coll-expnad': Unrecognized passes: ['coll-expnad']; purlin's passes are coll-expand
+// NAME:     error: invalid pass pipeline 'coll-expnad': Unrecognized passes: ['coll-expnad']; purlin's passes are convert-stablehlo-to-coll, convert-shard-to-coll, coll-expand
 // NAME-NOT: Traceback
 
 // OPTION:     error: invalid pass pipeline 'coll-expand{world=4}': Provided arguments ["world"] not found in expected arguments []

@@ -12,8 +12,15 @@ using u64 = unsigned long long;
 using i32 = int;
 using u32 = unsigned int;
 
-enum class DType : i64 { BF16 = 0, F16 = 1, F32 = 2, FP8E4M3 = 3, FP8E5M2 = 4 };
-enum class RedOp : i64 { None = 0, Sum = 1, Max = 2, Min = 3, Prod = 4 };
+enum class DType : i64 {
+  BF16 = 0, F16 = 1, F32 = 2, FP8E4M3 = 3, FP8E5M2 = 4,
+  I8 = 5, UI8 = 6, I32 = 7, UI32 = 8, I64 = 9, UI64 = 10, F64 = 11
+};
+enum class RedOp : i64 { None = 0, Sum = 1, Max = 2, Min = 3, Prod = 4, And = 5, Or = 6, Xor = 7 };
+
+// Bytes of one element of each DType, in code order.
+constexpr int kDTypeBytes[] = {2, 2, 4, 1, 1, 1, 1, 4, 4, 8, 8, 8};
+constexpr int kDTypeCount = 12;
 enum class Mech : i64 { None = 0, Vector = 1, CpAsync = 2, Bulk = 3, Multimem = 4, CopyEngine = 5, Packet = 6 };
 
 constexpr int kPacketBytes = 16;

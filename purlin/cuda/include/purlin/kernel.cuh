@@ -405,7 +405,7 @@ __device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 n
   const i64 bytes = k.t(group + abi::kGBytes), n = k.t(group + abi::kGSources);
   const i64 b = pk * kPacketDataBytes, nb = min(i64(kPacketDataBytes), bytes - b);
   const i64 region_bytes = k.t(ph + abi::kPhSlotBytes);
-  float acc[E];
+  AccT<D> acc[E];
   u64 word = 0;
   for (i64 j0 = 0; j0 < n; j0 += kBatch) {
     u64 data[kBatch];
@@ -461,7 +461,7 @@ __device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 n
         if (j0 + q == 0) {
           unpack<D, 8>(w, acc);
         } else {
-          float x[E];
+          AccT<D> x[E];
           unpack<D, 8>(w, x);
           ArchCombine::apply(op, acc, x);
         }

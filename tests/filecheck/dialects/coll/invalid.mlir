@@ -49,17 +49,17 @@ func.func @element_types_differ(%a: memref<8xf32>, %b: memref<8xf16>) {
 
 // -----
 
-func.func @unsupported_element_type(%a: memref<8xf64>) {
-  coll.all_reduce sum %a, %a world 2 : memref<8xf64>, memref<8xf64>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': element type f64 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2
+func.func @unsupported_element_type(%a: memref<8xi16>) {
+  coll.all_reduce sum %a, %a world 2 : memref<8xi16>, memref<8xi16>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': element type i16 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2, i8, ui8, i32, ui32, i64, ui64, f64
   func.return
 }
 
 // -----
 
-func.func @integer_element_type(%a: memref<8xi32>) {
-  coll.all_gather %a, %a world 1 : memref<8xi32>, memref<8xi32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': element type i32 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2
+func.func @boolean_element_type(%a: memref<8xi1>) {
+  coll.all_gather %a, %a world 1 : memref<8xi1>, memref<8xi1>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': element type i1 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2, i8, ui8, i32, ui32, i64, ui64, f64
   func.return
 }
 
@@ -75,7 +75,7 @@ func.func @not_1d(%a: memref<2x4xf32>, %b: memref<8xf32>) {
 
 func.func @missing_reduction(%a: memref<8xf32>) {
   "coll.all_reduce"(%a, %a) <{world = #builtin.int<2>}> : (memref<8xf32>, memref<8xf32>) -> ()
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': a reduction op (sum, max, min or prod) is required
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': a reduction op (sum, max, min, prod, and, or or xor) is required
   func.return
 }
 
@@ -207,7 +207,7 @@ func.func @v_with_both_counts(%a: memref<8xf32>, %b: memref<16xf32>, %n: memref<
 
 func.func @counts_length(%a: memref<8xf32>, %b: memref<16xf32>) {
   coll.all_gather_v %a, %b world 4 counts [8, 8] : memref<8xf32>, memref<16xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': expected 4 counts for world 4, got 2
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': expected 4 counts for world 4 ranks, got 2
   func.return
 }
 
@@ -215,7 +215,7 @@ func.func @counts_length(%a: memref<8xf32>, %b: memref<16xf32>) {
 
 func.func @counts_matrix_length(%a: memref<16xf32>) {
   coll.all_to_all_v %a, %a world 2 counts [1, 2, 3] : memref<16xf32>, memref<16xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_to_all_v': expected 2x2 = 4 counts for world 2, got 3
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_to_all_v': expected 2x2 = 4 counts for world 2 ranks, got 3
   func.return
 }
 
@@ -402,5 +402,77 @@ func.func @collective_counts_shape(%a: memref<8xf32>, %n: memref<2xi64>) {
 func.func @dynamic_counts_shapes_differ(%a: memref<8xf32>, %n: memref<2xi64>) {
   coll.collective %a, %a in #coll.layout<packed_v, world 2, ?> out #coll.layout<transposed_v, world 2, ?> consume #coll.consume<copy> counts %n : memref<8xf32>, memref<8xf32>, memref<2xi64>
 // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.collective': dynamic packed_v and transposed_v layouts cannot share one counts operand (one takes a list, the other a matrix)
+  func.return
+}
+
+// -----
+
+func.func @groups_overlap(%a: memref<8xf32>, %b: memref<16xf32>) {
+  coll.all_gather %a, %b world 4 groups [[0, 1], [1, 2]] : memref<8xf32>, memref<16xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': groups overlap: rank 1 is in groups 0 and 1
+  func.return
+}
+
+// -----
+
+func.func @rank_twice_in_a_group(%a: memref<8xf32>) {
+  coll.all_reduce sum %a, %a world 4 groups [[0, 0]] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': groups overlap: rank 0 is twice
+  func.return
+}
+
+// -----
+
+func.func @group_rank_outside_world(%a: memref<8xf32>) {
+  coll.all_reduce sum %a, %a world 4 groups [[0, 4]] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': group 0 names rank 4, outside world 4
+  func.return
+}
+
+// -----
+
+func.func @empty_group(%a: memref<8xf32>) {
+  coll.all_reduce sum %a, %a world 4 groups [[0, 1], []] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': group 1 is empty
+  func.return
+}
+
+// -----
+
+func.func @unequal_groups(%a: memref<8xf32>, %b: memref<16xf32>) {
+  coll.all_gather %a, %b world 5 groups [[0, 1], [2, 3, 4]] : memref<8xf32>, memref<16xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': groups have sizes 2, 3, but its buffers are sized by the group: every group needs the same number of ranks
+  func.return
+}
+
+// -----
+
+func.func @grouped_sizes_follow_the_group(%a: memref<8xf32>, %b: memref<32xf32>) {
+  coll.all_gather %a, %b world 4 groups [[0, 1], [2, 3]] : memref<8xf32>, memref<32xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': output must have group size x input = 2 x 8 = 16 elements, got 32
+  func.return
+}
+
+// -----
+
+func.func @grouped_dynamic_counts(%a: memref<8xf32>, %b: memref<16xf32>, %c: memref<2xi64>) {
+  coll.all_gather_v %a, %b world 4 groups [[0, 1], [2, 3]] counts %c : memref<8xf32>, memref<16xf32>, memref<2xi64>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather_v': groups need static counts (counts [..]): dynamic counts would leave the groups' slices unknown
+  func.return
+}
+
+// -----
+
+func.func @generic_groups_of_another_size(%a: memref<8xf32>, %b: memref<8xf32>) {
+  coll.collective %a, %b in #coll.layout<packed, world 2, 8> out #coll.layout<packed, world 2, 8> consume #coll.consume<copy> world 6 groups [[0, 1, 2], [3, 4, 5]] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.collective': the layouts are for 2 ranks, but the groups have 3: with groups, layouts name group-local ranks
+  func.return
+}
+
+// -----
+
+func.func @bitwise_on_floats(%a: memref<8xf32>) {
+  coll.all_reduce xor %a, %a world 2 : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': reduction 'xor' combines bits and takes an integer dtype, got f32
   func.return
 }

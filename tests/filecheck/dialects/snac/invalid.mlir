@@ -38,9 +38,9 @@ func.func @world_negative(%a: memref<8xf32>) {
 
 // -----
 
-func.func @unsupported_element_type(%a: memref<8xf64>) {
-  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf64>, memref<8xf64> {
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': element type f64 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2
+func.func @unsupported_element_type(%a: memref<8xi16>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xi16>, memref<8xi16> {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': element type i16 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2, i8, ui8, i32, ui32, i64, ui64, f64
     %r = snac.rank
   }
   func.return
@@ -48,9 +48,9 @@ func.func @unsupported_element_type(%a: memref<8xf64>) {
 
 // -----
 
-func.func @integer_element_type(%a: memref<8xi32>) {
-  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xi32>, memref<8xi32> {
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': element type i32 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2
+func.func @boolean_element_type(%a: memref<8xi1>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xi1>, memref<8xi1> {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': element type i1 is not supported, expected one of bf16, f16, f32, f8E4M3FN, f8E5M2, i8, ui8, i32, ui32, i64, ui64, f64
     %r = snac.rank
   }
   func.return

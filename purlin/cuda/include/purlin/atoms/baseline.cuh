@@ -1,6 +1,7 @@
 // Baseline Atoms (any generation): vector loads/stores through registers
 // (sources aligned unlike the destination shifted into place across a warp),
-// reductions in registers with f32 accumulation, packets, and the
+// reductions in registers (f32 accumulation; f64 in f64, integers exact in
+// their own width, wrapping as two's complement), packets, and the
 // signal/wait memory operations. Later generations add to these in their
 // own atoms/smXX.cuh.
 #pragma once
@@ -108,6 +109,43 @@ template <__nv_fp8_interpretation_t Kind> struct Fp8 {
 template <> struct Elem<DType::FP8E4M3> : Fp8<__NV_E4M3> {};
 template <> struct Elem<DType::FP8E5M2> : Fp8<__NV_E5M2> {};
 
+// f64 and the integers reduce exactly, each in an accumulator of its own
+// (8- and 32-bit integers in 32 bits: truncating the result wraps as a
+// narrow accumulator would).
+template <int B> struct ExactBytes { static constexpr int bytes = B; };
+template <> struct Elem<DType::I8> : ExactBytes<1> {};
+template <> struct Elem<DType::UI8> : ExactBytes<1> {};
+template <> struct Elem<DType::I32> : ExactBytes<4> {};
+template <> struct Elem<DType::UI32> : ExactBytes<4> {};
+template <> struct Elem<DType::I64> : ExactBytes<8> {};
+template <> struct Elem<DType::UI64> : ExactBytes<8> {};
+template <> struct Elem<DType::F64> : ExactBytes<8> {};
+
+// The accumulator of D and its conversion from and to raw bits (the low
+// bits of a u64): f32 for the float types, through their Elem.
+template <DType D> struct Acc {
+  using T = float;
+  __device__ static T from_bits(u64 b) { return Elem<D>::to_f32(u32(b)); }
+  __device__ static u64 to_bits(T x) { return Elem<D>::from_f32(x); }
+};
+template <class A, class S> struct IntAcc {
+  using T = A;
+  __device__ static T from_bits(u64 b) { return T(S(b)); }  // S: the element's own type, sign-extends
+  __device__ static u64 to_bits(T x) { return u64(x); }
+};
+template <> struct Acc<DType::I8> : IntAcc<int, signed char> {};
+template <> struct Acc<DType::UI8> : IntAcc<u32, u8> {};
+template <> struct Acc<DType::I32> : IntAcc<int, int> {};
+template <> struct Acc<DType::UI32> : IntAcc<u32, u32> {};
+template <> struct Acc<DType::I64> : IntAcc<long long, long long> {};
+template <> struct Acc<DType::UI64> : IntAcc<u64, u64> {};
+template <> struct Acc<DType::F64> {
+  using T = double;
+  __device__ static T from_bits(u64 b) { return __longlong_as_double(static_cast<long long>(b)); }
+  __device__ static u64 to_bits(T x) { return static_cast<u64>(__double_as_longlong(x)); }
+};
+template <DType D> using AccT = typename Acc<D>::T;
+
 __device__ __forceinline__ float combine(int op, float a, float b) {
   switch (static_cast<RedOp>(op)) {
     case RedOp::Max: return fmaxf(a, b);
@@ -116,35 +154,79 @@ __device__ __forceinline__ float combine(int op, float a, float b) {
     default: return a + b;
   }
 }
+__device__ __forceinline__ double combine(int op, double a, double b) {
+  switch (static_cast<RedOp>(op)) {
+    case RedOp::Max: return fmax(a, b);
+    case RedOp::Min: return fmin(a, b);
+    case RedOp::Prod: return a * b;
+    default: return a + b;
+  }
+}
+// Integers: sums and products in the unsigned type U, so that overflow wraps
+// (signed overflow is undefined); comparisons in the accumulator's own sign.
+template <class A, class U>
+__device__ __forceinline__ A combine_int(int op, A a, A b) {
+  switch (static_cast<RedOp>(op)) {
+    case RedOp::Max: return a > b ? a : b;
+    case RedOp::Min: return a < b ? a : b;
+    case RedOp::Prod: return A(U(a) * U(b));
+    case RedOp::And: return a & b;
+    case RedOp::Or: return a | b;
+    case RedOp::Xor: return a ^ b;
+    default: return A(U(a) + U(b));
+  }
+}
+__device__ __forceinline__ int combine(int op, int a, int b) { return combine_int<int, u32>(op, a, b); }
+__device__ __forceinline__ u32 combine(int op, u32 a, u32 b) { return combine_int<u32, u32>(op, a, b); }
+__device__ __forceinline__ long long combine(int op, long long a, long long b) {
+  return combine_int<long long, u64>(op, a, b);
+}
+__device__ __forceinline__ u64 combine(int op, u64 a, u64 b) { return combine_int<u64, u64>(op, a, b); }
 
 // Element-wise combination of a chunk into the accumulators; sm_100 packs pairs.
 struct ScalarCombine {
-  template <int E>
-  __device__ static void apply(int op, float (&acc)[E], const float (&x)[E]) {
+  template <class T, int E>
+  __device__ static void apply(int op, T (&acc)[E], const T (&x)[E]) {
 #pragma unroll
     for (int e = 0; e < E; ++e) acc[e] = combine(op, acc[e], x[e]);
   }
 };
 
 template <DType D, int W>
-__device__ __forceinline__ void unpack(const Word<W>& w, float (&x)[W / Elem<D>::bytes]) {
+__device__ __forceinline__ void unpack(const Word<W>& w, AccT<D> (&x)[W / Elem<D>::bytes]) {
   constexpr int B = Elem<D>::bytes;
-  constexpr u32 mask = B == 4 ? ~0u : (1u << (8 * B)) - 1;
+  if constexpr (B == 8) {
 #pragma unroll
-  for (int i = 0; i < W / B; ++i) x[i] = Elem<D>::to_f32((word<W>(w, i * B / 4) >> (8 * (i * B % 4))) & mask);
+    for (int i = 0; i < W / 8; ++i)
+      x[i] = Acc<D>::from_bits(u64(word<W>(w, 2 * i)) | u64(word<W>(w, 2 * i + 1)) << 32);
+  } else {
+    constexpr u32 mask = B >= 4 ? ~0u : (1u << (8 * B)) - 1;
+#pragma unroll
+    for (int i = 0; i < W / B; ++i) x[i] = Acc<D>::from_bits((word<W>(w, i * B / 4) >> (8 * (i * B % 4))) & mask);
+  }
 }
 
 template <DType D, int W>
-__device__ __forceinline__ Word<W> pack(const float (&x)[W / Elem<D>::bytes]) {
+__device__ __forceinline__ Word<W> pack(const AccT<D> (&x)[W / Elem<D>::bytes]) {
   constexpr int B = Elem<D>::bytes;
-  constexpr int per_word = B >= 4 ? 1 : 4 / B;
   Word<W> w{};
+  if constexpr (B == 8) {
+#pragma unroll
+    for (int i = 0; i < W / 8; ++i) {
+      const u64 bits = Acc<D>::to_bits(x[i]);
+      set_word<W>(w, 2 * i, u32(bits));
+      set_word<W>(w, 2 * i + 1, u32(bits >> 32));
+    }
+    return w;
+  }
+  constexpr int per_word = B >= 4 ? 1 : 4 / B;
+  constexpr u32 mask = B >= 4 ? ~0u : (1u << (8 * B)) - 1;
 #pragma unroll
   for (int i = 0; i < (W + 3) / 4; ++i) {
     u32 bits = 0;
 #pragma unroll
     for (int j = 0; j < per_word && i * per_word + j < W / B; ++j)
-      bits |= Elem<D>::from_f32(x[i * per_word + j]) << (8 * B * j);
+      bits |= (u32(Acc<D>::to_bits(x[i * per_word + j])) & mask) << (8 * B * j);
     set_word<W>(w, i, bits);
   }
   return w;
@@ -191,7 +273,7 @@ constexpr int kReduceUnroll = W / Elem<D>::bytes >= 32 ? 1 : (32 / (W / Elem<D>:
 // chunks that `load(s, u)` gives of source s (all sources' loads of one
 // round in flight together).
 template <DType D, int W, int U, class Combine, class Load>
-__device__ __forceinline__ void reduce_round(float (&acc)[U][W / Elem<D>::bytes], int n_srcs, int op, Load load) {
+__device__ __forceinline__ void reduce_round(AccT<D> (&acc)[U][W / Elem<D>::bytes], int n_srcs, int op, Load load) {
   Word<W> raw[U];
 #pragma unroll
   for (int u = 0; u < U; ++u) raw[u] = load(0, u);
@@ -202,7 +284,7 @@ __device__ __forceinline__ void reduce_round(float (&acc)[U][W / Elem<D>::bytes]
     for (int u = 0; u < U; ++u) raw[u] = load(s, u);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      float x[W / Elem<D>::bytes];
+      AccT<D> x[W / Elem<D>::bytes];
       unpack<D, W>(raw[u], x);
       Combine::apply(op, acc[u], x);
     }
@@ -216,7 +298,7 @@ __device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, i6
   constexpr int U = kReduceUnroll<D, W>;
   const i64 stride = part.stride();
   for (i64 i = part.first(); i < chunks; i += stride * U) {
-    float acc[U][W / Elem<D>::bytes];
+    AccT<D> acc[U][W / Elem<D>::bytes];
     reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
       const i64 c = i + u * stride;
       return c < chunks ? load<W>(at(srcs[s], from + c * W)) : Word<W>{};
@@ -323,7 +405,7 @@ __device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, 
   const int lane = threadIdx.x % 32;
   const i64 stride = part.stride();
   for (i64 k = part.first(); k - lane < chunks; k += stride * U) {
-    float acc[U][W / Elem<D>::bytes];
+    AccT<D> acc[U][W / Elem<D>::bytes];
     reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
       return load_shifted<W>(srcs[s].p + from, k + u * stride, chunks);
     });

@@ -53,6 +53,11 @@ struct PackedCombine {
 #endif
     ScalarCombine::apply(op, acc, x);
   }
+  // f64 and the integers have no packed form here.
+  template <class T, int E>
+  __device__ static void apply(int op, T (&acc)[E], const T (&x)[E]) {
+    ScalarCombine::apply(op, acc, x);
+  }
 };
 
 }  // namespace sm100

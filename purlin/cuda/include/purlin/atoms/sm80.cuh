@@ -49,7 +49,7 @@ __device__ void drain_tile(const char* stage, int tile_bytes, int n_srcs, bool r
       continue;
     }
     constexpr int E = 16 / Elem<D>::bytes;
-    float acc[E], x[E];
+    AccT<D> acc[E], x[E];
     unpack<D, 16>(load<16>(stage + v * 16), acc);
     for (int k = 1; k < n_srcs; ++k) {
       unpack<D, 16>(load<16>(stage + k * tile_bytes + v * 16), x);

@@ -1,0 +1,431 @@
+"""The part of the `stablehlo` dialect that purlin imports: the collective ops,
+the element-wise ops a reduction region uses, constants and returns, and the
+attributes of process grouping (channel handles, meshes of named axes).
+
+Collectives are accepted in generic form (`"stablehlo.all_reduce"(%x) ...`,
+their fields as properties `<{..}>` or attributes `{..}`) and in pretty form
+(`stablehlo.all_reduce(%x) ({..}) {..} : (types) -> types`); they print in
+generic form. Fields are read with `field(op, name)` wherever they were given.
+`convert-stablehlo-to-coll` gives them their process semantics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    FunctionType,
+    IntAttr,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    opt_region_def,
+    param_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+
+def field(op: Operation, name: str) -> Attribute | None:
+    """An op's field `name`, given as a property or as an attribute."""
+    return op.properties.get(name, op.attributes.get(name))
+
+
+# -- attributes ----------------------------------------------------------------
+
+
+def _parse_fields(parser: AttrParser, fields: dict) -> dict[str, object]:
+    """`<name = value, ...>` where fields maps each name to its value parser."""
+    values: dict[str, object] = {}
+
+    def one() -> None:
+        start = parser.pos
+        key = parser.parse_identifier(" (a field name)")
+        if key not in fields:
+            parser.raise_error(f"unknown field '{key}', expected one of {', '.join(fields)}", start, parser.pos)
+        parser.parse_punctuation("=")
+        values[key] = fields[key]()
+
+    with parser.in_angle_brackets():
+        parser.parse_comma_separated_list(parser.Delimiter.NONE, one)
+    return values
+
+
+@irdl_attr_definition
+class ChannelHandleAttr(ParametrizedAttribute):
+    """`#stablehlo.channel_handle<handle = H, type = T>`."""
+
+    name = "stablehlo.channel_handle"
+    handle: IntAttr = param_def()
+    type: IntAttr = param_def()
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        num = lambda: parser.parse_integer(allow_boolean=False)  # noqa: E731
+        v = _parse_fields(parser, {"handle": num, "type": num})
+        return (IntAttr(v.get("handle", 0)), IntAttr(v.get("type", 0)))  # type: ignore[arg-type]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<handle = {self.handle.data}, type = {self.type.data}>")
+
+
+@irdl_attr_definition
+class MeshAxisAttr(ParametrizedAttribute):
+    """`#stablehlo.mesh_axis<name = "x", size = 2>`."""
+
+    name = "stablehlo.mesh_axis"
+    axis: StringAttr = param_def()
+    size: IntAttr = param_def()
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        v = _parse_fields(parser, {
+            "name": parser.parse_str_literal,
+            "size": lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
+        })
+        return (StringAttr(v.get("name", "")), IntAttr(v.get("size", 0)))  # type: ignore[arg-type]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f'<name = "{self.axis.data}", size = {self.size.data}>')
+
+
+@irdl_attr_definition
+class MeshAttr(ParametrizedAttribute):
+    """`#stablehlo.mesh<axes = [#stablehlo.mesh_axis<..>, ..]>`: devices
+    numbered row-major over the axes, the first the most significant."""
+
+    name = "stablehlo.mesh"
+    axes: ArrayAttr[MeshAxisAttr] = param_def()
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        v = _parse_fields(parser, {"axes": lambda: parser.parse_comma_separated_list(
+            parser.Delimiter.SQUARE, parser.parse_attribute)})
+        return (ArrayAttr(v.get("axes", [])),)  # type: ignore[arg-type]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<axes = [")
+        printer.print_list(self.axes.data, printer.print_attribute)
+        printer.print_string("]>")
+
+    def verify(self) -> None:
+        if not all(isinstance(a, MeshAxisAttr) for a in self.axes.data):
+            raise VerifyException("a stablehlo.mesh lists #stablehlo.mesh_axis attributes")
+
+
+@irdl_attr_definition
+class AxisRefAttr(ParametrizedAttribute):
+    """`#stablehlo.axis_ref<name = "y">`, or a sub-axis of it with
+    `sub_axis_info = (PRE)SIZE`: of an axis of size N, index
+    (major * SIZE + sub) * (N / (PRE * SIZE)) + minor, the sub-axis is `sub`
+    (PRE is the size of the sub-axes before it)."""
+
+    name = "stablehlo.axis_ref"
+    axis: StringAttr = param_def()
+    pre_size: IntAttr = param_def()  # 0: the whole axis
+    sub_size: IntAttr = param_def()
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def sub() -> tuple[int, int]:
+            parser.parse_punctuation("(")
+            pre = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.parse_punctuation(")")
+            return pre, parser.parse_integer(allow_boolean=False, allow_negative=False)
+
+        v = _parse_fields(parser, {"name": parser.parse_str_literal, "sub_axis_info": sub})
+        pre, size = v.get("sub_axis_info", (0, 0))  # type: ignore[misc]
+        return (StringAttr(v.get("name", "")), IntAttr(pre), IntAttr(size))  # type: ignore[arg-type]
+
+    def print_parameters(self, printer: Printer) -> None:
+        sub = f", sub_axis_info = ({self.pre_size.data}){self.sub_size.data}" if self.pre_size.data else ""
+        printer.print_string(f'<name = "{self.axis.data}"{sub}>')
+
+
+@irdl_attr_definition
+class ReplicaGroupMeshAxesAttr(ParametrizedAttribute):
+    """`#stablehlo.replica_group_mesh_axes<mesh = MESH, axes = [AXIS_REF, ..]>`:
+    one group per position on the other axes, its members along `axes`."""
+
+    name = "stablehlo.replica_group_mesh_axes"
+    mesh: MeshAttr = param_def()
+    axes: ArrayAttr[AxisRefAttr] = param_def()
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        v = _parse_fields(parser, {
+            "mesh": parser.parse_attribute,
+            "axes": lambda: parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute),
+        })
+        return (v.get("mesh", MeshAttr(ArrayAttr([]))), ArrayAttr(v.get("axes", [])))  # type: ignore[arg-type]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<mesh = ")
+        printer.print_attribute(self.mesh)
+        printer.print_string(", axes = [")
+        printer.print_list(self.axes.data, printer.print_attribute)
+        printer.print_string("]>")
+
+    def verify(self) -> None:
+        if not all(isinstance(a, AxisRefAttr) for a in self.axes.data):
+            raise VerifyException("replica_group_mesh_axes lists #stablehlo.axis_ref attributes")
+
+
+# -- ops -------------------------------------------------------------------------
+
+
+def _parse_functional(parser: Parser, operands: list[UnresolvedOperand]) -> tuple[list[SSAValue], list[Attribute]]:
+    """`: (T, ..) -> (R, ..)` resolving `operands`; results may be one bare type."""
+    parser.parse_punctuation(":")
+    start = parser.pos
+    t = parser.parse_type()
+    if not isinstance(t, FunctionType):
+        parser.raise_error("expected a function type (operands) -> results", start, parser.pos)
+    ins, outs = list(t.inputs.data), list(t.outputs.data)
+    if len(ins) != len(operands):
+        parser.raise_error(f"{len(operands)} operands but {len(ins)} operand types", start, parser.pos)
+    return [parser.resolve_operand(o, ty) for o, ty in zip(operands, ins)], outs
+
+
+class CollectiveBase(IRDLOperation):
+    """A StableHLO collective on variadic tensors."""
+
+    REGION: ClassVar[bool] = False
+
+    inputs = var_operand_def()
+    results_ = var_result_def()
+    body = opt_region_def()
+    # Declared so that the generic form may give them as properties.
+    replica_groups = opt_prop_def(Attribute)
+    channel_handle = opt_prop_def(Attribute)
+    use_global_device_ids = opt_prop_def(Attribute)
+    all_gather_dim = opt_prop_def(Attribute)
+    scatter_dimension = opt_prop_def(Attribute)
+    split_dimension = opt_prop_def(Attribute)
+    concat_dimension = opt_prop_def(Attribute)
+    split_count = opt_prop_def(Attribute)
+    source_target_pairs = opt_prop_def(Attribute)
+    has_dynamic_root = opt_prop_def(Attribute)
+
+    def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute],
+                 fields: dict[str, Attribute], body: Region | None = None):
+        super().__init__(operands=[inputs], result_types=[result_types], attributes=fields,
+                         regions=[body])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CollectiveBase:
+        operands = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        body = None
+        if parser.parse_optional_punctuation("("):
+            body = parser.parse_region()
+            parser.parse_punctuation(")")
+        fields = parser.parse_optional_attr_dict()
+        values, outs = _parse_functional(parser, operands)
+        return cls(values, outs, fields, body)
+
+    def verify_(self) -> None:
+        if self.REGION and (self.body is None or not self.body.blocks):
+            raise VerifyException(f"'{self.name}': needs its reduction region")
+        if not self.REGION and self.body is not None and self.body.blocks:
+            raise VerifyException(f"'{self.name}': takes no region")
+
+
+@irdl_op_definition
+class AllReduceOp(CollectiveBase):
+    name = "stablehlo.all_reduce"
+    REGION: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class ReduceScatterOp(CollectiveBase):
+    name = "stablehlo.reduce_scatter"
+    REGION: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class AllGatherOp(CollectiveBase):
+    name = "stablehlo.all_gather"
+
+
+@irdl_op_definition
+class AllToAllOp(CollectiveBase):
+    name = "stablehlo.all_to_all"
+
+
+@irdl_op_definition
+class CollectivePermuteOp(CollectiveBase):
+    name = "stablehlo.collective_permute"
+
+
+@irdl_op_definition
+class CollectiveBroadcastOp(CollectiveBase):
+    name = "stablehlo.collective_broadcast"
+
+
+COLLECTIVES: tuple[type[CollectiveBase], ...] = (
+    AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp, CollectivePermuteOp, CollectiveBroadcastOp,
+)
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """`stablehlo.constant dense<..> : tensor<..>`."""
+
+    name = "stablehlo.constant"
+    output = result_def(TensorType)
+    value_ = opt_prop_def(Attribute, prop_name="value")
+
+    def __init__(self, value: DenseIntOrFPElementsAttr):
+        super().__init__(result_types=[value.type], properties={"value": value})
+
+    @property
+    def value(self) -> Attribute | None:
+        return field(self, "value")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        attrs = parser.parse_optional_attr_dict()
+        start = parser.pos
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error("expected a dense<..> : tensor<..> constant", start, parser.pos)
+        op = cls(value)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.value)  # type: ignore[arg-type]
+
+    def verify_(self) -> None:
+        if not isinstance(self.value, DenseIntOrFPElementsAttr) or self.value.type != self.output.type:
+            raise VerifyException(f"'{self.name}': needs a dense value of its result type {self.output.type}")
+
+
+class ElementwiseBinary(IRDLOperation):
+    """`stablehlo.OP %lhs, %rhs : T`, the combiners of a reduction region."""
+
+    lhs = operand_def()
+    rhs = operand_def()
+    output = result_def()
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ElementwiseBinary:
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        return cls(parser.resolve_operand(lhs, t), parser.resolve_operand(rhs, t))
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        printer.print_string(" : ")
+        printer.print_attribute(self.output.type)
+
+
+@irdl_op_definition
+class AddOp(ElementwiseBinary):
+    name = "stablehlo.add"
+
+
+@irdl_op_definition
+class MaxOp(ElementwiseBinary):
+    name = "stablehlo.maximum"
+
+
+@irdl_op_definition
+class MinOp(ElementwiseBinary):
+    name = "stablehlo.minimum"
+
+
+@irdl_op_definition
+class MulOp(ElementwiseBinary):
+    name = "stablehlo.multiply"
+
+
+@irdl_op_definition
+class AndOp(ElementwiseBinary):
+    name = "stablehlo.and"
+
+
+@irdl_op_definition
+class OrOp(ElementwiseBinary):
+    name = "stablehlo.or"
+
+
+@irdl_op_definition
+class XorOp(ElementwiseBinary):
+    name = "stablehlo.xor"
+
+
+@irdl_op_definition
+class SubtractOp(ElementwiseBinary):
+    """Parsed so that a region using it is refused by the importer with a
+    diagnostic, not by the parser."""
+
+    name = "stablehlo.subtract"
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """`stablehlo.return %v, .. : T, ..`, the terminator of a region."""
+
+    name = "stablehlo.return"
+    values = var_operand_def()
+    traits = traits_def(IsTerminator())
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[values])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReturnOp:
+        names = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
+        values = []
+        if names:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+            values = [parser.resolve_operand(n, t) for n, t in zip(names, types)]
+        return cls(values)
+
+    def print(self, printer: Printer) -> None:
+        if self.values:
+            printer.print_string(" ")
+            printer.print_list(self.values, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in self.values], printer.print_attribute)
+
+
+# Which coll reduction each combiner is (the importer maps a region to it).
+COMBINERS: dict[type[ElementwiseBinary], str] = {
+    AddOp: "sum", MaxOp: "max", MinOp: "min", MulOp: "prod", AndOp: "and", OrOp: "or", XorOp: "xor",
+}
+
+StableHLO = Dialect(
+    "stablehlo",
+    [*COLLECTIVES, ConstantOp, AddOp, MaxOp, MinOp, MulOp, AndOp, OrOp, XorOp, SubtractOp, ReturnOp],
+    [ChannelHandleAttr, MeshAxisAttr, MeshAttr, AxisRefAttr, ReplicaGroupMeshAxesAttr],
+)
