@@ -114,19 +114,6 @@ struct CallState {
 // Thrown inside a thread to unwind once the call was stopped.
 struct Stopped {};
 
-float combine(RedOp op, float a, float b) {
-  switch (op) {
-    case RedOp::Sum: return a + b;
-    case RedOp::Prod: return a * b;
-    // As numpy's maximum/minimum in the reference: NaN propagates, and of
-    // equal values (+0 and -0) the later source wins.
-    case RedOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
-    case RedOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
-    default: break;
-  }
-  return a;
-}
-
 }  // namespace
 
 // The instructions of one (rank, role), run on one thread.
@@ -293,7 +280,7 @@ class RoleThread {
             read(srcs[k], at, n, chunk.data());
             for (int64_t i = 0; i < n; ++i) {
               const float v = load_f32(p_.dtype, chunk.data(), i);
-              acc[i] = k == 0 ? v : combine(in.redop, acc[i], v);
+              acc[i] = k == 0 ? v : combine<float>(in.redop, acc[i], v);
             }
           }
           for (int64_t i = 0; i < n; ++i) store_f32(p_.dtype, chunk.data(), i, acc[i]);

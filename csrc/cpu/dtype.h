@@ -157,9 +157,10 @@ inline void store_f32(DType dtype, unsigned char* p, int64_t i, float v) {
 inline bool reduces_via_f32(DType dtype) { return static_cast<int>(dtype) <= static_cast<int>(DType::FP8E5M2); }
 
 // a op b in T: integers in their unsigned counterpart, so overflow wraps
-// (signed overflow would be undefined); NaN propagates as numpy's maximum/minimum.
+// (signed overflow would be undefined). As numpy's maximum/minimum in the
+// reference: NaN propagates, and of equal values (+0 and -0) the later source wins.
 template <class T>
-T combine_exact(RedOp op, T a, T b) {
+T combine(RedOp op, T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
     switch (op) {
@@ -190,7 +191,7 @@ void combine_into_as(RedOp op, unsigned char* acc, const unsigned char* x, int64
     T a, b;
     std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
     std::memcpy(&b, x + i * sizeof(T), sizeof(T));
-    a = combine_exact<T>(op, a, b);
+    a = combine<T>(op, a, b);
     std::memcpy(acc + i * sizeof(T), &a, sizeof(T));
   }
 }
