@@ -34,7 +34,7 @@ from pathlib import Path
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 
-from purlin.sim.ir import make_context, parse_module
+from purlin.pipeline import make_context, parse_module
 from purlin.universe import PASSES
 
 PASS_NAMES = ("coll-expand", "convert-coll-to-snac", "snac-verify")

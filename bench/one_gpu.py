@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 
-from purlin import bench
+from purlin.tools import bench
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 SIZES = (16, 1024, 65536)

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import UnitAttr
 
-from purlin.dialects import atom
+from purlin.atom import dialect as atom
 from purlin.plan import ARCHS, Plan
-from purlin.plan_builder import build_plan
-from purlin.sim.atom_level import atom_passes
-from purlin.sim.collectives import Case
-from purlin.sim.ir import entry_function, lower
+from purlin.conversion.atom_to_plan import build_plan
+from purlin.atom.interpreter import atom_passes
+from purlin.testing.cases import Case
+from purlin.pipeline import entry_function, lower
 
 # The CPU backend runs any generation's plan (it executes instructions, not
 # mechanisms); sm_90 is the generation the tests use.

@@ -1,4 +1,21 @@
-"""The default lowering pipeline, in the order passes apply."""
+"""The default lowering pipeline and the IR plumbing every path shares:
+context, parsing, lowering with the pass contracts checked, entry function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import ArgSpecParseError
+
+from purlin.diagnostics import LocatedParser, verify_located
+from purlin.interpret import SimError
+from purlin.pass_contracts import check_pipeline_step
+from purlin.universe import DIALECTS, PASSES, load_extensions
 
 FULL_PIPELINE: tuple[str, ...] = (
     "coll-expand",
@@ -10,3 +27,62 @@ FULL_PIPELINE: tuple[str, ...] = (
 
 def pipeline_spec(passes: tuple[str, ...] = FULL_PIPELINE) -> str:
     return ",".join(passes)
+
+
+PipelineCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
+
+
+def make_context() -> Context:
+    """xDSL's dialects plus purlin's, loaded lazily."""
+    ctx = Context()
+    for name, factory in {**get_all_dialects(), **DIALECTS}.items():
+        ctx.register_dialect(name, factory)
+    load_extensions(ctx)
+    return ctx
+
+
+def parse_module(text: str, filename: str = "<input>") -> ModuleOp:
+    """Parse and verify; errors are located diagnostics (ParseError, VerifyException)."""
+    module = LocatedParser(make_context(), text, filename).parse_module()
+    verify_located(module)
+    return module
+
+
+def pipeline(passes: str, callback: PipelineCallback | None = None) -> PassPipeline:
+    """The pass pipeline `passes` of purlin's passes; ValueError naming it
+    when a pass or an option is unknown or the text does not parse."""
+    try:
+        return PassPipeline.parse_spec(PASSES, passes, callback)
+    except ArgSpecParseError as e:
+        # A BaseException in xDSL, which would escape every handler.
+        raise ValueError(f"invalid pass pipeline '{passes}': {e}") from None
+    except ValueError as e:
+        raise ValueError(f"invalid pass pipeline '{passes}': {e}") from None
+
+
+def lower(module: ModuleOp, passes: str) -> ModuleOp:
+    """A copy of `module` after the comma-separated pass pipeline `passes`,
+    verified before the first pass and after each, each pass given something
+    it takes and leaving nothing it should have lowered."""
+
+    def verify_after(previous: ModulePass | None, op: ModuleOp, following: ModulePass | None) -> None:
+        verify_located(op, previous.name if previous else None)
+        check_pipeline_step(previous, op, following)
+
+    lowered = module.clone()
+    pipeline(passes, verify_after).apply(make_context(), lowered)
+    return lowered
+
+
+def entry_function(module: ModuleOp, name: str | None = None) -> FuncOp:
+    """The function named `name`, or the module's only function."""
+    funcs = [op for op in module.walk() if isinstance(op, FuncOp)]
+    if name is not None:
+        for f in funcs:
+            if f.sym_name.data == name:
+                return f
+        raise SimError(f"no function @{name} in the module")
+    if len(funcs) != 1:
+        names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
+        raise SimError(f"expected exactly one function to run, found {names}; name one")
+    return funcs[0]

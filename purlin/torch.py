@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from purlin.compile import arch_of_device, compile_plan
-from purlin.dialects.coll import DTYPES, ReduceKind
+from purlin.coll.dialect import DTYPES, ReduceKind
 from purlin.runtime.process import ProcessCommunicator
 
 # Every purlin dtype this torch build has.

@@ -11,61 +11,61 @@ from xdsl.utils.target import Target
 
 
 def _coll() -> Dialect:
-    from purlin.dialects.coll import Coll
+    from purlin.coll.dialect import Coll
 
     return Coll
 
 
 def _snac() -> Dialect:
-    from purlin.dialects.snac import Snac
+    from purlin.snac.dialect import Snac
 
     return Snac
 
 
 def _atom() -> Dialect:
-    from purlin.dialects.atom import Atom
+    from purlin.atom.dialect import Atom
 
     return Atom
 
 
 def _convert_snac_to_atom() -> type[ModulePass]:
-    from purlin.lowering.convert_snac_to_atom import ConvertSnacToAtomPass
+    from purlin.conversion.snac_to_atom import ConvertSnacToAtomPass
 
     return ConvertSnacToAtomPass
 
 
 def _coll_expand() -> type[ModulePass]:
-    from purlin.lowering.coll_expand import CollExpandPass
+    from purlin.coll.expand import CollExpandPass
 
     return CollExpandPass
 
 
 def _convert_coll_to_snac() -> type[ModulePass]:
-    from purlin.lowering.convert_coll_to_snac import ConvertCollToSnacPass
+    from purlin.conversion.coll_to_snac import ConvertCollToSnacPass
 
     return ConvertCollToSnacPass
 
 
 def _snac_verify() -> type[ModulePass]:
-    from purlin.lowering.snac_verify import SnacVerifyPass
+    from purlin.snac.verify import SnacVerifyPass
 
     return SnacVerifyPass
 
 
 def _stablehlo() -> Dialect:
-    from purlin.dialects.stablehlo import StableHLO
+    from purlin.frontends.stablehlo import StableHLO
 
     return StableHLO
 
 
 def _interpreter() -> Dialect:
-    from purlin.dialects.interpreter import Interpreter
+    from purlin.frontends.interpreter import Interpreter
 
     return Interpreter
 
 
 def _check() -> Dialect:
-    from purlin.dialects.check import Check
+    from purlin.frontends.check import Check
 
     return Check
 
@@ -83,20 +83,20 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 def load_extensions(ctx: Context) -> None:
     """Ops purlin adds to a dialect that xDSL ships (and registers under the
     dialect's name): upstream's shard collectives that xDSL 0.74 lacks."""
-    from purlin.dialects.shard import SHARD_OPS
+    from purlin.frontends.shard import SHARD_OPS
 
     for op in SHARD_OPS:
         if ctx.get_optional_op(op.name) is None:
             ctx.load_op(op)
 
 def _convert_stablehlo_to_coll() -> type[ModulePass]:
-    from purlin.lowering.convert_stablehlo_to_coll import ConvertStablehloToCollPass
+    from purlin.conversion.stablehlo_to_coll import ConvertStablehloToCollPass
 
     return ConvertStablehloToCollPass
 
 
 def _convert_shard_to_coll() -> type[ModulePass]:
-    from purlin.lowering.convert_shard_to_coll import ConvertShardToCollPass
+    from purlin.conversion.shard_to_coll import ConvertShardToCollPass
 
     return ConvertShardToCollPass
 
@@ -111,13 +111,13 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 def _plan_json() -> type[Target]:
-    from purlin.plan_target import PlanJsonTarget
+    from purlin.plan.target import PlanJsonTarget
 
     return PlanJsonTarget
 
 
 def _plan_hex() -> type[Target]:
-    from purlin.plan_target import PlanHexTarget
+    from purlin.plan.target import PlanHexTarget
 
     return PlanHexTarget
 

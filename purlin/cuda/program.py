@@ -2,7 +2,7 @@
 (codegen), its per-rank tables (tables) and NVRTC's cubin (nvrtc), built on
 first use from the atom.kernel and the call's counts.
 
-`purlin.plan_builder.build_plan` attaches one to every plan it builds
+`purlin.conversion.atom_to_plan.build_plan` attaches one to every plan it builds
 (`plan.cuda`); `purlin.runtime.Communicator(plan, backend="cuda")` runs it.
 """
 
@@ -16,8 +16,9 @@ from purlin.cuda.codegen import CodegenError, KernelSource, emit_cuda, grid_of
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
 from purlin.cuda.tables import TableError, Tables, build_tables
 from purlin.diagnostics import where
-from purlin.dialects import atom, snac
-from purlin.sim.snac_exec import SnacExecutionError, phase_states
+from purlin.atom import dialect as atom
+from purlin.snac import dialect as snac
+from purlin.snac.machine import SnacExecutionError, phase_states
 
 class ProgramError(Exception):
     """The kernel cannot be generated, laid out or compiled (the message names the op)."""

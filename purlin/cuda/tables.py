@@ -14,10 +14,11 @@ import numpy as np
 from xdsl.dialects.builtin import MemRefType
 
 from purlin.cuda import abi
-from purlin.dialects import atom, snac
-from purlin.dialects.coll import element_bytes
-from purlin.protocol import PACKET_DATA_BYTES
-from purlin.sim.snac_exec import PhaseState
+from purlin.atom import dialect as atom
+from purlin.snac import dialect as snac
+from purlin.coll.dialect import element_bytes
+from purlin.snac.protocol import PACKET_DATA_BYTES
+from purlin.snac.machine import PhaseState
 
 PACKET_BYTES = 16
 ALIGN = 256

@@ -17,7 +17,7 @@ from xdsl.utils.target import Target
 
 from purlin.cuda.codegen import KernelSource
 from purlin.cuda.program import CudaProgram, ProgramError
-from purlin.dialects import atom
+from purlin.atom import dialect as atom
 
 BINARY_ENCODING = "latin-1"
 

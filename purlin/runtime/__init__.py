@@ -57,7 +57,7 @@ from purlin.runtime.backend import (
     to_host,
 )
 from purlin.runtime.process import ProcessCommunicator
-from purlin.sim.dtypes import numpy_dtype
+from purlin.dtypes import numpy_dtype
 
 __all__ = ["BACKENDS", "CollectiveTimeout", "Communicator", "ProcessCommunicator", "available_backends",
            "default_backend", "kernel_spec", "to_device", "to_host"]

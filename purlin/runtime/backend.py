@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from purlin.dialects.coll import DTYPES
+from purlin.coll.dialect import DTYPES
 from purlin.plan import Plan
 
 try:
@@ -49,7 +49,7 @@ def kernel_spec(plan: Plan, name: str, devices: Sequence[int], extents: Sequence
     if program is None:
         raise ValueError(
             f"{name}: this plan carries no compiled kernel (plans read from JSON or binary have none); "
-            "build it from the IR (purlin.compile.compile_plan or purlin.plan_builder.build_plan)"
+            "build it from the IR (purlin.compile.compile_plan or purlin.conversion.atom_to_plan.build_plan)"
         )
     per_sm = max(program.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
     eb = plan.elem_bytes
@@ -145,6 +145,6 @@ def _cupy_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _dtype_name(dtype: np.dtype) -> str:
-    from purlin.sim.dtypes import dtype_of_array
+    from purlin.dtypes import dtype_of_array
 
     return dtype_of_array(np.empty(0, dtype))

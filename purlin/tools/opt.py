@@ -28,7 +28,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from purlin.diagnostics import LocatedParser, decode_source, verify_located
 from purlin.tools import expected_diagnostics
-from purlin.tools.pass_contracts import check_pipeline_step
+from purlin.pass_contracts import check_pipeline_step
 from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
 
 

@@ -27,21 +27,14 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedExc
 
 from purlin.diagnostics import decode_source
 from purlin.tools import run_imported
-from purlin.dialects.coll import DTYPE_ALIASES, CollectiveOp, NamedCollective, ReduceKind, canonical_dtype
-from purlin.layouts import world_problem
-from purlin.sim import SimError, levels
-from purlin.sim.collectives import COLLECTIVES, Case, CaseError, byte_step, counts_for
-from purlin.sim.dtypes import (
-    DTYPE_NAMES,
-    Mismatch,
-    compare,
-    compare_ranks,
-    dtype_of_array,
-    dtype_of_element_type,
-    itemsize,
-    random_array,
-)
-from purlin.sim.ir import arg_numpy_dtype, arg_types, entry_function, parse_module, pipeline
+from purlin.coll.dialect import DTYPE_ALIASES, CollectiveOp, NamedCollective, ReduceKind, canonical_dtype
+from purlin.coll.layouts import world_problem
+from purlin.interpret import SimError
+from purlin.tools import levels
+from purlin.testing.cases import COLLECTIVES, Case, CaseError, byte_step, counts_for
+from purlin.dtypes import DTYPE_NAMES, Mismatch, compare, compare_ranks, dtype_of_array, dtype_of_element_type, itemsize, random_array
+from purlin.interpret import arg_numpy_dtype, arg_types
+from purlin.pipeline import entry_function, parse_module, pipeline
 
 
 EXIT_STATUS = """exit status:

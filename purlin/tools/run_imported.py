@@ -24,11 +24,12 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
-from purlin.dialects import stablehlo as shlo
-from purlin.dialects.check import ExpectEqConstOp
-from purlin.dialects.interpreter import RunParallelOp
-from purlin.sim.dtypes import dtype_of_element_type, numpy_dtype, random_array
-from purlin.sim.ir import arg_types, lower, parse_module
+from purlin.frontends import stablehlo as shlo
+from purlin.frontends.check import ExpectEqConstOp
+from purlin.frontends.interpreter import RunParallelOp
+from purlin.dtypes import dtype_of_element_type, numpy_dtype, random_array
+from purlin.interpret import arg_types
+from purlin.pipeline import lower, parse_module
 
 _SPLIT = re.compile(r"^// -----\s*$", re.M)
 

@@ -10,17 +10,19 @@ from xdsl.dialects.builtin import UnitAttr
 from xdsl.dialects.func import ReturnOp
 
 from purlin import plan as P
-from purlin.dialects import atom, snac
-from purlin.dialects.coll import NamedCollective
-from purlin.plan_builder import build_plan
-from purlin.sim import SimError, reference
-from purlin.sim.atom_level import run_atom, run_plan
-from purlin.sim.collectives import COLLECTIVES, Case
-from purlin.sim.dtypes import DTYPE_NAMES, compare
-from purlin.sim.ir import entry_function, lower
-from purlin.sim.levels import LEVELS
-from purlin.sim.plan_exec import PlanMachine
-from purlin.sim.snac_level import arg_index, counts_of, passes, run_programs
+from purlin.atom import dialect as atom
+from purlin.snac import dialect as snac
+from purlin.coll.dialect import NamedCollective
+from purlin.conversion.atom_to_plan import build_plan
+from purlin.interpret import SimError
+from purlin.coll import reference
+from purlin.atom.interpreter import run_atom, run_plan
+from purlin.testing.cases import COLLECTIVES, Case
+from purlin.dtypes import DTYPE_NAMES, compare
+from purlin.pipeline import entry_function, lower
+from purlin.tools.levels import LEVELS
+from purlin.plan.machine import PlanMachine
+from purlin.snac.interpreter import arg_index, counts_of, passes, run_programs
 
 from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
 

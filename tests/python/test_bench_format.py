@@ -2,7 +2,7 @@
 
 import pytest
 
-from purlin import bench
+from purlin.tools import bench
 
 
 def test_busbw_factors_follow_nccl_tests():

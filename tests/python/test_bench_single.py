@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from purlin import bench
+from purlin.tools import bench
 from purlin.compile import compile_plan
 from purlin.runtime import Communicator
-from purlin.sim.collectives import COLLECTIVES
+from purlin.testing.cases import COLLECTIVES
 
 
 @pytest.fixture(autouse=True)

@@ -14,9 +14,9 @@ from xdsl.dialects.func import Func
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.dialects.coll import Coll, CollectiveOp, NamedCollective
-from purlin.layouts import Layout, LayoutKind
-from purlin.lowering.coll_expand import CollExpandPass
+from purlin.coll.dialect import Coll, CollectiveOp, NamedCollective
+from purlin.coll.layouts import Layout, LayoutKind
+from purlin.coll.expand import CollExpandPass
 
 
 def _expand(body: str, args: str) -> list[CollectiveOp]:

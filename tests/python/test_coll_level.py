@@ -4,12 +4,12 @@ agree with the independent numpy reference of each named collective."""
 import numpy as np
 import pytest
 
-from purlin.sim import SimError
-from purlin.sim.coll_level import run
-from purlin.sim.collectives import COLLECTIVES, Case
-from purlin.sim.dtypes import DTYPE_NAMES, compare, numpy_dtype
-from purlin.sim.ir import parse_module
-from purlin.sim.levels import LEVELS, get_level
+from purlin.interpret import SimError
+from purlin.coll.interpreter import run
+from purlin.testing.cases import COLLECTIVES, Case
+from purlin.dtypes import DTYPE_NAMES, compare, numpy_dtype
+from purlin.pipeline import parse_module
+from purlin.tools.levels import LEVELS, get_level
 
 from collective_cases import OPS, REDUCING, make_case
 

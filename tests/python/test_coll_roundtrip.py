@@ -14,8 +14,8 @@ from xdsl.dialects.builtin import Builtin
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from purlin.dialects.coll import Coll, LayoutAttr
-from purlin.layouts import Layout, LayoutError, LayoutKind, Slice, check_collective
+from purlin.coll.dialect import Coll, LayoutAttr
+from purlin.coll.layouts import Layout, LayoutError, LayoutKind, Slice, check_collective
 
 FIXED_KINDS = [LayoutKind.PACKED, LayoutKind.SCATTERED, LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED]
 MATRIX_KINDS = (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED)

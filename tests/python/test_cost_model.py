@@ -2,8 +2,8 @@
 
 import pytest
 
-from purlin.cost_model import THRESHOLDS, choose
-from purlin.dialects.snac import Regime, Strategy
+from purlin.conversion.cost_model import THRESHOLDS, choose
+from purlin.snac.dialect import Regime, Strategy
 
 T = THRESHOLDS["sm_90"]
 

@@ -11,7 +11,7 @@ import pytest
 
 from purlin.compile import compile_plan
 from purlin.runtime import Communicator
-from purlin.sim.dtypes import compare_ranks
+from purlin.dtypes import compare_ranks
 from purlin.tools.run import main as run_main
 
 WORLD, N = 5, 4099
@@ -29,7 +29,7 @@ def run(lowering: str, inputs: list[np.ndarray], dtype: str) -> list[np.ndarray]
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 def test_every_rank_every_strategy_the_same_bits(dtype):
-    from purlin.sim.dtypes import numpy_dtype
+    from purlin.dtypes import numpy_dtype
 
     rng = np.random.default_rng(4099)
     inputs = [rng.standard_normal(N).astype(np.float32).astype(numpy_dtype(dtype)) for _ in range(WORLD)]

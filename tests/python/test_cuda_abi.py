@@ -46,7 +46,7 @@ def test_plan_enums_agree_with_the_kernel_abi():
 
 def test_packet_geometry_agrees_with_the_protocol():
     from purlin.cuda.tables import PACKET_BYTES
-    from purlin.protocol import PACKET_DATA_BYTES
+    from purlin.snac.protocol import PACKET_DATA_BYTES
 
     found = re.findall(r"constexpr int (kPacket\w*) = (\d+);", HEADER)
     assert dict(found) == {"kPacketBytes": str(PACKET_BYTES), "kPacketDataBytes": str(PACKET_DATA_BYTES)}

@@ -21,8 +21,9 @@ from purlin.compile import compile_plan
 from purlin.cuda import nvrtc
 from purlin.cuda.codegen import CodegenError, emit_cuda
 from purlin.cuda.program import CudaProgram, ProgramError
-from purlin.dialects import atom, snac
-from purlin.sim.collectives import COLLECTIVES, counts_for
+from purlin.atom import dialect as atom
+from purlin.snac import dialect as snac
+from purlin.testing.cases import COLLECTIVES, counts_for
 from purlin.tools import opt
 
 ARCHS = ("sm_80", "sm_90", "sm_100")
@@ -71,11 +72,11 @@ def test_each_generation_s_mechanisms_reach_the_code(arch, lowering, dtype, need
 
 
 def test_multimem_reductions_compile_on_sm90():
-    from purlin.dialects.atom import KernelOp
-    from purlin.plan_builder import build_plan
-    from purlin.sim.collectives import Case
-    from purlin.sim.ir import entry_function, lower
-    from purlin.sim.snac_level import passes
+    from purlin.atom.dialect import KernelOp
+    from purlin.conversion.atom_to_plan import build_plan
+    from purlin.testing.cases import Case
+    from purlin.pipeline import entry_function, lower
+    from purlin.snac.interpreter import passes
 
     case = Case("reduce_scatter", 2, "bf16", "sum", 1 << 16)
     module = lower(case.build_module(),
@@ -176,7 +177,7 @@ def run_opt(args, capsys) -> tuple[int, str, str]:
 
 
 def write_module(tmp_path, name: str = "all_gather", kernels: int = 1):
-    from purlin.sim.collectives import Case
+    from purlin.testing.cases import Case
 
     funcs = []
     for k in range(kernels):

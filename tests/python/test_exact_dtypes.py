@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from purlin.compile import compile_plan
-from purlin.sim.collectives import Case
-from purlin.sim.dtypes import INTEGER_DTYPES, compare
-from purlin.sim.levels import LEVELS
+from purlin.testing.cases import Case
+from purlin.dtypes import INTEGER_DTYPES, compare
+from purlin.tools.levels import LEVELS
 
 EXACT = (*INTEGER_DTYPES, "f64")
 RUNS = [("coll", {}), ("snac", {}), ("atom", {}), ("plan", {}), ("plan", {"backend": "cpu"})]
@@ -52,7 +52,7 @@ def test_integer_sums_and_products_wrap_as_twos_complement():
 
 @pytest.mark.parametrize("op", ["and", "or", "xor"])
 def test_bitwise_reductions_need_integers(op):
-    from purlin.sim.collectives import CaseError
+    from purlin.testing.cases import CaseError
 
     with pytest.raises(CaseError, match=f"'{op}' combines bits and takes an integer dtype"):
         Case("all_reduce", 2, "f32", op, 4)

@@ -5,7 +5,7 @@ sharing it, where there is one); an unsupported form is exit status 2."""
 import pytest
 
 from purlin.tools import run, run_imported
-from purlin.sim.levels import LEVELS
+from purlin.tools.levels import LEVELS
 
 EXAMPLES = ("examples/stablehlo_collectives.mlir", "examples/shard_grid.mlir")
 

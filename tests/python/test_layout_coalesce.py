@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from purlin.layouts import Layout, LayoutKind, Slice, coalesced
+from purlin.coll.layouts import Layout, LayoutKind, Slice, coalesced
 
 K = LayoutKind
 

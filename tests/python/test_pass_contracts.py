@@ -1,12 +1,12 @@
-"""Every lowering path (purlin-opt's driver and `purlin.sim.ir.lower`, which
+"""Every lowering path (purlin-opt's driver and `purlin.pipeline.lower`, which
 the levels and compile_plan use) refuses a pass that does not apply and a
 lowering that leaves ops behind."""
 
 import pytest
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.sim.collectives import Case
-from purlin.sim.ir import lower, parse_module
+from purlin.testing.cases import Case
+from purlin.pipeline import lower, parse_module
 
 NAMED = Case("all_reduce", 2, "f32", "sum", 8).build_module()
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from purlin import _runtime, runtime
-from purlin.dialects import atom
+from purlin.atom import dialect as atom
 from purlin.plan import (
     BufferSpec,
     BufKind,
@@ -28,13 +28,13 @@ from purlin.plan import (
     Space,
     validate,
 )
-from purlin.plan_builder import build_plan
+from purlin.conversion.atom_to_plan import build_plan
 from purlin.runtime import Communicator, backend
-from purlin.sim.atom_level import atom_passes
-from purlin.sim.collectives import COLLECTIVES, Case, counts_for
-from purlin.sim.dtypes import compare, filler, random_array
-from purlin.sim.ir import entry_function, lower
-from purlin.sim.snac_level import counts_of
+from purlin.atom.interpreter import atom_passes
+from purlin.testing.cases import COLLECTIVES, Case, counts_for
+from purlin.dtypes import compare, filler, random_array
+from purlin.pipeline import entry_function, lower
+from purlin.snac.interpreter import counts_of
 
 from collective_cases import LOWERINGS, VARIABLE, default_op, strategies
 

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from purlin import plan as P
-from purlin.plan_builder import build_plan, kernels_in
-from purlin.sim.collectives import COLLECTIVES, Case, counts_for
-from purlin.sim.ir import lower
-from purlin.sim.snac_level import passes
+from purlin.conversion.atom_to_plan import build_plan, kernels_in
+from purlin.testing.cases import COLLECTIVES, Case, counts_for
+from purlin.pipeline import lower
+from purlin.snac.interpreter import passes
 
 SMALL = "chunk-bytes=16 slots=2"
 

@@ -3,20 +3,12 @@
 import ml_dtypes
 import numpy as np
 
-from purlin.dialects.coll import DTYPE_BYTES
+from purlin.coll.dialect import DTYPE_BYTES
 import pytest
 
-from purlin.layouts import Layout, LayoutKind, Slice
-from purlin.sim import reference as ref
-from purlin.sim.dtypes import (
-    DTYPE_NAMES,
-    compare,
-    dtype_of_element_type,
-    element_type,
-    numpy_dtype,
-    random_inputs,
-    tolerance,
-)
+from purlin.coll.layouts import Layout, LayoutKind, Slice
+from purlin.coll import reference as ref
+from purlin.dtypes import DTYPE_NAMES, compare, dtype_of_element_type, element_type, numpy_dtype, random_inputs, tolerance
 
 
 def f32(*vals):

@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from purlin.sim import SimError, coll_level, levels
+from purlin.interpret import SimError
+from purlin.coll import interpreter as coll_level
+from purlin.tools import levels
 from purlin.tools.run import main
 
 SUMMARY = re.compile(

@@ -4,7 +4,7 @@ to 0 and report a match)."""
 
 import pytest
 
-from purlin.sim.collectives import byte_step, counts_for
+from purlin.testing.cases import byte_step, counts_for
 from purlin.tools.run import main
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from purlin.dialects import atom
-from purlin.plan_builder import build_plan
+from purlin.atom import dialect as atom
+from purlin.conversion.atom_to_plan import build_plan
 from purlin.runtime import Communicator
-from purlin.sim.atom_level import atom_passes
-from purlin.sim.collectives import COLLECTIVES, Case, CaseError
-from purlin.sim.dtypes import DTYPE_NAMES, compare
-from purlin.sim.ir import entry_function, lower
-from purlin.sim.snac_level import arg_index, counts_of
+from purlin.atom.interpreter import atom_passes
+from purlin.testing.cases import COLLECTIVES, Case, CaseError
+from purlin.dtypes import DTYPE_NAMES, compare
+from purlin.pipeline import entry_function, lower
+from purlin.snac.interpreter import arg_index, counts_of
 
 from collective_cases import LOWERINGS, PAIRS, REDUCING_PAIRS, WORLDS, make_case, strategies
 

@@ -27,8 +27,8 @@ from purlin.plan import (
     Space,
 )
 from purlin.runtime import CollectiveTimeout, Communicator, available_backends
-from purlin.sim.dtypes import DTYPE_NAMES, numpy_dtype, random_array
-from purlin.sim.reference import reduce_parts
+from purlin.dtypes import DTYPE_NAMES, numpy_dtype, random_array
+from purlin.coll.reference import reduce_parts
 
 ROLES = [RoleSpec(RoleKind.PRODUCER, 2), RoleSpec(RoleKind.CONSUMER, 2)]
 

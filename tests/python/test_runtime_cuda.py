@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from purlin.dialects import atom
-from purlin.plan_builder import build_plan
-from purlin.sim.atom_level import atom_passes
-from purlin.sim.collectives import COLLECTIVES, Case, counts_for
-from purlin.sim.dtypes import compare, numpy_dtype
-from purlin.sim.ir import entry_function, lower
+from purlin.atom import dialect as atom
+from purlin.conversion.atom_to_plan import build_plan
+from purlin.atom.interpreter import atom_passes
+from purlin.testing.cases import COLLECTIVES, Case, counts_for
+from purlin.dtypes import compare, numpy_dtype
+from purlin.pipeline import entry_function, lower
 
 runtime = pytest.importorskip("purlin.runtime")
 torch = pytest.importorskip("torch")

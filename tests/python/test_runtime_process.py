@@ -11,12 +11,12 @@ from contextlib import nullcontext
 import pytest
 
 from purlin import _runtime
-from purlin.dialects import atom
-from purlin.plan_builder import build_plan
+from purlin.atom import dialect as atom
+from purlin.conversion.atom_to_plan import build_plan
 from purlin.runtime import CollectiveTimeout, available_backends, default_backend, process
-from purlin.sim.collectives import Case
-from purlin.sim.ir import entry_function, lower
-from purlin.sim.snac_level import passes
+from purlin.testing.cases import Case
+from purlin.pipeline import entry_function, lower
+from purlin.snac.interpreter import passes
 
 needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason="purlin built without CUDA")
 

@@ -21,9 +21,9 @@ import pytest
 import torch
 
 from purlin import runtime
-from purlin.plan_builder import build_plan
-from purlin.sim.collectives import COLLECTIVES
-from purlin.sim.dtypes import compare, numpy_dtype
+from purlin.conversion.atom_to_plan import build_plan
+from purlin.testing.cases import COLLECTIVES
+from purlin.dtypes import compare, numpy_dtype
 
 # NVLink multicast is off on the lent machines: NCCL, torch symmetric memory
 # and NVSHMEM must not try it. Workers inherit these before importing torch.

@@ -8,15 +8,16 @@ import pytest
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.dialects import snac
-from purlin.dialects.coll import NamedCollective
-from purlin.protocol import PhasePlan
-from purlin.sim import SimError, reference
-from purlin.sim.collectives import COLLECTIVES, Case
-from purlin.sim.dtypes import DTYPE_NAMES, compare
-from purlin.sim.ir import lower
-from purlin.sim.levels import LEVELS
-from purlin.sim.snac_level import passes, run
+from purlin.snac import dialect as snac
+from purlin.coll.dialect import NamedCollective
+from purlin.snac.protocol import PhasePlan
+from purlin.interpret import SimError
+from purlin.coll import reference
+from purlin.testing.cases import COLLECTIVES, Case
+from purlin.dtypes import DTYPE_NAMES, compare
+from purlin.pipeline import lower
+from purlin.tools.levels import LEVELS
+from purlin.snac.interpreter import passes, run
 
 from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
 

@@ -10,12 +10,12 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
 
-from purlin.dialects import coll
-from purlin.lowering.snac_verify import SnacVerifyPass
-from purlin.sim import reference
-from purlin.sim.dtypes import compare, element_type, filler, random_array
-from purlin.sim.ir import lower, make_context
-from purlin.sim.levels import LEVELS
+from purlin.coll import dialect as coll
+from purlin.snac.verify import SnacVerifyPass
+from purlin.coll import reference
+from purlin.dtypes import compare, element_type, filler, random_array
+from purlin.pipeline import lower, make_context
+from purlin.tools.levels import LEVELS
 
 SHAPES = {
     4: [[[0, 1], [2, 3]], [[3, 1], [0, 2]]],

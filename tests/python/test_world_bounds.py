@@ -5,11 +5,11 @@ not with the steps times the threads."""
 
 import pytest
 
-from purlin.dialects.snac import ProgramOpBase
-from purlin.layouts import MAX_WORLD, Layout, LayoutError, LayoutKind
-from purlin.sim import snac_exec
-from purlin.sim.collectives import Case, CaseError
-from purlin.sim.ir import lower, parse_module
+from purlin.snac.dialect import ProgramOpBase
+from purlin.coll.layouts import MAX_WORLD, Layout, LayoutError, LayoutKind
+from purlin.snac import machine as snac_exec
+from purlin.testing.cases import Case, CaseError
+from purlin.pipeline import lower, parse_module
 from purlin.tools.opt import main as opt_main
 from purlin.tools.run import main as run_main
 

@@ -1,0 +1,92 @@
+"""The atom and plan levels.
+
+atom: lower to Atom IR for options["arch"] and execute the kernels with the
+SNAC scheduler (atom ops are snac ops with a mechanism). plan: build each
+kernel's plan and execute it on options["backend"]: "sim" (the plan machine,
+default), or a runtime backend of purlin.runtime ("cpu", "cuda"; options
+["devices"] gives each rank's GPU, several ranks may share one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import ReturnOp
+
+from purlin.atom import dialect as atom
+from purlin.conversion.atom_to_plan import PlanBuildError, build_plan
+from purlin.interpret import SimError
+from purlin.interpret import check_args
+from purlin.pipeline import entry_function, lower
+from purlin.plan.machine import PlanExecutionError, PlanMachine
+from purlin.snac.interpreter import arg_index, counts_of, passes, run_programs
+
+
+def atom_passes(options: dict[str, Any]) -> str:
+    arch = options.get("arch", "sm_90")
+    return f"{passes(options)},convert-snac-to-atom{{arch={arch}}}"
+
+
+def run_atom(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
+             options: dict[str, Any] | None = None) -> None:
+    options = options or {}
+    func = entry_function(lower(module, atom_passes(options)), options.get("entry"))
+    run_programs(func, args, world=world, seed=seed, calls=options.get("calls", 1))
+
+
+def run_plan(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
+             options: dict[str, Any] | None = None) -> None:
+    options = options or {}
+    func = entry_function(lower(module, atom_passes(options)), options.get("entry"))
+    check_args(func, args, world)
+    for op in func.body.ops:
+        if isinstance(op, ReturnOp):
+            return
+        if not isinstance(op, atom.KernelOp):
+            raise SimError(f"the plan level cannot execute '{op.name}'")
+        try:
+            plan = build_plan(op, counts_of(func, op, args))
+        except PlanBuildError as e:
+            raise SimError(str(e)) from None
+        if plan.world != world:
+            raise SimError(f"the plan is for world {plan.world}, run on {world} ranks")
+        inputs = args[arg_index(func, op.input, op)]
+        outputs = args[arg_index(func, op.output, op)]
+        backend = options.get("backend", "sim")
+        if backend != "sim":
+            _run_backend(plan, backend, inputs, outputs, options)
+            continue
+        machine = PlanMachine(plan)
+        try:
+            for call in range(options.get("calls", 1)):
+                machine.run(inputs, outputs, seed=seed + call)
+        except PlanExecutionError as e:
+            raise SimError(str(e)) from None
+
+
+def _run_backend(plan, backend: str, inputs: list[np.ndarray], outputs: list[np.ndarray],
+                 options: dict[str, Any]) -> None:
+    from purlin import runtime
+
+    try:
+        devices = options.get("devices") or list(range(plan.world))
+        if len(devices) != plan.world:
+            raise ValueError(f"{len(devices)} devices for a world of {plan.world} (one per rank)")
+        comm = runtime.Communicator(plan, backend, timeout_s=options.get("timeout_s", 10.0),
+                                    name=options.get("name", "collective"),
+                                    devices=devices if backend == "cuda" else None)
+        if backend == "cpu":
+            for _ in range(options.get("calls", 1)):
+                comm.run(inputs, outputs)
+            return
+        device_in = [runtime.to_device(a, d) for a, d in zip(inputs, devices)]
+        device_out = [runtime.to_device(a, d) for a, d in zip(outputs, devices)]
+        for _ in range(options.get("calls", 1)):
+            comm.run(device_in, device_out)
+        comm.synchronize()
+        for r, d in enumerate(device_out):
+            outputs[r][...] = runtime.to_host(d, outputs[r].dtype)
+    except (runtime.CollectiveTimeout, RuntimeError, ValueError, TypeError) as e:
+        raise SimError(f"{backend} backend: {e}") from None

@@ -1,0 +1,1125 @@
+"""The `coll` dialect: what a collective means.
+
+Named collectives (all_reduce, all_gather, ...) in destination-passing style on
+per-rank memref buffers, and the generic `coll.collective` that names its input
+and output through layout attributes. `coll-expand` turns the former into the
+latter; the layout semantics live in `purlin.coll.layouts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar, Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    Float8E4M3FNType,
+    Float8E5M2Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntAttr,
+    IntegerType,
+    MemRefType,
+    Signedness,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    param_def,
+    prop_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from purlin.coll.layouts import Layout, LayoutError, LayoutKind, Slice, check_collective, embed, format_name, groups_problem, world_problem
+
+# -- element types -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class DType:
+    """One element type: its printed name, IR element type, size, and how it
+    combines ("float" accumulates in f32, or in f64 for f64; "int"/"uint" are
+    exact in their own width, wrapping as two's complement)."""
+
+    name: str
+    element: Callable[[], Attribute]
+    bytes: int
+    kind: str
+    torch: str  # the torch.dtype attribute of the same type
+
+    @property
+    def integer(self) -> bool:
+        return self.kind != "float"
+
+
+# The dtypes in plan-format code order (a dtype's code is its index here;
+# purlin/plan.py and abi.h's DType follow this table, test_cuda_abi checks it).
+DTYPES: tuple[DType, ...] = (
+    DType("bf16", BFloat16Type, 2, "float", "bfloat16"),
+    DType("f16", Float16Type, 2, "float", "float16"),
+    DType("f32", Float32Type, 4, "float", "float32"),
+    DType("fp8e4m3", Float8E4M3FNType, 1, "float", "float8_e4m3fn"),
+    DType("fp8e5m2", Float8E5M2Type, 1, "float", "float8_e5m2"),
+    DType("i8", lambda: IntegerType(8), 1, "int", "int8"),
+    DType("ui8", lambda: IntegerType(8, Signedness.UNSIGNED), 1, "uint", "uint8"),
+    DType("i32", lambda: IntegerType(32), 4, "int", "int32"),
+    DType("ui32", lambda: IntegerType(32, Signedness.UNSIGNED), 4, "uint", "uint32"),
+    DType("i64", lambda: IntegerType(64), 8, "int", "int64"),
+    DType("ui64", lambda: IntegerType(64, Signedness.UNSIGNED), 8, "uint", "uint64"),
+    DType("f64", Float64Type, 8, "float", "float64"),
+)
+DTYPE_INFO: dict[str, DType] = {d.name: d for d in DTYPES}
+DTYPE_BYTES: dict[str, int] = {d.name: d.bytes for d in DTYPES}
+
+# Element types are looked up by their IR spelling: integer types of one
+# class differ only in their parameters.
+_BY_ELEMENT: dict[str, str] = {str(d.element()): d.name for d in DTYPES}
+
+# The IR spelling of an element type (f8E4M3FN) names its dtype too, wherever
+# a dtype is given by name; the names above are the ones printed.
+DTYPE_ALIASES: dict[str, str] = {ir: name for ir, name in _BY_ELEMENT.items() if ir != name}
+
+ELEMENT_TYPES_TEXT = ", ".join(_BY_ELEMENT)
+
+
+def canonical_dtype(name: str) -> str:
+    """The printed name of dtype `name` (given as printed or as its IR element type)."""
+    return DTYPE_ALIASES.get(name, name)
+
+
+def dtype_name(elem: Attribute) -> str | None:
+    return _BY_ELEMENT.get(str(elem))
+
+
+def element_bytes(elem: Attribute) -> int:
+    """Size of a supported element type; verifiers admit no other."""
+    name = dtype_name(elem)
+    if name is None:
+        raise ValueError(f"unsupported element type {elem}")
+    return DTYPE_BYTES[name]
+
+
+class ReduceKind(StrEnum):
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+    PROD = "prod"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+
+
+BITWISE = frozenset({ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR})
+REDUCE_KINDS_TEXT = "sum, max, min, prod, and, or or xor"
+
+
+def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
+    """Why `kind` is not allowed on `dtype`, or None when it is.
+
+    prod is only offered where it is exact enough to be useful: fp8 has so
+    few mantissa and exponent bits that a product over ranks saturates.
+    Bitwise reductions combine the bits of integers only.
+    """
+    if kind == ReduceKind.PROD and dtype.startswith("fp8"):
+        return f"reduction 'prod' is not supported for {dtype} (it saturates); use f16, bf16 or f32"
+    info = DTYPE_INFO.get(dtype)
+    if kind in BITWISE and (info is None or not info.integer):
+        return f"reduction '{kind.value}' combines bits and takes an integer dtype, got {dtype}"
+    return None
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    name = "coll.reduce_kind"
+
+
+# -- layouts -----------------------------------------------------------------
+
+_V_SUFFIX = "_v"
+
+
+@irdl_attr_definition
+class LayoutAttr(ParametrizedAttribute):
+    """`#coll.layout<KIND, world W, COUNTS>`.
+
+    KIND is packed, scattered, addressed, transposed (slice count COUNTS), their
+    `_v` forms (COUNTS a list, a matrix for addressed/transposed, or `?` when
+    dynamic), or named (COUNTS a list of (rank, offset, size, name) slices,
+    where a name is an integer or a parenthesised tuple of integers).
+    """
+
+    name = "coll.layout"
+
+    kind: StringAttr = param_def()
+    world: IntAttr = param_def()
+    # Flattened integers; their shape follows from kind (see `to_layout`).
+    data: ArrayAttr[IntAttr] = param_def()
+    dynamic: IntAttr = param_def()
+
+    @staticmethod
+    def from_layout(layout: Layout) -> LayoutAttr:
+        kind = layout.kind.value + (_V_SUFFIX if layout.variable else "")
+        data: list[int] = []
+        if layout.kind == LayoutKind.NAMED:
+            for s in layout.slices_:
+                data += [s.rank, s.offset, s.size, len(s.name), *s.name]
+        elif not layout.variable:
+            assert isinstance(layout.counts, int)
+            data = [layout.counts]
+        elif layout.counts is not None:
+            for row in layout.counts:
+                data += list(row) if isinstance(row, tuple) else [row]
+        return LayoutAttr(
+            StringAttr(kind),
+            IntAttr(layout.world),
+            ArrayAttr(IntAttr(v) for v in data),
+            IntAttr(int(layout.is_dynamic)),
+        )
+
+    def to_layout(self) -> Layout:
+        return _decode(
+            self.kind.data, self.world.data, [v.data for v in self.data.data], self.dynamic.data
+        )
+
+    def verify(self) -> None:
+        if why := _layout_problem(self.kind.data, self.world.data, self.data, self.dynamic.data):
+            raise VerifyException(why)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            kind_s = parser.parse_identifier(" layout kind")
+            base = kind_s.removesuffix(_V_SUFFIX)
+            if base not in LayoutKind.__members__.values() or kind_s == "named_v":
+                parser.raise_error(
+                    f"unknown layout kind '{kind_s}', expected one of packed, scattered, "
+                    "addressed, transposed (each optionally with _v) or named",
+                    pos,
+                    parser.pos,
+                )
+            parser.parse_punctuation(",")
+            parser.parse_keyword("world")
+            world = parser.parse_integer(allow_negative=False, allow_boolean=False)
+            # Before the data, whose shape follows the world size.
+            if why := world_problem(world):
+                parser.raise_error(f"invalid {kind_s} layout: {why}", pos, parser.pos)
+            parser.parse_punctuation(",")
+            dynamic = 0
+            data: list[int] = []
+            if base == LayoutKind.NAMED:
+                for r, off, size, name in parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: _parse_named_slice(parser)
+                ):
+                    data += [r, off, size, len(name), *name]
+            elif not kind_s.endswith(_V_SUFFIX):
+                data = [parser.parse_integer(allow_boolean=False)]
+            elif parser.parse_optional_punctuation("?"):
+                dynamic = 1
+            elif base in (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED):
+                rows = parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: _parse_int_list(parser)
+                )
+                if any(len(row) != world for row in rows) or len(rows) != world:
+                    parser.raise_error(
+                        f"invalid {kind_s} layout: counts must be a {world}x{world} matrix "
+                        "(row = sender)",
+                        pos,
+                        parser.pos,
+                    )
+                data = [c for row in rows for c in row]
+            else:
+                data = _parse_int_list(parser)
+            array = ArrayAttr(IntAttr(v) for v in data)
+            # Checked here too so that a bad layout is reported where it is written.
+            if why := _layout_problem(kind_s, world, array, dynamic):
+                parser.raise_error(why, pos, parser.pos)
+        return (StringAttr(kind_s), IntAttr(world), array, IntAttr(dynamic))
+
+    def print_parameters(self, printer: Printer) -> None:
+        layout = self.to_layout()
+        kind_s = self.kind.data
+        printer.print_string(f"<{kind_s}, world {layout.world}, ")
+        if layout.kind == LayoutKind.NAMED:
+            body = ", ".join(
+                f"({s.rank}, {s.offset}, {s.size}, {format_name(s.name)})"
+                for s in layout.slices_
+            )
+            printer.print_string(f"[{body}]")
+        elif not layout.variable:
+            printer.print_string(str(layout.counts))
+        elif layout.is_dynamic:
+            printer.print_string("?")
+        elif layout.matrix_counts:
+            rows = ", ".join("[" + ", ".join(map(str, r)) + "]" for r in layout.counts)  # type: ignore[union-attr]
+            printer.print_string(f"[{rows}]")
+        else:
+            printer.print_string("[" + ", ".join(map(str, layout.counts)) + "]")  # type: ignore[arg-type]
+        printer.print_string(">")
+
+
+def _decode(kind_s: str, w: int, vals: list[int], dynamic: int) -> Layout:
+    """The layout that a LayoutAttr's flattened parameters stand for."""
+    variable = kind_s.endswith(_V_SUFFIX)
+    kind = LayoutKind(kind_s.removesuffix(_V_SUFFIX))
+    if kind == LayoutKind.NAMED:
+        slices: list[Slice] = []
+        i = 0
+        while i < len(vals):
+            r, off, size, n = vals[i : i + 4]
+            if n < 1 or i + 4 + n > len(vals):
+                raise ValueError("truncated named slice")
+            slices.append(Slice(r, off, size, tuple(vals[i + 4 : i + 4 + n])))
+            i += 4 + n
+        return Layout.named(w, slices)
+    if not variable:
+        return Layout.fixed(kind, w, vals[0])
+    if dynamic:
+        return Layout.vector(kind, w, None)
+    if kind in (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED):
+        if len(vals) != w * w:
+            raise ValueError("count matrix of the wrong size")
+        return Layout.vector(kind, w, [vals[i * w : (i + 1) * w] for i in range(w)])
+    return Layout.vector(kind, w, vals)
+
+
+def _layout_problem(kind_s: str, world: int, data: ArrayAttr[IntAttr], dynamic: int) -> str | None:
+    """What is wrong with a layout attribute's parameters, or None."""
+    base = kind_s.removesuffix(_V_SUFFIX)
+    if base not in LayoutKind.__members__.values() or kind_s == "named_v":
+        return f"unknown layout kind '{kind_s}'"
+    # Before decoding, which splits the data by the world size.
+    if why := world_problem(world):
+        return f"invalid {kind_s} layout: {why}"
+    try:
+        _decode(kind_s, world, [v.data for v in data.data], dynamic).check()
+    except LayoutError as e:
+        return f"invalid {kind_s} layout: {e}"
+    except (ValueError, IndexError):
+        return f"malformed {kind_s} layout data"
+    return None
+
+
+
+def _parse_int_list(parser: AttrParser) -> list[int]:
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+    )
+
+
+def _parse_named_slice(parser: AttrParser) -> tuple[int, int, int, tuple[int, ...]]:
+    with parser.in_parens():
+        r = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(",")
+        off = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(",")
+        size = parser.parse_integer(allow_boolean=False)
+        parser.parse_punctuation(",")
+        if parser.parse_optional_punctuation("("):
+            name = [parser.parse_integer(allow_boolean=False)]
+            while parser.parse_optional_punctuation(","):
+                name.append(parser.parse_integer(allow_boolean=False))
+            parser.parse_punctuation(")")
+        else:
+            name = [parser.parse_integer(allow_boolean=False)]
+    return r, off, size, tuple(name)
+
+
+@irdl_attr_definition
+class ConsumeAttr(ParametrizedAttribute):
+    """`#coll.consume<copy>` or `#coll.consume<reduce sum>`."""
+
+    name = "coll.consume"
+
+    reduce: StringAttr = param_def()
+
+    @staticmethod
+    def copy() -> ConsumeAttr:
+        return ConsumeAttr(StringAttr(""))
+
+    @staticmethod
+    def reduction(kind: ReduceKind) -> ConsumeAttr:
+        return ConsumeAttr(StringAttr(kind.value))
+
+    @property
+    def kind(self) -> ReduceKind | None:
+        return ReduceKind(self.reduce.data) if self.reduce.data else None
+
+    def verify(self) -> None:
+        if self.reduce.data and self.reduce.data not in ReduceKind.__members__.values():
+            raise VerifyException(f"unknown reduction '{self.reduce.data}'")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            if parser.parse_optional_keyword("copy"):
+                return (StringAttr(""),)
+            parser.parse_keyword("reduce", " (consume is 'copy' or 'reduce OP')")
+            return (StringAttr(_parse_reduce_kind(parser, "'reduce'").value),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        text = f"reduce {self.reduce.data}" if self.reduce.data else "copy"
+        printer.print_string(f"<{text}>")
+
+
+def _parse_reduce_kind(parser: AttrParser, after: str) -> ReduceKind:
+    start = parser.pos
+    word = parser.parse_optional_identifier()
+    if word is None:
+        parser.raise_error(f"expected a reduction op after {after}: {REDUCE_KINDS_TEXT}")
+    if word not in ReduceKind.__members__.values():
+        parser.raise_error(
+            f"expected a reduction op after {after}: {REDUCE_KINDS_TEXT}, got '{word}'",
+            start,
+            parser.pos,
+        )
+    return ReduceKind(word)
+
+
+# -- shared op helpers -------------------------------------------------------
+
+
+def _memref_elems(t: Attribute) -> int | None:
+    """Static element count of a 1-D memref, None when dynamic."""
+    assert isinstance(t, MemRefType)
+    (dim,) = t.get_shape()
+    return None if dim < 0 else dim
+
+
+def _verify_buffers(op: Operation, inp: SSAValue, out: SSAValue) -> str:
+    """Checks shared by all collectives; returns the dtype name."""
+    for role, v in (("input", inp), ("output", out)):
+        t = v.type
+        if not isinstance(t, MemRefType) or len(t.get_shape()) != 1:
+            raise VerifyException(
+                f"'{op.name}': {role} must be a 1-D memref, got {t}"
+            )
+    assert isinstance(inp.type, MemRefType) and isinstance(out.type, MemRefType)
+    if inp.type.element_type != out.type.element_type:
+        raise VerifyException(
+            f"'{op.name}': input and output element types differ "
+            f"({inp.type.element_type} vs {out.type.element_type})"
+        )
+    dtype = dtype_name(inp.type.element_type)
+    if dtype is None:
+        raise VerifyException(
+            f"'{op.name}': element type {inp.type.element_type} is not supported, "
+            f"expected one of {ELEMENT_TYPES_TEXT}"
+        )
+    return dtype
+
+
+def _verify_extent(op: Operation, role: str, v: SSAValue, layout: Layout) -> None:
+    """A static buffer must hold what the layout covers on every rank; it may
+    be larger, as with dynamic counts, where the counts of a call decide."""
+    size = _memref_elems(v.type)
+    if size is None or layout.is_dynamic:
+        return
+    need = layout.max_extent()
+    if size < need:
+        kind = layout.kind.value + (_V_SUFFIX if layout.variable else "")
+        raise VerifyException(
+            f"'{op.name}': {role} buffer has {size} elements but the {kind} layout "
+            f"for world {layout.world} needs at least {need} ({_extent_reason(layout)})"
+        )
+
+
+def _extent_reason(layout: Layout) -> str:
+    """How a layout's extent is computed, for diagnostics."""
+    if layout.kind == LayoutKind.NAMED:
+        return "where the last slice on a rank ends"
+    if not layout.variable:
+        if layout.kind == LayoutKind.PACKED:
+            return "one slice per rank"
+        return f"{layout.world} slices of {layout.counts}"
+    return {
+        LayoutKind.PACKED: "the largest count",
+        LayoutKind.SCATTERED: "the sum of the counts",
+        LayoutKind.ADDRESSED: "the most any rank sends: the largest row sum of the counts",
+        LayoutKind.TRANSPOSED: "the most any rank receives: the largest column sum of the counts",
+    }[layout.kind]
+
+
+# -- generic collective ------------------------------------------------------
+
+
+@irdl_op_definition
+class CollectiveOp(IRDLOperation):
+    """`coll.collective %in, %out in LAYOUT out LAYOUT consume CONSUME
+    [world W groups [[..], ..]] [deterministic]`.
+
+    With groups, the layouts are over the ranks of one group (their world is
+    the group size) and every group runs the collective over its group-local
+    ranks; `coll-expand` gives the layouts over the W ranks."""
+
+    name = "coll.collective"
+
+    input = operand_def(MemRefType)
+    output = operand_def(MemRefType)
+    counts = opt_operand_def(MemRefType)
+
+    input_layout = prop_def(LayoutAttr)
+    output_layout = prop_def(LayoutAttr)
+    consume = prop_def(ConsumeAttr)
+    deterministic = opt_prop_def(UnitAttr)
+    group_world = opt_prop_def(IntAttr, prop_name="world")
+    groups = opt_prop_def(ArrayAttr)
+
+    def __init__(
+        self,
+        inp: SSAValue,
+        out: SSAValue,
+        input_layout: LayoutAttr,
+        output_layout: LayoutAttr,
+        consume: ConsumeAttr,
+        deterministic: bool = False,
+        counts: SSAValue | None = None,
+        world: int | None = None,
+        groups: Sequence[Sequence[int]] | None = None,
+    ):
+        props: dict[str, Attribute] = {
+            "input_layout": input_layout,
+            "output_layout": output_layout,
+            "consume": consume,
+        }
+        if deterministic:
+            props["deterministic"] = UnitAttr()
+        if groups is not None:
+            assert world is not None
+            props["world"] = IntAttr(world)
+            props["groups"] = groups_attr(groups)
+        super().__init__(operands=[inp, out, counts], properties=props)
+
+    @property
+    def world(self) -> int:
+        if self.group_world is not None:
+            return self.group_world.data
+        return self.input_layout.world.data
+
+    def local_layouts(self) -> tuple[Layout, Layout]:
+        """The layouts as written (with groups: over the ranks of one group)."""
+        return self.input_layout.to_layout(), self.output_layout.to_layout()
+
+    def layouts(self) -> tuple[Layout, Layout]:
+        """The layouts over the world."""
+        inp, out = self.local_layouts()
+        groups = groups_of(self.groups)
+        if groups is None:
+            return inp, out
+        return (embed(lambda _: inp, groups, self.world), embed(lambda _: out, groups, self.world))
+
+    def _verify_grouping(self) -> None:
+        if (self.groups is None) != (self.group_world is None):
+            raise VerifyException(f"'{self.name}': 'world' and 'groups' come together")
+        if self.groups is None:
+            return
+        if why := world_problem(self.world):
+            raise VerifyException(f"'{self.name}': {why}")
+        _verify_groups(self, self.groups, self.world, True)
+        if self.counts is not None:
+            raise VerifyException(
+                f"'{self.name}': groups need static layouts: dynamic counts would leave the "
+                "groups' slices unknown"
+            )
+        groups = groups_of(self.groups)
+        assert groups is not None
+        n = self.input_layout.world.data
+        if len(groups[0]) != n:
+            raise VerifyException(
+                f"'{self.name}': the layouts are for {n} ranks, but the groups have "
+                f"{len(groups[0])}: with groups, layouts name group-local ranks"
+            )
+
+    def verify_(self) -> None:
+        self._verify_grouping()
+        dtype = _verify_buffers(self, self.input, self.output)
+        kind = self.consume.kind
+        if kind is None and self.deterministic is not None:
+            raise VerifyException(
+                f"'{self.name}': 'deterministic' only applies to reductions, but consume is copy"
+            )
+        if kind is not None and (why := check_reduce_dtype(kind, dtype)):
+            raise VerifyException(f"'{self.name}': {why}")
+        inp, out = self.local_layouts()
+        try:
+            check_collective(inp, out, reduce=kind is not None)
+        except LayoutError as e:
+            raise VerifyException(f"'{self.name}': {e}") from e
+        dynamic = inp.is_dynamic or out.is_dynamic
+        if dynamic and self.counts is None:
+            raise VerifyException(
+                f"'{self.name}': a layout with dynamic counts '?' needs a counts operand"
+            )
+        if not dynamic and self.counts is not None:
+            raise VerifyException(
+                f"'{self.name}': a counts operand needs a layout with dynamic counts '?'"
+            )
+        if inp.is_dynamic and out.is_dynamic and inp.matrix_counts != out.matrix_counts:
+            raise VerifyException(
+                f"'{self.name}': dynamic {self.input_layout.kind.data} and "
+                f"{self.output_layout.kind.data} layouts cannot share one counts operand "
+                "(one takes a list, the other a matrix)"
+            )
+        if self.counts is not None:
+            dyn = inp if inp.is_dynamic else out
+            _verify_counts_operand(self, self.counts, dyn.world, dyn.matrix_counts)
+        _verify_extent(self, "input", self.input, inp)
+        _verify_extent(self, "output", self.output, out)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CollectiveOp:
+        inp = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        out = parser.parse_unresolved_operand()
+        props: list[Attribute] = []
+        for keyword, what, typ in (
+            ("in", "input layout", LayoutAttr),
+            ("out", "output layout", LayoutAttr),
+            ("consume", "consume", ConsumeAttr),
+        ):
+            parser.parse_keyword(keyword)
+            start = parser.pos
+            props.append(parser.parse_attribute())
+            if not isinstance(props[-1], typ):
+                parser.raise_error(
+                    f"expected a #{typ.name} attribute as {what}, got {props[-1]}",
+                    start,
+                    parser.pos,
+                )
+        in_layout, out_layout, consume = props
+        counts = None
+        if parser.parse_optional_keyword("counts"):
+            counts = parser.parse_unresolved_operand()
+        world = groups = None
+        if parser.parse_optional_keyword("world"):
+            world = parser.parse_integer(allow_boolean=False)
+            parser.parse_keyword("groups", " (a world is given with the groups that split it)")
+            groups = _parse_groups(parser)
+        deterministic = parser.parse_optional_keyword("deterministic") is not None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = [parser.parse_type()]
+        for _ in range(2 if counts is not None else 1):
+            parser.parse_punctuation(",")
+            types.append(parser.parse_type())
+        names = [inp, out] + ([counts] if counts is not None else [])
+        ops = [parser.resolve_operand(n, t) for n, t in zip(names, types)]
+        op = cls(
+            ops[0], ops[1], in_layout, out_layout, consume, deterministic,  # type: ignore[arg-type]
+            ops[2] if counts is not None else None, world, groups,
+        )
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(", ")
+        printer.print_operand(self.output)
+        printer.print_string(" in ")
+        printer.print_attribute(self.input_layout)
+        printer.print_string(" out ")
+        printer.print_attribute(self.output_layout)
+        printer.print_string(" consume ")
+        printer.print_attribute(self.consume)
+        if self.counts is not None:
+            printer.print_string(" counts ")
+            printer.print_operand(self.counts)
+        if (groups := groups_of(self.groups)) is not None:
+            printer.print_string(f" world {self.world}")
+            _print_groups(printer, groups)
+        if self.deterministic is not None:
+            printer.print_string(" deterministic")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list(
+            [o.type for o in self.operands], printer.print_attribute
+        )
+
+
+def _verify_counts_operand(op: Operation, counts: SSAValue, world: int, matrix: bool) -> None:
+    t = counts.type
+    want = [world, world] if matrix else [world]
+    if (
+        not isinstance(t, MemRefType)
+        or list(t.get_shape()) != want
+        or t.element_type != IntegerType(64)
+    ):
+        shape = "x".join(map(str, want))
+        what = "a count per sender and receiver" if matrix else "a count per rank"
+        raise VerifyException(
+            f"'{op.name}': dynamic counts must be a memref<{shape}xi64> ({what}), got {t}"
+        )
+
+
+# -- sub-groups ---------------------------------------------------------------
+
+
+def groups_attr(groups: Sequence[Sequence[int]]) -> ArrayAttr:
+    return ArrayAttr(ArrayAttr(IntAttr(int(r)) for r in g) for g in groups)
+
+
+def groups_of(attr: ArrayAttr | None) -> tuple[tuple[int, ...], ...] | None:
+    if attr is None:
+        return None
+    return tuple(tuple(r.data for r in g.data) for g in attr.data)  # type: ignore[union-attr]
+
+
+def _parse_groups(parser: Parser) -> list[list[int]]:
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, lambda: _parse_int_list(parser)
+    )
+
+
+def _print_groups(printer: Printer, groups: tuple[tuple[int, ...], ...]) -> None:
+    body = ", ".join("[" + ", ".join(map(str, g)) + "]" for g in groups)
+    printer.print_string(f" groups [{body}]")
+
+
+def _verify_groups(op: Operation, attr: ArrayAttr | None, world: int, equal: bool) -> None:
+    """Groups are well formed, and of one size where the collective needs it."""
+    if attr is None:
+        return
+    if not all(isinstance(g, ArrayAttr) and all(isinstance(r, IntAttr) for r in g.data)
+               for g in attr.data):
+        raise VerifyException(f"'{op.name}': groups must be lists of ranks")
+    groups = groups_of(attr)
+    assert groups is not None
+    if why := groups_problem(groups, world):
+        raise VerifyException(f"'{op.name}': {why}")
+    sizes = sorted({len(g) for g in groups})
+    if equal and len(sizes) > 1:
+        raise VerifyException(
+            f"'{op.name}': groups have sizes {', '.join(map(str, sizes))}, but its buffers "
+            "are sized by the group: every group needs the same number of ranks"
+        )
+
+
+# -- named collectives -------------------------------------------------------
+
+
+class NamedCollective(IRDLOperation):
+    """Shared structure of the seven named collectives.
+
+    Syntax: `coll.NAME [OP] %in, %out world W [counts [..] | counts %c]
+    [deterministic] attr-dict : type(%in), type(%out)[, type(%c)]`.
+    """
+
+    REDUCES: ClassVar[bool] = False
+    VARIABLE: ClassVar[bool] = False
+    MATRIX: ClassVar[bool] = False
+
+    input = operand_def(MemRefType)
+    output = operand_def(MemRefType)
+    counts = opt_operand_def(MemRefType)
+
+    world = prop_def(IntAttr)
+    groups = opt_prop_def(ArrayAttr)
+    static_counts = opt_prop_def(ArrayAttr[IntAttr])
+    op = opt_prop_def(ReduceKindAttr)
+    deterministic = opt_prop_def(UnitAttr)
+
+    # Whether every group must have the same size (the buffers' sizes follow it).
+    EQUAL_GROUPS: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        inp: SSAValue,
+        out: SSAValue,
+        world: int,
+        op: ReduceKind | None = None,
+        counts: Sequence[int] | SSAValue | None = None,
+        deterministic: bool = False,
+        groups: Sequence[Sequence[int]] | None = None,
+    ):
+        props: dict[str, Attribute] = {"world": IntAttr(world)}
+        if groups is not None:
+            props["groups"] = groups_attr(groups)
+        if op is not None:
+            props["op"] = ReduceKindAttr(op)
+        if deterministic:
+            props["deterministic"] = UnitAttr()
+        counts_operand = None
+        if isinstance(counts, SSAValue):
+            counts_operand = counts
+        elif counts is not None:
+            props["static_counts"] = ArrayAttr(IntAttr(int(c)) for c in counts)
+        super().__init__(operands=[inp, out, counts_operand], properties=props)
+
+    @property
+    def group_list(self) -> tuple[tuple[int, ...], ...] | None:
+        return groups_of(self.groups)
+
+    @property
+    def group_size(self) -> int:
+        """The ranks one collective spans: the world, or the (first) group."""
+        groups = self.group_list
+        return self.world.data if groups is None else len(groups[0])
+
+    def layouts(self) -> tuple[Layout, Layout]:
+        """The layouts over the world: with groups, each group's collective
+        over its group-local ranks (`layouts.embed`)."""
+        groups = self.group_list
+        if groups is None:
+            return self.local_layouts(self.world.data)
+        w = self.world.data
+        return (
+            embed(lambda n: self.local_layouts(n)[0], groups, w),
+            embed(lambda n: self.local_layouts(n)[1], groups, w),
+        )
+
+    # Layouts of this collective over `w` ranks; subclasses give the kinds and sizes.
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
+        raise NotImplementedError
+
+    def consume_attr(self) -> ConsumeAttr:
+        if self.op is None:
+            return ConsumeAttr.copy()
+        return ConsumeAttr.reduction(self.op.data)
+
+    def _counts(self) -> list[int] | list[list[int]] | None:
+        if self.static_counts is None:
+            return None
+        vals = [c.data for c in self.static_counts.data]
+        w = self.group_size
+        if self.MATRIX:
+            return [vals[i * w : (i + 1) * w] for i in range(w)]
+        return vals
+
+    def verify_(self) -> None:
+        if why := world_problem(self.world.data):
+            raise VerifyException(f"'{self.name}': {why}")
+        _verify_groups(self, self.groups, self.world.data, self.EQUAL_GROUPS)
+        dtype = _verify_buffers(self, self.input, self.output)
+        if self.REDUCES and self.op is None:
+            raise VerifyException(
+                f"'{self.name}': a reduction op ({REDUCE_KINDS_TEXT}) is required"
+            )
+        if not self.REDUCES and self.op is not None:
+            raise VerifyException(
+                f"'{self.name}': is a copy and takes no reduction op, got '{self.op.data.value}'"
+            )
+        if self.deterministic is not None and not self.REDUCES:
+            raise VerifyException(
+                f"'{self.name}': 'deterministic' only applies to reductions, and this is a copy"
+            )
+        if self.op is not None and (why := check_reduce_dtype(self.op.data, dtype)):
+            raise VerifyException(f"'{self.name}': {why}")
+        if not self.VARIABLE:
+            if self.static_counts is not None or self.counts is not None:
+                # all_reduce has no _v form: it balances uneven sizes itself.
+                hint = (
+                    " (it splits uneven sizes across ranks itself)"
+                    if isinstance(self, AllReduceOp)
+                    else f"; use '{self.name}_v' for per-rank counts"
+                )
+                raise VerifyException(f"'{self.name}': takes no counts{hint}")
+        else:
+            self._verify_counts()
+        self._verify_sizes()
+
+    def _verify_counts(self) -> None:
+        w = self.group_size
+        if self.static_counts is None and self.counts is None:
+            raise VerifyException(
+                f"'{self.name}': needs counts, either static (counts [..]) or "
+                "dynamic (counts %operand)"
+            )
+        if self.static_counts is not None and self.counts is not None:
+            raise VerifyException(
+                f"'{self.name}': has both static and dynamic counts; give one of them"
+            )
+        if self.counts is not None:
+            if self.groups is not None:
+                raise VerifyException(
+                    f"'{self.name}': groups need static counts (counts [..]): dynamic counts "
+                    "would leave the groups' slices unknown"
+                )
+            _verify_counts_operand(self, self.counts, w, self.MATRIX)
+            return
+        vals = [c.data for c in self.static_counts.data]  # type: ignore[union-attr]
+        want = w * w if self.MATRIX else w
+        if len(vals) != want:
+            what = f"{w}x{w} = {want}" if self.MATRIX else str(w)
+            per = "world" if self.groups is None else "each group of"
+            raise VerifyException(
+                f"'{self.name}': expected {what} counts for {per} {w} ranks, got {len(vals)}"
+            )
+        if any(v < 0 for v in vals):
+            raise VerifyException(
+                f"'{self.name}': counts must be non-negative, got {vals}"
+            )
+
+    def _verify_sizes(self) -> None:
+        raise NotImplementedError
+
+    def _size(self, v: SSAValue) -> int | None:
+        return _memref_elems(v.type)
+
+    def _require(self, ok: bool, msg: str) -> None:
+        if not ok:
+            raise VerifyException(f"'{self.name}': {msg}")
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        op = None
+        if cls.REDUCES:
+            op = _parse_reduce_kind(parser, f"'{cls.name}'")
+        inp = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        out = parser.parse_unresolved_operand()
+        parser.parse_keyword("world")
+        world = parser.parse_integer(allow_boolean=False)
+        groups = _parse_groups(parser) if parser.parse_optional_keyword("groups") else None
+        counts: list[int] | None = None
+        counts_name = None
+        if parser.parse_optional_keyword("counts"):
+            if parser.parse_optional_punctuation("["):
+                counts = []
+                if not parser.parse_optional_punctuation("]"):
+                    counts = [parser.parse_integer(allow_boolean=False)]
+                    while parser.parse_optional_punctuation(","):
+                        counts.append(parser.parse_integer(allow_boolean=False))
+                    parser.parse_punctuation("]")
+            else:
+                counts_name = parser.parse_unresolved_operand()
+        deterministic = parser.parse_optional_keyword("deterministic") is not None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t_in = parser.parse_type()
+        parser.parse_punctuation(",")
+        t_out = parser.parse_type()
+        counts_val: Sequence[int] | SSAValue | None = counts
+        if counts_name is not None:
+            parser.parse_punctuation(",")
+            counts_val = parser.resolve_operand(counts_name, parser.parse_type())
+        result = cls(
+            parser.resolve_operand(inp, t_in),
+            parser.resolve_operand(out, t_out),
+            world,
+            op,
+            counts_val,
+            deterministic,
+            groups,
+        )
+        result.attributes.update(attrs)
+        return result
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        if self.op is not None:
+            printer.print_string(f"{self.op.data.value} ")
+        printer.print_operand(self.input)
+        printer.print_string(", ")
+        printer.print_operand(self.output)
+        printer.print_string(f" world {self.world.data}")
+        if (groups := self.group_list) is not None:
+            _print_groups(printer, groups)
+        if self.static_counts is not None:
+            vals = ", ".join(str(c.data) for c in self.static_counts.data)
+            printer.print_string(f" counts [{vals}]")
+        if self.counts is not None:
+            printer.print_string(" counts ")
+            printer.print_operand(self.counts)
+        if self.deterministic is not None:
+            printer.print_string(" deterministic")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+
+
+_NO_STATIC_LAYOUT = "both buffers have dynamic sizes, so slice sizes are unknown; make one static"
+
+
+def _balanced(total: int, world: int) -> list[int]:
+    """Split `total` elements into `world` near-equal parts, larger ones first."""
+    q, r = divmod(total, world)
+    return [q + (1 if i < r else 0) for i in range(world)]
+
+
+def _same_size(op: NamedCollective) -> int | None:
+    """The element count of the op's buffers, which must agree: the input's,
+    or the output's when the input is dynamic."""
+    a, b = op._size(op.input), op._size(op.output)
+    op._require(
+        a is None or b is None or a == b,
+        f"input and output must have the same number of elements, got {a} and {b}",
+    )
+    return a if a is not None else b
+
+
+def _static_size(op: NamedCollective) -> int:
+    """The element count of the input, or of the output when the input is
+    dynamic; a LayoutError when both are."""
+    n = op._size(op.input)
+    if n is None:
+        n = op._size(op.output)
+    if n is None:
+        raise LayoutError(_NO_STATIC_LAYOUT)
+    return n
+
+
+@irdl_op_definition
+class AllReduceOp(NamedCollective):
+    name = "coll.all_reduce"
+    REDUCES: ClassVar[bool] = True
+    # Every rank keeps its whole buffer: groups of any sizes.
+    EQUAL_GROUPS: ClassVar[bool] = False
+
+    def _verify_sizes(self) -> None:
+        _same_size(self)
+
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
+        n = _static_size(self)
+        if n % w == 0:
+            layout = Layout.fixed(LayoutKind.SCATTERED, w, n // w)
+        else:
+            layout = Layout.vector(LayoutKind.SCATTERED, w, _balanced(n, w))
+        return layout, layout
+
+
+class SliceCollective(NamedCollective):
+    """A collective between one buffer of a single slice per rank (PART, packed)
+    and one of world slices (WHOLE, scattered): all_gather gathers input
+    slices into the output, reduce_scatter scatters the input into output
+    slices."""
+
+    PART: ClassVar[str]
+    WHOLE: ClassVar[str]
+
+    def _verify_sizes(self) -> None:
+        part, whole = self._size(getattr(self, self.PART)), self._size(getattr(self, self.WHOLE))
+        w = self.group_size
+        span = "world" if self.groups is None else "group size"
+        self._require(
+            part is None or whole is None or whole == w * part,
+            f"{self.WHOLE} must have {span} x {self.PART} = {w} x {part} = {w * (part or 0)} elements, got {whole}",
+        )
+        # With a dynamic part the slice size comes from the whole alone.
+        self._require(
+            part is not None or whole is None or whole % w == 0,
+            f"{self.WHOLE} of {whole} elements is not divisible by {'world' if self.groups is None else 'group'} size {w}",
+        )
+
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
+        c = self._size(getattr(self, self.PART))
+        if c is None:
+            whole = self._size(getattr(self, self.WHOLE))
+            if whole is None:
+                raise LayoutError(_NO_STATIC_LAYOUT)
+            c = whole // w
+        part, whole = Layout.fixed(LayoutKind.PACKED, w, c), Layout.fixed(LayoutKind.SCATTERED, w, c)
+        return (part, whole) if self.PART == "input" else (whole, part)
+
+
+@irdl_op_definition
+class AllGatherOp(SliceCollective):
+    name = "coll.all_gather"
+    PART: ClassVar[str] = "input"
+    WHOLE: ClassVar[str] = "output"
+
+
+@irdl_op_definition
+class ReduceScatterOp(SliceCollective):
+    name = "coll.reduce_scatter"
+    REDUCES: ClassVar[bool] = True
+    PART: ClassVar[str] = "output"
+    WHOLE: ClassVar[str] = "input"
+
+
+@irdl_op_definition
+class AllToAllOp(NamedCollective):
+    name = "coll.all_to_all"
+
+    def _verify_sizes(self) -> None:
+        n = _same_size(self)
+        w = self.group_size
+        span = "world" if self.groups is None else "group"
+        self._require(
+            n is None or n % w == 0,
+            f"buffer of {n} elements is not divisible by {span} size {w}",
+        )
+
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
+        c = _static_size(self) // w
+        return Layout.fixed(LayoutKind.ADDRESSED, w, c), Layout.fixed(LayoutKind.TRANSPOSED, w, c)
+
+
+class VariableCollective(NamedCollective):
+    VARIABLE: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind]
+    OUT_KIND: ClassVar[LayoutKind]
+
+    def local_layouts(self, w: int) -> tuple[Layout, Layout]:
+        counts = self._counts()
+        return (
+            Layout.vector(self.IN_KIND, w, counts),
+            Layout.vector(self.OUT_KIND, w, counts),
+        )
+
+    def _verify_sizes(self) -> None:
+        if self.static_counts is None:
+            return
+        inp, out = self.layouts()
+        _verify_extent(self, "input", self.input, inp)
+        _verify_extent(self, "output", self.output, out)
+
+
+@irdl_op_definition
+class AllGatherVOp(VariableCollective):
+    name = "coll.all_gather_v"
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
+
+
+@irdl_op_definition
+class ReduceScatterVOp(VariableCollective):
+    name = "coll.reduce_scatter_v"
+    REDUCES: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
+
+
+@irdl_op_definition
+class AllToAllVOp(VariableCollective):
+    name = "coll.all_to_all_v"
+    MATRIX: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.ADDRESSED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.TRANSPOSED
+
+
+NAMED_COLLECTIVES: tuple[type[NamedCollective], ...] = (
+    AllReduceOp,
+    AllGatherOp,
+    ReduceScatterOp,
+    AllToAllOp,
+    AllGatherVOp,
+    ReduceScatterVOp,
+    AllToAllVOp,
+)
+
+Coll = Dialect(
+    "coll",
+    [CollectiveOp, *NAMED_COLLECTIVES],
+    [LayoutAttr, ConsumeAttr, ReduceKindAttr],
+)

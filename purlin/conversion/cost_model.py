@@ -1,0 +1,90 @@
+"""Strategy selection for `convert-coll-to-snac`.
+
+All thresholds live in THRESHOLDS, keyed by GPU generation; they are the
+knobs to tune from measurements (bench/ regenerates them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from purlin.snac.dialect import Regime, Strategy
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    # Largest per-rank payload (bytes) sent as 16-byte packets.
+    latency_max_bytes: int
+    # Smallest total payload (bytes) for which a reduction is composed
+    # (reduce to owner, then copy out) rather than direct (every rank reduces all).
+    composed_min_bytes: int
+    # Staging: bytes per unit and slots per half.
+    chunk_bytes: int
+    slots: int
+    # Blocks per role, for packets (at most; one per latency_block_bytes of
+    # payload, since every block pays the role's signal) and for staging.
+    latency_blocks: int
+    throughput_blocks: int
+    latency_block_bytes: int
+    # Copies (no reduction) of at least this many bytes per rank use units of
+    # copy_chunk_bytes: fewer per-unit signals, still enough units to pipeline.
+    copy_large_bytes: int
+    copy_chunk_bytes: int
+
+
+# sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
+# packets win up to 64 KiB; composed beats direct from about 4 MiB; 4 MiB units
+# with 64 blocks per role ran 32 MiB six times faster than 256 KiB with 16.
+# Copies: all_gather of 256 MiB ran at 236 GB/s busbw with 16 MiB units, 194
+# with 4 MiB (bench/results/README.md); all_reduce was slower with 16 MiB.
+# Packets: one block per role at 16 B took 16.1 us against 16.8 with 16.
+# sm_80 and sm_100 are not measured yet: scaled from sm_90.
+THRESHOLDS: dict[str, Thresholds] = {
+    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20),
+    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20),
+    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20),
+}
+
+# Latency packets carry 8 data bytes in 16: beyond this many ranks the
+# fan-out of pushed packets costs more than staging even for small sizes.
+LATENCY_MAX_WORLD = 16
+
+
+@dataclass(frozen=True)
+class Choice:
+    regime: Regime
+    strategy: Strategy
+    chunk_bytes: int
+    slots: int
+    latency_blocks: int
+    throughput_blocks: int
+
+    def blocks(self, regime: Regime) -> int:
+        return self.latency_blocks if regime == Regime.LATENCY else self.throughput_blocks
+
+
+def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
+           reduce: bool, dynamic: bool, out_per_rank_bytes: int | None = None) -> Choice:
+    """`per_rank_bytes` and `out_per_rank_bytes`: the largest rank's input and
+    output; packet blocks follow the larger (an all_gather receives world
+    times what it sends)."""
+    t = THRESHOLDS[arch]
+    latency = (
+        per_rank_bytes is not None
+        and per_rank_bytes <= t.latency_max_bytes
+        and world <= LATENCY_MAX_WORLD
+    )
+    if not reduce:
+        strategy = Strategy.COPY
+    elif dynamic or latency or total_bytes is None or total_bytes < t.composed_min_bytes:
+        strategy = Strategy.DIRECT
+    else:
+        strategy = Strategy.COMPOSED
+    regime = Regime.LATENCY if latency else Regime.THROUGHPUT
+    large_copy = not reduce and per_rank_bytes is not None and per_rank_bytes >= t.copy_large_bytes
+    chunk = t.copy_chunk_bytes if large_copy else t.chunk_bytes
+    latency_blocks = t.latency_blocks
+    if per_rank_bytes is not None:
+        moved = max(per_rank_bytes, out_per_rank_bytes or 0)
+        latency_blocks = max(1, min(latency_blocks, -(-moved // t.latency_block_bytes)))
+    return Choice(regime, strategy, chunk, t.slots, latency_blocks, t.throughput_blocks)

@@ -1,0 +1,289 @@
+"""`convert-stablehlo-to-coll`: StableHLO collectives become coll collectives.
+
+Every function holding StableHLO collectives becomes one in destination
+passing style (`purlin.frontends.tensor_functions`). Outputs start zeroed:
+what no process sends (a collective_permute target nobody sends to, ranks
+outside a collective_broadcast's groups) stays zero, as StableHLO says. Each
+operand of a variadic op is its own collective.
+
+Processes are replicas x partitions (options `replicas`, `partitions`, or the
+module's `mhlo.num_replicas` / `mhlo.num_partitions`), rank = replica *
+partitions + partition, grouped as `purlin.frontends.process_groups` says. Tensors of
+any rank: along a non-leading dimension a gather or scatter is a strided
+named layout (`purlin.frontends.tensor_layouts`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from purlin.diagnostics import op_error
+from purlin.coll import dialect as coll
+from purlin.frontends import stablehlo as shlo
+from purlin.coll.layouts import Layout, MAX_WORLD
+from purlin.frontends.process_groups import GroupingError, check_mesh_axes, exchange_strategy, permute_groups, reduction_strategy, stablehlo_groups
+from purlin.frontends import tensor_layouts as tl
+from purlin.frontends.tensor_functions import convert_function, replace_function
+
+
+def _fail(op: Operation, message: str) -> PassFailedException:
+    """A StableHLO form purlin does not import, located at its op."""
+    return PassFailedException(op_error(op, f"'{op.name}': {message}"))
+
+
+def _int(attr: Attribute | None) -> int | None:
+    if isinstance(attr, IntegerAttr):
+        return attr.value.data
+    if isinstance(attr, IntAttr):
+        return attr.data
+    return None
+
+
+def _dense_rows(op: Operation, name: str) -> list[list[int]] | None:
+    attr = shlo.field(op, name)
+    if attr is None:
+        return None
+    if not isinstance(attr, DenseIntOrFPElementsAttr):
+        raise _fail(op, f"{name} must be a dense integer tensor, got {attr}")
+    shape = attr.get_shape() or ()
+    values = [int(v) for v in attr.get_values()]
+    if len(shape) != 2:
+        raise _fail(op, f"{name} must be 2-dimensional, got shape {list(shape)}")
+    rows, cols = shape
+    return [values[i * cols:(i + 1) * cols] for i in range(rows)]
+
+
+@dataclass
+class _Grid:
+    replicas: int
+    partitions: int
+
+    @property
+    def world(self) -> int:
+        return self.replicas * self.partitions
+
+
+def _element(op: Operation, t: Attribute) -> tuple[list[int], Attribute]:
+    if not isinstance(t, TensorType):
+        raise _fail(op, f"takes ranked tensors, got {t}")
+    shape = list(t.get_shape())
+    if any(d < 0 for d in shape):
+        raise _fail(op, f"dynamic shapes are not supported, got {t}; purlin needs static sizes")
+    if coll.dtype_name(t.element_type) is None:
+        raise _fail(op, f"element type {t.element_type} is not supported, expected one of "
+                    f"{coll.ELEMENT_TYPES_TEXT}")
+    return shape, t.element_type
+
+
+def _reduction(op: Operation, dtype: str) -> coll.ReduceKind:
+    """The coll reduction of a region `^bb0(%a, %b): %r = COMBINER %a, %b; return %r`."""
+    assert op.regions
+    block = op.regions[0].blocks.first
+    ops = list(block.ops) if block is not None else []
+    what = "an arbitrary reduction region is not supported: expected one of " + ", ".join(
+        f"stablehlo.{c.name.split('.')[1]}" for c in shlo.COMBINERS) + " of the two block arguments, returned"
+    if block is None or len(block.args) != 2 or len(ops) != 2:
+        raise _fail(op, what)
+    combine, ret = ops
+    if (type(combine) not in shlo.COMBINERS or not isinstance(ret, shlo.ReturnOp)
+            or set(combine.operands) != set(block.args) or list(ret.values) != [combine.results[0]]):
+        raise _fail(op, what)
+    kind = coll.ReduceKind(shlo.COMBINERS[type(combine)])  # type: ignore[index]
+    if why := coll.check_reduce_dtype(kind, dtype):
+        raise _fail(op, why)
+    return kind
+
+
+class _Importer:
+    def __init__(self, grid: _Grid):
+        self.grid = grid
+
+    def groups(self, op: Operation, reduction: bool) -> list[list[int]]:
+        channel = shlo.field(op, "channel_handle")
+        channel_id = channel.handle.data if isinstance(channel, shlo.ChannelHandleAttr) else 0
+        rg = shlo.field(op, "replica_groups")
+        try:
+            if isinstance(rg, shlo.ReplicaGroupMeshAxesAttr):
+                axes = [(a.axis.data, a.size.data) for a in rg.mesh.axes.data]
+                refs = [(r.axis.data, r.pre_size.data, r.sub_size.data) for r in rg.axes.data]
+                return check_mesh_axes(axes, refs, self.grid.world)
+            rows = _dense_rows(op, "replica_groups") or []
+            use_global = shlo.field(op, "use_global_device_ids") is not None
+            strategy = (reduction_strategy(channel_id, use_global) if reduction
+                        else exchange_strategy(channel_id))
+            return stablehlo_groups(strategy, rows, self.grid.replicas, self.grid.partitions)
+        except GroupingError as e:
+            raise _fail(op, f"replica_groups: {e}") from None
+
+    def convert(self, op: shlo.CollectiveBase, ins: list[SSAValue], outs: list[SSAValue]) -> list[Operation]:
+        if shlo.field(op, "has_dynamic_root") is not None:
+            raise _fail(op, "has_dynamic_root is not supported: purlin needs the root when it compiles")
+        if len(op.inputs) != len(op.results):
+            raise _fail(op, f"has {len(op.inputs)} operands but {len(op.results)} results")
+        made: list[Operation] = []
+        for value, result, src, dst in zip(op.inputs, op.results, ins, outs):
+            shape, elem = _element(op, value.type)
+            out_shape, out_elem = _element(op, result.type)
+            if out_elem != elem:
+                raise _fail(op, f"result element type {out_elem} differs from the operand's {elem}")
+            made += self.one(op, shape, out_shape, coll.dtype_name(elem) or "", src, dst)
+        for m in made:
+            m.location = op.location
+        return made
+
+    def one(self, op: Operation, shape: list[int], out_shape: list[int], dtype: str,
+            src: SSAValue, dst: SSAValue) -> list[Operation]:
+        w = self.grid.world
+        elems = prod(shape)
+
+        def need(ok: bool, what: str) -> None:
+            if not ok:
+                raise _fail(op, what)
+
+        def dim(name: str) -> int:
+            d = _int(shlo.field(op, name))
+            need(d is not None and 0 <= d < len(shape),
+                 f"{name} must be a dimension of the operand (0 to {len(shape) - 1}), got {d}")
+            return d  # type: ignore[return-value]
+
+        def equal(groups: list[list[int]]) -> int:
+            sizes = sorted({len(g) for g in groups})
+            need(len(sizes) == 1, f"its groups have sizes {sizes}; its result shape needs groups of one size")
+            return sizes[0]
+
+        if isinstance(op, shlo.AllReduceOp):
+            kind = _reduction(op, dtype)
+            need(out_shape == shape, f"result shape {out_shape} must equal the operand's {shape}")
+            groups = self.groups(op, True)
+            return [coll.AllReduceOp(src, dst, w, kind, groups=_explicit(groups, w))]
+        if isinstance(op, shlo.AllGatherOp):
+            d = dim("all_gather_dim")
+            groups = self.groups(op, True)
+            g = equal(groups)
+            want = list(shape)
+            want[d] *= g
+            need(out_shape == want, f"result shape {out_shape} must be {want}: dimension {d} times the "
+                 f"group size {g}")
+            if tl.leading(shape, d):
+                return [coll.AllGatherOp(src, dst, w, groups=_explicit(groups, w))]
+            return [_generic(src, dst, tl.gather(shape, d, g), None, w, groups)]
+        if isinstance(op, shlo.ReduceScatterOp):
+            kind = _reduction(op, dtype)
+            d = dim("scatter_dimension")
+            groups = self.groups(op, True)
+            g = equal(groups)
+            need(shape[d] % g == 0, f"dimension {d} of size {shape[d]} is not divisible by the group size {g}")
+            want = list(shape)
+            want[d] //= g
+            need(out_shape == want, f"result shape {out_shape} must be {want}")
+            if tl.leading(shape, d):
+                return [coll.ReduceScatterOp(src, dst, w, kind, groups=_explicit(groups, w))]
+            return [_generic(src, dst, tl.scatter(shape, d, g), kind, w, groups)]
+        if isinstance(op, shlo.AllToAllOp):
+            split, concat = dim("split_dimension"), dim("concat_dimension")
+            groups = self.groups(op, False)
+            g = equal(groups)
+            count = _int(shlo.field(op, "split_count"))
+            need(count == g, f"split_count {count} must equal the group size {g}")
+            need(shape[split] % g == 0, f"dimension {split} of size {shape[split]} is not divisible by "
+                 f"split_count {g}")
+            want = list(shape)
+            want[split] //= g
+            want[concat] *= g
+            need(out_shape == want, f"result shape {out_shape} must be {want}")
+            if split == concat and tl.leading(shape, split):
+                return [coll.AllToAllOp(src, dst, w, groups=_explicit(groups, w))]
+            return [_generic(src, dst, tl.all_to_all(shape, split, concat, g), None, w, groups)]
+        need(out_shape == shape, f"result shape {out_shape} must equal the operand's {shape}")
+        if isinstance(op, shlo.CollectivePermuteOp):
+            channel = shlo.field(op, "channel_handle")
+            channel_id = channel.handle.data if isinstance(channel, shlo.ChannelHandleAttr) else 0
+            strategy = exchange_strategy(channel_id)
+            groups = permute_groups(strategy, self.grid.replicas, self.grid.partitions)
+            g = len(groups[0])
+            pairs = _dense_rows(op, "source_target_pairs")
+            need(pairs is not None and all(len(p) == 2 for p in pairs),
+                 "source_target_pairs must be an Nx2 dense tensor")
+            assert pairs is not None
+            what = "replica" if strategy == "cross_replica" else "partition"
+            for s, t in pairs:
+                need(0 <= s < g and 0 <= t < g, f"source_target_pairs names {what} {s if not 0 <= s < g else t}, "
+                     f"outside [0, {g})")
+            need(len({s for s, _ in pairs}) == len(pairs) and len({t for _, t in pairs}) == len(pairs),
+                 "source_target_pairs must name every source and every target at most once")
+            if not pairs:
+                return []
+            return [_generic(src, dst, tl.permute([tuple(p) for p in pairs], g, elems), None, w, groups)]
+        if isinstance(op, shlo.CollectiveBroadcastOp):
+            groups = self.groups(op, False)
+            made = []
+            # One collective per group size (ragged groups).
+            for g in sorted({len(x) for x in groups}):
+                same = [x for x in groups if len(x) == g]
+                made.append(_generic(src, dst, tl.broadcast(g, elems), None, w, same))
+            return made
+        raise _fail(op, "is not a collective purlin imports")
+
+
+def _explicit(groups: list[list[int]], world: int) -> list[list[int]] | None:
+    """None when the one group is the whole world in rank order."""
+    return None if groups == [list(range(world))] else groups
+
+
+def _generic(src: SSAValue, dst: SSAValue, layouts: tuple[Layout, Layout], kind: coll.ReduceKind | None,
+             world: int, groups: list[list[int]]) -> coll.CollectiveOp:
+    inp, out = layouts
+    consume = coll.ConsumeAttr.copy() if kind is None else coll.ConsumeAttr.reduction(kind)
+    explicit = _explicit(groups, world)
+    return coll.CollectiveOp(src, dst, coll.LayoutAttr.from_layout(inp), coll.LayoutAttr.from_layout(out),
+                             consume, world=world if explicit else None, groups=explicit)
+
+
+def _module_int(module: ModuleOp, name: str) -> int | None:
+    return _int(module.attributes.get(name))
+
+
+@dataclass(frozen=True)
+class ConvertStablehloToCollPass(ModulePass):
+    """Options: replicas and partitions of the process grid (0: the module's
+    mhlo.num_replicas / mhlo.num_partitions; partitions default to 1)."""
+
+    name = "convert-stablehlo-to-coll"
+
+    replicas: int = 0
+    partitions: int = 0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = [f for f in op.walk() if isinstance(f, FuncOp)
+                 and any(isinstance(o, shlo.CollectiveBase) for o in f.walk())]
+        if not funcs:
+            raise PassFailedException(f"pass '{self.name}' does not apply: the module holds no StableHLO collective")
+        replicas = self.replicas or _module_int(op, "mhlo.num_replicas")
+        partitions = self.partitions or _module_int(op, "mhlo.num_partitions") or 1
+        if not replicas:
+            raise PassFailedException(op_error(
+                funcs[0], f"{self.name}: the number of replicas is not known; give the option "
+                "replicas=N or the module attribute mhlo.num_replicas"))
+        if replicas < 1 or partitions < 1 or replicas * partitions > MAX_WORLD:
+            raise PassFailedException(
+                f"{self.name}: {replicas} replicas x {partitions} partitions is not a world purlin handles "
+                f"(1 to {MAX_WORLD} processes)")
+        importer = _Importer(_Grid(replicas, partitions))
+        for func in funcs:
+            new = convert_function(func, shlo.CollectiveBase, importer.convert, _element)
+            replace_function(func, new)
+

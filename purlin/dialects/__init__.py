@@ -1,1 +1,0 @@
-"""purlin's dialects: coll (semantics), snac (orchestration), atom (datapath)."""

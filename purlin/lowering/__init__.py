@@ -1,1 +1,0 @@
-"""Progressive lowering passes, one per file."""

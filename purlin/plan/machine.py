@@ -1,0 +1,146 @@
+"""Executes a Plan for every rank on numpy buffers, with a seeded scheduler.
+
+Each (rank, role) is a coroutine over its instruction list; waits yield until
+their condition holds, so interleavings vary with the seed. Memory is laid
+out as the runtimes lay it out: staging (2 halves x slots x elems) and packet
+windows (2 halves x sources x elems, with a flag per 8-byte packet). When no
+role can move, the call fails naming every blocked wait (a runtime would time
+out there).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import ml_dtypes  # noqa: F401  (registers bfloat16/float8 with numpy)
+import numpy as np
+
+from purlin import plan as P
+from purlin.snac.protocol import PACKET_DATA_BYTES
+from purlin.dtypes import numpy_dtype
+from purlin.coll.reference import reduce_parts
+
+
+class PlanExecutionError(Exception):
+    """The plan deadlocked or was given buffers that do not fit it."""
+
+
+MAX_BURST = 8
+
+
+class PlanMachine:
+    """Symmetric memory, signals and epochs of all ranks, kept across calls."""
+
+    def __init__(self, plan: P.Plan):
+        self.plan = plan
+        self.dtype = numpy_dtype(plan.dtype)
+        w = plan.world
+        self.per_packet = PACKET_DATA_BYTES // plan.elem_bytes
+        self.staging = [[np.zeros((2, b.slots, b.elems), self.dtype) for _ in range(w)]
+                        for b in plan.buffers]
+        self.flags = [[np.zeros((2, b.slots, -(-b.elems // self.per_packet)), np.int64) for _ in range(w)]
+                      for b in plan.buffers]
+        self.signals = [[[0] * s.slots for _ in range(w)] for s in plan.signals]
+        self.epoch = [0] * w
+        self.prev = [0] * w
+
+    def run(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray], seed: int = 0) -> None:
+        plan = self.plan
+        for name, arrays, need in (("input", inputs, plan.input_elems), ("output", outputs, plan.output_elems)):
+            if len(arrays) != plan.world:
+                raise PlanExecutionError(f"{len(arrays)} {name} buffers for world {plan.world}")
+            for r, a in enumerate(arrays):
+                if a.dtype != self.dtype or a.size < need:
+                    raise PlanExecutionError(
+                        f"rank {r} {name}: {a.size} x {a.dtype}, the plan needs {need} x {self.dtype}"
+                    )
+        rng = random.Random(seed)
+        threads = [
+            (r, k, self._role(r, k, body, inputs, outputs))
+            for r in range(plan.world)
+            for k, body in enumerate(plan.programs[r])
+        ]
+        pending: dict[int, tuple] = {}
+        live = list(range(len(threads)))
+        while live:
+            runnable = [t for t in live if t not in pending or pending[t][0]()]
+            if not runnable:
+                raise PlanExecutionError("deadlock: " + "; ".join(pending[t][1]() for t in live))
+            t = rng.choice(runnable)
+            for _ in range(rng.randint(1, MAX_BURST)):
+                if t in pending:
+                    if not pending[t][0]():
+                        break
+                    del pending[t]
+                try:
+                    step = next(threads[t][2])
+                except StopIteration:
+                    live.remove(t)
+                    break
+                if step is not None:
+                    pending[t] = step
+        for r in range(plan.world):
+            self.prev[r] = self.epoch[r]
+            self.epoch[r] += plan.advance
+
+    def _value(self, rank: int, base: P.Base, rel: int) -> int:
+        return (self.epoch[rank] if base == P.Base.EPOCH else self.prev[rank]) + rel
+
+    def _mem(self, ref: P.Ref, rank: int, inputs, outputs) -> np.ndarray:
+        half = self.epoch[rank] % 2
+        if ref.space == P.Space.INPUT:
+            return inputs[ref.rank][ref.offset:]
+        if ref.space == P.Space.OUTPUT:
+            return outputs[ref.rank][ref.offset:]
+        # Staging slots and window regions (slot = source rank) alike.
+        return self.staging[ref.buf][ref.rank][half, ref.slot, ref.offset:]
+
+    def _role(self, rank: int, role: int, body: list[P.Instr], inputs, outputs):
+        where = f"rank {rank} role {role}"
+        half = self.epoch[rank] % 2
+        for n, i in enumerate(body):
+            if i.op == P.Op.WAIT:
+                slots, need = self.signals[i.sig][rank], self._value(rank, i.base, i.rel)
+                if slots[i.slot] < need:
+                    yield (
+                        lambda s=slots, k=i.slot, v=need: s[k] >= v,
+                        lambda s=slots, k=i.slot, v=need, n=n, sig=i.sig: (
+                            f"{where} instruction {n} waits for {self.plan.signals[sig].name}[{k}] "
+                            f">= {v} (has {s[k]}, epoch {self.epoch[rank]})"
+                        ),
+                    )
+            elif i.op == P.Op.SIGNAL:
+                target = self.signals[i.sig][i.peer]
+                target[i.slot] = max(target[i.slot], self._value(rank, i.base, i.rel))
+                yield None
+            elif i.op in (P.Op.COPY, P.Op.REDUCE):
+                assert i.dst is not None
+                srcs = [self._mem(s, rank, inputs, outputs)[: i.elems] for s in i.srcs]
+                dst = self._mem(i.dst, rank, inputs, outputs)
+                if i.op == P.Op.COPY:
+                    dst[: i.elems] = srcs[0]
+                else:
+                    dst[: i.elems] = reduce_parts(srcs, i.redop.name.lower())
+                yield None
+            elif i.op == P.Op.PUT:
+                src = self._mem(i.srcs[0], rank, inputs, outputs)[: i.elems]
+                self.staging[i.buf][i.peer][half, rank, i.offset : i.offset + i.elems] = src
+                first = i.offset // self.per_packet
+                last = -(-(i.offset + i.elems) // self.per_packet)
+                self.flags[i.buf][i.peer][half, rank, first:last] = self.epoch[rank] + 1
+                yield None
+            elif i.op == P.Op.WAIT_PACKETS:
+                flags = self.flags[i.buf][rank][half, i.peer]
+                first = i.offset // self.per_packet
+                last = -(-(i.offset + i.elems) // self.per_packet)
+                need = self.epoch[rank] + 1
+                if i.elems and flags[first:last].min() < need:
+                    yield (
+                        lambda f=flags, a=first, b=last, v=need: f[a:b].min() >= v,
+                        lambda f=flags, a=first, b=last, v=need, n=n, src=i.peer: (
+                            f"{where} instruction {n} waits for packets from rank {src} "
+                            f"[{a}, {b}) to carry flag {v} (lowest {f[a:b].min()})"
+                        ),
+                    )
+

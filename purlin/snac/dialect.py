@@ -1,0 +1,824 @@
+"""The `snac` dialect: Stage, Notify, And Consume.
+
+One `snac.program` replaces one collective call. It is rank-generic: `snac.rank`
+is a value and every op names its unit or group relative to it, so the IR does
+not grow with the world size. What a unit or group is (bytes, peers) comes from
+the phase's layouts through `purlin.snac.protocol`.
+
+Per rank, in symmetric memory (visible to every peer):
+- `snac.buffer`: staging (halves x slots x elems) or a packet window
+  (halves x sources x elems, each 8 data bytes travelling with an 8-byte flag).
+- `snac.signals`: one 64-bit slot per peer. `ready` slots are written by
+  producers (notify), `free` slots by consumers (ack, finish).
+
+Flags are epochs compared with >=, never reset; the staging half is the
+epoch's parity. Memory order and scope are explicit on every signal op.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    UnitAttr,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from purlin.coll.dialect import ELEMENT_TYPES_TEXT, ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
+from purlin.coll.layouts import world_problem
+
+
+class MemoryOrder(StrEnum):
+    RELAXED = "relaxed"
+    ACQUIRE = "acquire"
+    RELEASE = "release"
+
+
+class Scope(StrEnum):
+    GPU = "gpu"
+    SYSTEM = "system"
+
+
+class BufferKind(StrEnum):
+    STAGING = "staging"
+    PACKETS = "packets"
+
+
+class Regime(StrEnum):
+    LATENCY = "latency"
+    THROUGHPUT = "throughput"
+
+
+class Strategy(StrEnum):
+    COPY = "copy"
+    DIRECT = "direct"
+    COMPOSED = "composed"
+
+
+class PhaseSource(StrEnum):
+    INPUT = "input"
+    OUTPUT = "output"
+
+
+class Route(StrEnum):
+    """How a composed reduction routes a phase through one owner per name
+    (purlin.snac.protocol.route_layouts): to the owners, or from them to the rest."""
+
+    TO_OWNER = "to_owner"
+    FROM_OWNER = "from_owner"
+
+
+class RoleKind(StrEnum):
+    PRODUCER = "producer"
+    CONSUMER = "consumer"
+    REDUCER = "reducer"
+    LOCAL = "local"  # groups with no staged source: nothing to wait for
+    # Packets only: the same blocks put the rank's units and consume its
+    # groups, each thread its own lines, with no role split between them.
+    FUSED = "fused"
+
+
+@irdl_attr_definition
+class MemoryOrderAttr(EnumAttribute[MemoryOrder], SpacedOpaqueSyntaxAttribute):
+    name = "snac.order"
+
+
+@irdl_attr_definition
+class ScopeAttr(EnumAttribute[Scope], SpacedOpaqueSyntaxAttribute):
+    name = "snac.scope"
+
+
+@irdl_attr_definition
+class BufferKindAttr(EnumAttribute[BufferKind], SpacedOpaqueSyntaxAttribute):
+    name = "snac.buffer_kind"
+
+
+@irdl_attr_definition
+class RegimeAttr(EnumAttribute[Regime], SpacedOpaqueSyntaxAttribute):
+    name = "snac.regime"
+
+
+@irdl_attr_definition
+class StrategyAttr(EnumAttribute[Strategy], SpacedOpaqueSyntaxAttribute):
+    name = "snac.strategy"
+
+
+@irdl_attr_definition
+class PhaseSourceAttr(EnumAttribute[PhaseSource], SpacedOpaqueSyntaxAttribute):
+    name = "snac.source"
+
+
+@irdl_attr_definition
+class RouteAttr(EnumAttribute[Route], SpacedOpaqueSyntaxAttribute):
+    name = "snac.route"
+
+
+@irdl_attr_definition
+class RoleKindAttr(EnumAttribute[RoleKind], SpacedOpaqueSyntaxAttribute):
+    name = "snac.role_kind"
+
+
+@irdl_attr_definition
+class TokenType(ParametrizedAttribute, TypeAttribute):
+    """Proof that a wait completed; consume needs one, so data is never read first."""
+
+    name = "snac.token"
+
+
+def _index() -> IndexType:
+    return IndexType()
+
+
+def _int(v: int) -> IntegerAttr:
+    return IntegerAttr(v, 64)
+
+
+def _err(op: Operation, msg: str) -> VerifyException:
+    return VerifyException(f"'{op.name}': {msg}")
+
+
+# -- program and declarations ------------------------------------------------
+
+
+class ProgramOpBase(IRDLOperation):
+    """One collective call, all roles of one (any) rank."""
+
+    input = operand_def(MemRefType)
+    output = operand_def(MemRefType)
+    counts = opt_operand_def(MemRefType)
+    world = prop_def(IntegerAttr[I64])
+    regime = prop_def(RegimeAttr)
+    strategy = prop_def(StrategyAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator(), SymbolTable())
+    assembly_format = (
+        "$input `,` $output (`counts` $counts^)? `world` $world `regime` $regime "
+        "`strategy` $strategy attr-dict `:` type($input) `,` type($output) "
+        "(`,` type($counts)^)? $body"
+    )
+
+    def __init__(
+        self,
+        inp: SSAValue,
+        out: SSAValue,
+        counts: SSAValue | None,
+        world: int,
+        regime: Regime,
+        strategy: Strategy,
+        body,
+    ):
+        super().__init__(
+            operands=[inp, out, counts],
+            properties={
+                "world": _int(world),
+                "regime": RegimeAttr(regime),
+                "strategy": StrategyAttr(strategy),
+            },
+            regions=[body],
+        )
+
+    @property
+    def world_size(self) -> int:
+        return self.world.value.data
+
+    def lookup(self, ref: SymbolRefAttr, kind: type[Operation], user: Operation) -> Operation:
+        found = SymbolTable.lookup_symbol(self, ref)
+        if not isinstance(found, kind):
+            raise _err(
+                user,
+                f"'@{ref.string_value()}' does not name a {kind.name} in the enclosing snac.program",
+            )
+        return found
+
+    def verify_(self) -> None:
+        if why := world_problem(self.world_size):
+            raise _err(self, why)
+        assert isinstance(self.input.type, MemRefType)
+        elem = self.input.type.element_type
+        if dtype_name(elem) is None:
+            raise _err(
+                self,
+                f"element type {elem} is not supported, expected one of {ELEMENT_TYPES_TEXT}",
+            )
+        assert isinstance(self.output.type, MemRefType)
+        if self.output.type.element_type != elem:
+            raise _err(
+                self,
+                f"input and output element types differ ({elem} vs {self.output.type.element_type})",
+            )
+
+
+@irdl_op_definition
+class ProgramOp(ProgramOpBase):
+    name = "snac.program"
+
+
+@irdl_op_definition
+class BufferOp(IRDLOperation):
+    """Symmetric memory: `snac.buffer @s staging halves 2 slots 4 elems 2048 : bf16`."""
+
+    name = "snac.buffer"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    kind = prop_def(BufferKindAttr)
+    halves = prop_def(IntegerAttr[I64])
+    slots = prop_def(IntegerAttr[I64])
+    elems = prop_def(IntegerAttr[I64])
+    elem_type = prop_def(TypeAttribute)
+
+    traits = traits_def(SymbolOpInterface())
+    assembly_format = (
+        "$sym_name $kind `halves` $halves `slots` $slots `elems` $elems `:` $elem_type attr-dict"
+    )
+
+    def __init__(self, name: str, kind: BufferKind, halves: int, slots: int, elems: int, elem: Attribute):
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "kind": BufferKindAttr(kind),
+                "halves": _int(halves),
+                "slots": _int(slots),
+                "elems": _int(elems),
+                "elem_type": elem,
+            }
+        )
+
+    def verify_(self) -> None:
+        h, s, e = self.halves.value.data, self.slots.value.data, self.elems.value.data
+        if h != 2:
+            raise _err(self, f"buffers are double-buffered (halves 2), got halves {h}")
+        if s < 1 or e < 0:
+            raise _err(self, f"needs at least one slot and non-negative elems, got slots {s}, elems {e}")
+
+
+@irdl_op_definition
+class SignalsOp(IRDLOperation):
+    """Symmetric 64-bit signal slots, one per peer: `snac.signals @ready slots 8`."""
+
+    name = "snac.signals"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    slots = prop_def(IntegerAttr[I64])
+
+    traits = traits_def(SymbolOpInterface())
+    assembly_format = "$sym_name `slots` $slots attr-dict"
+
+    def __init__(self, name: str, slots: int):
+        super().__init__(properties={"sym_name": StringAttr(name), "slots": _int(slots)})
+
+
+@irdl_op_definition
+class PhaseOp(IRDLOperation):
+    """What moves in one phase, and through which buffer and signals."""
+
+    name = "snac.phase"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    source = prop_def(PhaseSourceAttr)
+    src_layout = prop_def(LayoutAttr)
+    dst_layout = prop_def(LayoutAttr)
+    consume = prop_def(ConsumeAttr)
+    chunk = prop_def(IntegerAttr[I64])
+    buffer = prop_def(SymbolRefAttr)
+    ready = prop_def(SymbolRefAttr)
+    free = prop_def(SymbolRefAttr)
+    route = opt_prop_def(RouteAttr)
+    deterministic = opt_prop_def(UnitAttr)
+    # Stage the consumer's own contribution too (multimem reads all of a
+    # group's sources at one symmetric address).
+    stage_local = opt_prop_def(UnitAttr)
+
+    traits = traits_def(SymbolOpInterface())
+    assembly_format = (
+        "$sym_name `from` $source $src_layout `to` $dst_layout (`route` $route^)? "
+        "`consume` $consume `chunk` $chunk `via` $buffer `ready` $ready `free` $free "
+        "(`deterministic` $deterministic^)? (`stage_local` $stage_local^)? attr-dict"
+    )
+
+    def __init__(
+        self,
+        name: str,
+        source: PhaseSource,
+        src: LayoutAttr,
+        dst: LayoutAttr,
+        consume: ConsumeAttr,
+        chunk: int,
+        buffer: str,
+        ready: str,
+        free: str,
+        deterministic: bool,
+        route: Route | None = None,
+    ):
+        props: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "source": PhaseSourceAttr(source),
+            "src_layout": src,
+            "dst_layout": dst,
+            "consume": consume,
+            "chunk": _int(chunk),
+            "buffer": SymbolRefAttr(buffer),
+            "ready": SymbolRefAttr(ready),
+            "free": SymbolRefAttr(free),
+        }
+        if deterministic:
+            props["deterministic"] = UnitAttr()
+        if route is not None:
+            props["route"] = RouteAttr(route)
+        super().__init__(properties=props)
+
+    def program(self) -> ProgramOpBase:
+        parent = self.parent_op()
+        if not isinstance(parent, ProgramOpBase):
+            raise _err(self, "must be directly inside a snac.program")
+        return parent
+
+    def verify_(self) -> None:
+        prog = self.program()
+        for layout in (self.src_layout, self.dst_layout):
+            w = layout.world.data
+            if w != prog.world_size:
+                raise _err(
+                    self,
+                    f"phase layouts are for world {w} but the program for world {prog.world_size}",
+                )
+        buf = prog.lookup(self.buffer, BufferOp, self)
+        assert isinstance(buf, BufferOp)
+        for ref in (self.ready, self.free):
+            sig = prog.lookup(ref, SignalsOp, self)
+            assert isinstance(sig, SignalsOp)
+            if sig.slots.value.data != prog.world_size:
+                raise _err(
+                    self,
+                    f"signals '@{ref.string_value()}' have {sig.slots.value.data} slots, "
+                    f"expected one per rank ({prog.world_size})",
+                )
+        if self.chunk.value.data < 0:
+            raise _err(self, f"chunk must be non-negative, got {self.chunk.value.data}")
+        assert isinstance(prog.input.type, MemRefType)
+        if buf.elem_type != prog.input.type.element_type:
+            raise _err(
+                self,
+                f"buffer '@{self.buffer.string_value()}' holds {buf.elem_type} but the program "
+                f"moves {prog.input.type.element_type}",
+            )
+        kind = self.consume.kind
+        dtype = dtype_name(prog.input.type.element_type)
+        if kind is not None and dtype is not None and (why := check_reduce_dtype(kind, dtype)):
+            raise _err(self, why)
+
+
+def _phase_of(op: Operation, ref: SymbolRefAttr) -> PhaseOp:
+    prog = op.parent_op()
+    while prog is not None and not isinstance(prog, ProgramOpBase):
+        prog = prog.parent_op()
+    if prog is None:
+        raise _err(op, "must be inside a snac.program")
+    phase = prog.lookup(ref, PhaseOp, op)
+    assert isinstance(phase, PhaseOp)
+    return phase
+
+
+# -- rank-level values -------------------------------------------------------
+
+
+@irdl_op_definition
+class RankOp(IRDLOperation):
+    """This rank's index; one program serves every rank."""
+
+    name = "snac.rank"
+    result = result_def(IndexType)
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[_index()])
+
+
+@irdl_op_definition
+class EpochOp(IRDLOperation):
+    """The epoch this call starts at, and the one the previous call started at."""
+
+    name = "snac.epoch"
+    epoch = result_def(IndexType)
+    prev = result_def(IndexType)
+    assembly_format = "attr-dict"
+
+    def __init__(self):
+        super().__init__(result_types=[_index(), _index()])
+
+
+@irdl_op_definition
+class HalfOp(IRDLOperation):
+    """The staging half of this call: the epoch's parity."""
+
+    name = "snac.half"
+    epoch = operand_def(IndexType)
+    result = result_def(IndexType)
+    assembly_format = "$epoch attr-dict"
+
+    def __init__(self, epoch: SSAValue):
+        super().__init__(operands=[epoch], result_types=[_index()])
+
+
+class _PhaseQuery(IRDLOperation):
+    phase = prop_def(SymbolRefAttr)
+    rank = operand_def(IndexType)
+    result = result_def(IndexType)
+    assembly_format = "$phase `of` $rank attr-dict"
+
+    def __init__(self, phase: str, rank: SSAValue):
+        super().__init__(
+            operands=[rank], properties={"phase": SymbolRefAttr(phase)}, result_types=[_index()]
+        )
+
+    def verify_(self) -> None:
+        _phase_of(self, self.phase)
+
+
+@irdl_op_definition
+class UnitsOp(_PhaseQuery):
+    """How many units `rank` produces in the phase."""
+
+    name = "snac.units"
+
+
+@irdl_op_definition
+class GroupsOp(_PhaseQuery):
+    """How many groups `rank` consumes in the phase."""
+
+    name = "snac.groups"
+
+
+@irdl_op_definition
+class StagedGroupsOp(_PhaseQuery):
+    """How many of `rank`'s groups read staged units; they come first, the
+    groups that read only the rank's own buffers after them."""
+
+    name = "snac.staged_groups"
+
+
+@irdl_op_definition
+class MaxUnitsOp(IRDLOperation):
+    """The most units any rank produces in the phase: the same on every rank."""
+
+    name = "snac.max_units"
+    phase = prop_def(SymbolRefAttr)
+    result = result_def(IndexType)
+    assembly_format = "$phase attr-dict"
+
+    def __init__(self, phase: str):
+        super().__init__(properties={"phase": SymbolRefAttr(phase)}, result_types=[_index()])
+
+    def verify_(self) -> None:
+        _phase_of(self, self.phase)
+
+
+class RoleOpBase(IRDLOperation):
+    """Blocks of the kernel with one job; roles of a rank run concurrently."""
+
+    kind = prop_def(RoleKindAttr)
+    blocks = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    assembly_format = "$kind `blocks` $blocks attr-dict-with-keyword $body"
+
+    def __init__(self, kind: RoleKind, blocks: int, body):
+        super().__init__(
+            properties={"kind": RoleKindAttr(kind), "blocks": _int(blocks)}, regions=[body]
+        )
+
+    def verify_(self) -> None:
+        if self.blocks.value.data < 1:
+            raise _err(self, f"a role needs at least one block, got {self.blocks.value.data}")
+        if not isinstance(self.parent_op(), ProgramOpBase):
+            raise _err(self, "must be directly inside a snac.program")
+        if self.kind.data == RoleKind.FUSED:
+            for op in self.body.walk():
+                if isinstance(op, (StageOpBase, NotifyOpBase, AckOpBase)):
+                    raise _err(
+                        self,
+                        f"a fused role moves packets only (put, wait, consume), but holds "
+                        f"'{op.name}'; staged phases need separate producer and consumer roles",
+                    )
+
+
+@irdl_op_definition
+class RoleOp(RoleOpBase):
+    name = "snac.role"
+
+
+# -- protocol steps ----------------------------------------------------------
+
+
+class _Signalling(IRDLOperation):
+    """Signal ops: explicit memory order and scope."""
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]]
+    order = prop_def(MemoryOrderAttr)
+    scope = prop_def(ScopeAttr)
+
+    def verify_(self) -> None:
+        _phase_of(self, self.phase)  # type: ignore[attr-defined]
+        if self.order.data not in self.ALLOWED:
+            allowed = " or ".join(o.value for o in self.ALLOWED)
+            raise _err(self, f"memory order '{self.order.data.value}' is not valid here, expected {allowed}")
+
+
+class ReclaimOpBase(_Signalling):
+    """Before writing unit u: wait until its slot is no longer read.
+
+    Unit u goes to slot u mod slots. The first time in a call, the half must
+    be free of the call before last: every peer finished it (free >= prev).
+    Later, the slot's previous unit u - slots must be acknowledged by its
+    consumers (free >= epoch + u - slots + 1).
+    """
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
+    phase = prop_def(SymbolRefAttr)
+    unit = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    epoch = operand_def(IndexType)
+    prev = operand_def(IndexType)
+    assembly_format = (
+        "$phase `unit` $unit `of` $rank `epoch` $epoch `prev` $prev $order $scope attr-dict"
+    )
+
+    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, epoch: SSAValue, prev: SSAValue,
+                 order: MemoryOrder = MemoryOrder.ACQUIRE, scope: Scope = Scope.SYSTEM):
+        super().__init__(
+            operands=[unit, rank, epoch, prev],
+            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
+        )
+
+
+@irdl_op_definition
+class ReclaimOp(ReclaimOpBase):
+    name = "snac.reclaim"
+
+
+class StageOpBase(IRDLOperation):
+    """Copy unit u of this rank into its own staging slot (u mod slots) of `half`."""
+
+    phase = prop_def(SymbolRefAttr)
+    unit = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    half = operand_def(IndexType)
+    assembly_format = "$phase `unit` $unit `of` $rank `half` $half attr-dict"
+
+    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, half: SSAValue):
+        super().__init__(operands=[unit, rank, half], properties={"phase": SymbolRefAttr(phase)})
+
+    def verify_(self) -> None:
+        _check_buffer_kind(self, BufferKind.STAGING)
+
+
+@irdl_op_definition
+class StageOp(StageOpBase):
+    name = "snac.stage"
+
+
+class PutOpBase(_Signalling):
+    """Latency regime: push unit u into each consumer's packet window, every
+    8 data bytes fused with the 8-byte `flag` in one 16-byte store."""
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELAXED, MemoryOrder.RELEASE)
+    phase = prop_def(SymbolRefAttr)
+    unit = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    half = operand_def(IndexType)
+    flag = operand_def(IndexType)
+    assembly_format = (
+        "$phase `unit` $unit `of` $rank `half` $half `flag` $flag $order $scope attr-dict"
+    )
+
+    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, half: SSAValue, flag: SSAValue,
+                 order: MemoryOrder = MemoryOrder.RELAXED, scope: Scope = Scope.SYSTEM):
+        super().__init__(
+            operands=[unit, rank, half, flag],
+            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_buffer_kind(self, BufferKind.PACKETS)
+
+
+@irdl_op_definition
+class PutOp(PutOpBase):
+    name = "snac.put"
+
+
+class NotifyOpBase(_Signalling):
+    """Store `value` into slot [rank] of the `ready` signals of every consumer of unit u."""
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
+    phase = prop_def(SymbolRefAttr)
+    unit = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    value = operand_def(IndexType)
+    assembly_format = "$phase `unit` $unit `of` $rank `value` $value $order $scope attr-dict"
+
+    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, value: SSAValue,
+                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
+        super().__init__(
+            operands=[unit, rank, value],
+            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
+        )
+
+
+@irdl_op_definition
+class NotifyOp(NotifyOpBase):
+    name = "snac.notify"
+
+
+class WaitOpBase(_Signalling):
+    """Wait until every remote source of group g is visible: its `ready` slot
+    reached epoch + unit + 1 (staging) or its packets carry flag >= epoch + 1."""
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
+    phase = prop_def(SymbolRefAttr)
+    group = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    epoch = operand_def(IndexType)
+    token = result_def(TokenType)
+    assembly_format = "$phase `group` $group `of` $rank `epoch` $epoch $order $scope attr-dict"
+
+    def __init__(self, phase: str, group: SSAValue, rank: SSAValue, epoch: SSAValue,
+                 order: MemoryOrder = MemoryOrder.ACQUIRE, scope: Scope = Scope.SYSTEM):
+        super().__init__(
+            operands=[group, rank, epoch],
+            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
+            result_types=[TokenType()],
+        )
+
+
+@irdl_op_definition
+class WaitOp(WaitOpBase):
+    name = "snac.wait"
+
+
+class ConsumeOpBase(IRDLOperation):
+    """Copy, or N-to-1 reduce (f32 accumulation), group g into the output."""
+
+    phase = prop_def(SymbolRefAttr)
+    group = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    half = operand_def(IndexType)
+    token = operand_def(TokenType)
+    assembly_format = "$phase `group` $group `of` $rank `half` $half `after` $token attr-dict"
+
+    def __init__(self, phase: str, group: SSAValue, rank: SSAValue, half: SSAValue, token: SSAValue):
+        super().__init__(operands=[group, rank, half, token], properties={"phase": SymbolRefAttr(phase)})
+
+    def verify_(self) -> None:
+        _phase_of(self, self.phase)
+
+
+@irdl_op_definition
+class ConsumeOp(ConsumeOpBase):
+    name = "snac.consume"
+
+
+class AckOpBase(_Signalling):
+    """After consuming group g: store epoch + unit + 1 into slot [rank] of
+    each remote source's `free` signals, so it may reuse the slot."""
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
+    phase = prop_def(SymbolRefAttr)
+    group = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    epoch = operand_def(IndexType)
+    assembly_format = "$phase `group` $group `of` $rank `epoch` $epoch $order $scope attr-dict"
+
+    def __init__(self, phase: str, group: SSAValue, rank: SSAValue, epoch: SSAValue,
+                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
+        super().__init__(
+            operands=[group, rank, epoch],
+            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
+        )
+
+
+@irdl_op_definition
+class AckOp(AckOpBase):
+    name = "snac.ack"
+
+
+class FinishOpBase(_Signalling):
+    """End of this rank's reads in the phase: store `value` (the next epoch)
+    into slot [rank] of every peer's `free` signals."""
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
+    phase = prop_def(SymbolRefAttr)
+    rank = operand_def(IndexType)
+    value = operand_def(IndexType)
+    assembly_format = "$phase `of` $rank `value` $value $order $scope attr-dict"
+
+    def __init__(self, phase: str, rank: SSAValue, value: SSAValue,
+                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
+        super().__init__(
+            operands=[rank, value],
+            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
+        )
+
+
+@irdl_op_definition
+class FinishOp(FinishOpBase):
+    name = "snac.finish"
+
+
+@irdl_op_definition
+class AdvanceOp(IRDLOperation):
+    """Move this rank's epoch forward by `amount` once all roles are done."""
+
+    name = "snac.advance"
+    amount = operand_def(IndexType)
+    assembly_format = "$amount attr-dict"
+
+    def __init__(self, amount: SSAValue):
+        super().__init__(operands=[amount])
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), ProgramOpBase):
+            raise _err(self, "must be directly inside a snac.program, after its roles")
+
+
+def _check_buffer_kind(op: Operation, kind: BufferKind) -> None:
+    phase = _phase_of(op, op.phase)  # type: ignore[attr-defined]
+    buf = phase.program().lookup(phase.buffer, BufferOp, op)
+    assert isinstance(buf, BufferOp)
+    if buf.kind.data != kind:
+        raise _err(
+            op,
+            f"phase '@{phase.sym_name.data}' moves through a {buf.kind.data.value} buffer, "
+            f"expected a {kind.value} buffer",
+        )
+
+
+Snac = Dialect(
+    "snac",
+    [
+        ProgramOp,
+        BufferOp,
+        SignalsOp,
+        PhaseOp,
+        RankOp,
+        EpochOp,
+        HalfOp,
+        UnitsOp,
+        GroupsOp,
+        StagedGroupsOp,
+        MaxUnitsOp,
+        RoleOp,
+        ReclaimOp,
+        StageOp,
+        PutOp,
+        NotifyOp,
+        WaitOp,
+        ConsumeOp,
+        AckOp,
+        FinishOp,
+        AdvanceOp,
+    ],
+    [
+        MemoryOrderAttr,
+        ScopeAttr,
+        BufferKindAttr,
+        RegimeAttr,
+        StrategyAttr,
+        PhaseSourceAttr,
+        RouteAttr,
+        RoleKindAttr,
+        TokenType,
+    ],
+)

@@ -1,0 +1,219 @@
+"""The exchange plan: what each rank stages, waits for and consumes.
+
+A SNAC program is rank-generic: its ops say "stage my unit u", "wait for my
+group g". This module answers, for a concrete world and layouts, which bytes
+unit u and group g are and which peers they involve. The lowering, the
+simulator, `snac-verify` and the runtime all call it, so the protocol has one
+definition.
+
+Vocabulary:
+- A *phase* moves slices from a source layout (on the input, or on the output
+  of an earlier phase) to a destination layout, by copy or N-to-1 reduce.
+- A *unit* is one chunk of one named slice that a producer makes visible to
+  remote consumers (staged or pushed as packets). Producer s numbers its
+  units u = 0, 1, ...; unit u is announced with flag epoch + u + 1.
+- A *group* is one chunk of one destination slice on a consumer, with its
+  sources in the order they are reduced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from purlin.coll.layouts import Layout, Name, Slice
+
+
+@dataclass(frozen=True)
+class Source:
+    rank: int
+    offset: int  # element offset of the chunk in the source rank's buffer
+    unit: int | None  # unit index on that rank, None when read locally
+
+
+@dataclass(frozen=True)
+class Unit:
+    producer: int
+    index: int
+    name: Name
+    lo: int  # chunk range inside the named slice
+    hi: int
+    src_offset: int
+    consumers: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo
+
+
+@dataclass(frozen=True)
+class Group:
+    consumer: int
+    index: int
+    name: Name
+    lo: int
+    hi: int
+    dst_offset: int
+    sources: tuple[Source, ...]
+
+    @property
+    def size(self) -> int:
+        return self.hi - self.lo
+
+    @cached_property
+    def remote(self) -> tuple[Source, ...]:
+        return tuple(s for s in self.sources if s.unit is not None)
+
+
+@dataclass(frozen=True)
+class PhasePlan:
+    """Units and groups of one phase, for every rank."""
+
+    world: int
+    src: Layout
+    dst: Layout
+    reduce: bool
+    chunk: int  # elements per unit; 0 means one unit per slice
+    # Forwarding phases make a unit of every source slice, read or not, so
+    # unit g is the reducer's group g.
+    keep_unread: bool = False
+    # Stage every contribution, the consumer's own included, so that all of
+    # a group's sources sit in symmetric memory (what multimem reads).
+    stage_local: bool = False
+    units: tuple[tuple[Unit, ...], ...] = field(init=False)
+    groups: tuple[tuple[Group, ...], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        units, groups = _build(self)
+        object.__setattr__(self, "units", units)
+        object.__setattr__(self, "groups", groups)
+
+    @cached_property
+    def max_units(self) -> int:
+        return max((len(u) for u in self.units), default=0)
+
+    @cached_property
+    def max_unit_elems(self) -> int:
+        return max((u.size for us in self.units for u in us), default=0)
+
+    def staged_groups(self, rank: int) -> int:
+        """How many of `rank`'s groups read staging: groups [0, n) wait for
+        units, groups [n, len) read only the rank's own buffers."""
+        return sum(1 for g in self.groups[rank] if g.remote)
+
+    def unit_elems(self, rank: int) -> int:
+        return sum(u.size for u in self.units[rank])
+
+    def window_offsets(self, rank: int, align: int) -> list[int]:
+        """Where each unit of `rank` lands in its region of a consumer's packet
+        window: packed in unit order, each starting on a packet boundary."""
+        offsets, at = [], 0
+        for u in self.units[rank]:
+            offsets.append(at)
+            at += -(-u.size // align) * align
+        return offsets
+
+    def window_elems(self, align: int) -> int:
+        """Elements a packet window needs per source rank."""
+        return max(
+            (sum(-(-u.size // align) * align for u in us) for us in self.units), default=0
+        )
+
+
+PACKET_DATA_BYTES = 8
+
+
+def packet_elems(itemsize: int) -> int:
+    """Elements of one packet's 8 data bytes."""
+    return PACKET_DATA_BYTES // itemsize
+
+
+def _chunks(size: int, chunk: int) -> list[tuple[int, int]]:
+    if size == 0:
+        return []
+    step = chunk if chunk > 0 else size
+    return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+
+
+def _build(plan: PhasePlan):
+    w = plan.world
+    # Which ranks read each (source rank, name) from symmetric memory: every
+    # destination of its name, but the source's own rank only with stage_local.
+    readers: dict[tuple[int, Name], set[int]] = {}
+    for name, size in plan.dst.name_sizes.items():
+        sources = plan.src.slices_named(name)
+        for d in plan.dst.slices_named(name):
+            for s in sources:
+                if s.rank != d.rank or plan.stage_local:
+                    readers.setdefault((s.rank, name), set()).add(d.rank)
+    units: list[tuple[Unit, ...]] = []
+    index_of: dict[tuple[int, Name, int], int] = {}
+    for rank in range(w):
+        mine: list[Unit] = []
+        for sl in sorted(plan.src.slices(rank), key=lambda s: s.name):
+            who = readers.get((rank, sl.name), set())
+            if not who and not plan.keep_unread:
+                continue
+            for lo, hi in _chunks(sl.size, plan.chunk):
+                index_of[(rank, sl.name, lo)] = len(mine)
+                mine.append(
+                    Unit(rank, len(mine), sl.name, lo, hi, sl.offset + lo, tuple(sorted(who)))
+                )
+        units.append(tuple(mine))
+    groups: list[tuple[Group, ...]] = []
+    for rank in range(w):
+        mine_g: list[Group] = []
+        for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
+            # Every rank reduces in rank order, so all get the same bits.
+            sources = sorted(plan.src.slices_named(d.name), key=lambda s: s.rank)
+            for lo, hi in _chunks(d.size, plan.chunk):
+                srcs = tuple(
+                    Source(
+                        s.rank,
+                        s.offset + lo,
+                        None if s.rank == rank and not plan.stage_local
+                        else index_of[(s.rank, d.name, lo)],
+                    )
+                    for s in sources
+                )
+                mine_g.append(Group(rank, len(mine_g), d.name, lo, hi, d.offset + lo, srcs))
+        # Groups that read staging first: the local-only ones after them can
+        # run in a role of their own (PhasePlan.staged_groups).
+        ordered = sorted(mine_g, key=lambda g: not g.remote)
+        groups.append(tuple(Group(g.consumer, i, g.name, g.lo, g.hi, g.dst_offset, g.sources)
+                            for i, g in enumerate(ordered)))
+    return tuple(units), tuple(groups)
+
+
+def owner_layouts(dst: Layout) -> tuple[Layout, Layout]:
+    """Split a reduction into reduce-to-owner then copy-from-owner.
+
+    The owner of the k-th name (in name order) is its (k mod n)-th
+    destination, which for all_reduce makes rank i own slice i. Returns the
+    owners' slices (where phase A reduces, and where phase B reads) and the
+    other destinations (where phase B copies to).
+    """
+    owned: list[Slice] = []
+    rest: list[Slice] = []
+    for k, name in enumerate(sorted(dst.name_sizes)):
+        dests = sorted(dst.slices_named(name), key=lambda s: s.rank)
+        owner = dests[k % len(dests)]
+        owned.append(owner)
+        rest += [d for d in dests if d.rank != owner.rank]
+    w = dst.world
+    return Layout.named(w, owned), Layout.named(w, rest)
+
+
+def route_layouts(src: Layout, dst: Layout, route: str | None) -> tuple[Layout, Layout]:
+    """The layouts a phase moves between. A composed reduction's phases keep
+    the collective's own layouts in the IR (compact at any world size) and
+    name a route: "to_owner" reduces every name at its owner, "from_owner"
+    copies the owners' results (in the output) to the other destinations."""
+    if route is None:
+        return src, dst
+    owned, rest = owner_layouts(dst)
+    if route == "to_owner":
+        return src, owned
+    if route == "from_owner":
+        return owned, rest
+    raise ValueError(f"unknown route {route!r}")

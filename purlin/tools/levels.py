@@ -1,0 +1,55 @@
+"""The registry of simulation levels.
+
+A level runs a module on per-rank buffers:
+
+    run(module, args, *, world, seed, options) -> None
+
+`module` is the module as written (named collectives and/or coll.collective);
+the level lowers it as far as it needs with `purlin.pipeline.lower`. args[i][r]
+is the numpy buffer of entry-function argument i on rank r; the level writes
+results into them in place. `seed` drives any scheduling choices a level
+makes (interleavings, delays); `options` carries level-specific settings
+("entry" names the function to run). A level raises `purlin.interpret.SimError`
+when the module cannot be executed.
+
+A new level registers itself by adding an entry to LEVELS.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from purlin.interpret import SimError
+from purlin.atom import interpreter as atom_level
+from purlin.coll import interpreter as coll_level
+from purlin.snac import interpreter as snac_level
+
+
+class LevelRunner(Protocol):
+    def __call__(
+        self,
+        module: ModuleOp,
+        args: list[list[np.ndarray]],
+        *,
+        world: int,
+        seed: int,
+        options: dict[str, Any],
+    ) -> None: ...
+
+
+LEVELS: dict[str, LevelRunner] = {
+    "coll": coll_level.run,
+    "snac": snac_level.run,
+    "atom": atom_level.run_atom,
+    "plan": atom_level.run_plan,
+}
+
+def get_level(name: str) -> LevelRunner:
+    """The runner of level `name`; SimError naming the levels when it is unknown."""
+    runner = LEVELS.get(name)
+    if runner is None:
+        raise SimError(f"unknown level '{name}', expected one of {', '.join(LEVELS)}")
+    return runner
