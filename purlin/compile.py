@@ -3,7 +3,7 @@
     plan = compile_plan("all_reduce", world=4, dtype="bf16", op="sum", count=1024)
     Communicator(plan, backend="cpu").run(inputs, outputs)
 
-The path is the pipeline's: Case -> coll module -> coll-expand,
+The path is the pipeline's: CollectiveSpec -> coll module -> coll-expand,
 convert-coll-to-snac{lowering}, convert-snac-to-atom{arch} -> build_plan.
 Counts are static (V forms take `counts`), so the plan is built at once.
 """
@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import UnitAttr
 
 from purlin.atom import dialect as atom
-from purlin.plan import ARCHS, Plan
+from purlin.coll.builder import CollectiveSpec
 from purlin.conversion.atom_to_plan import build_plan
-from purlin.atom.interpreter import atom_passes
-from purlin.testing.cases import Case
-from purlin.pipeline import entry_function, lower
+from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.plan import ARCHS, Plan
 
 # The CPU backend runs any generation's plan (it executes instructions, not
 # mechanisms); sm_90 is the generation the tests use.
@@ -43,20 +42,19 @@ def arch_of_device(device: int | None = None) -> str:
 def compile_plan(collective: str, world: int, dtype: str, op: str | None, count: int = 0,
                  counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
                  deterministic: bool = False, in_place: bool = False) -> Plan:
-    """The plan of `collective` on `world` ranks; Case's rules for sizes and ops
-    (CaseError on a bad combination), `lowering` the options of convert-coll-to-snac.
+    """The plan of `collective` on `world` ranks; CollectiveSpec's rules for sizes
+    and ops (SpecError on a bad combination), `lowering` the options of convert-coll-to-snac.
     `in_place`: the collective's input and output are one buffer (all_reduce)."""
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
-    case = Case(collective, world, dtype, op, count, counts=counts)
-    module = case.build_module()
+    module = CollectiveSpec(collective, world, dtype, op, count, counts=counts).build_module()
     for named in module.walk():
         if named.name == f"coll.{collective}":
             if deterministic:
                 named.properties["deterministic"] = UnitAttr()
             if in_place:
                 named.operands[1] = named.operands[0]
-    func = entry_function(lower(module, atom_passes({"arch": arch, "lowering": lowering})))
+    func = entry_function(lower(module, pipeline_spec("atom", lowering=lowering, arch=arch, verify=False)))
     kernels = [k for k in func.body.ops if isinstance(k, atom.KernelOp)]
     if len(kernels) != 1:
         raise RuntimeError(f"{collective}: lowering gave {len(kernels)} atom.kernel ops, expected one")

@@ -18,10 +18,10 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.diagnostics import op_error
 from purlin.atom import dialect as atom
-from purlin.snac import dialect as snac
 from purlin.coll.dialect import CollectiveOp, NamedCollective
+from purlin.diagnostics import op_error
+from purlin.snac import dialect as snac
 
 
 @dataclass(frozen=True)

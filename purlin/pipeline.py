@@ -23,10 +23,22 @@ FULL_PIPELINE: tuple[str, ...] = (
     "snac-verify",
     "convert-snac-to-atom",
 )
+# Where each level's IR is complete: how many passes of FULL_PIPELINE it takes.
+LEVEL_DEPTH = {"coll": 1, "snac": 3, "atom": 4}
 
 
-def pipeline_spec(passes: tuple[str, ...] = FULL_PIPELINE) -> str:
-    return ",".join(passes)
+def pipeline_spec(to: str = "atom", *, lowering: str = "", arch: str | None = None,
+                  multimem: bool = False, verify: bool = True) -> str:
+    """The default pipeline as far as level `to` ("coll": expanded, "snac",
+    "atom"): `lowering` the options of convert-coll-to-snac, `arch` and
+    `multimem` those of convert-snac-to-atom; `verify` keeps snac-verify
+    (the interpreters leave it out: they check each schedule they run)."""
+    if to not in LEVEL_DEPTH:
+        raise ValueError(f"unknown level '{to}', expected one of {', '.join(LEVEL_DEPTH)}")
+    atom_options = " ".join(([f"arch={arch}"] if arch else []) + (["multimem=true"] if multimem else []))
+    options = {"convert-coll-to-snac": lowering, "convert-snac-to-atom": atom_options}
+    passes = [p for p in FULL_PIPELINE[: LEVEL_DEPTH[to]] if verify or p != "snac-verify"]
+    return ",".join(f"{p}{{{options[p]}}}" if options.get(p) else p for p in passes)
 
 
 PipelineCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]

@@ -20,12 +20,13 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from purlin.compile import arch_of_device, compile_plan
+
 from purlin.coll.dialect import DTYPES, ReduceKind
+from purlin.compile import arch_of_device, compile_plan
 from purlin.runtime.process import ProcessCommunicator
 
 # Every purlin dtype this torch build has.
-_DTYPES = {getattr(torch, d.torch): d.name for d in DTYPES if hasattr(torch, d.torch)}
+_DTYPES = {getattr(torch, d.array_name): d.name for d in DTYPES if hasattr(torch, d.array_name)}
 _OPS = tuple(k.value for k in ReduceKind)
 
 

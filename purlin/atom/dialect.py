@@ -19,6 +19,7 @@ Atom ops are snac ops with a mechanism, so the SNAC simulator and
 from __future__ import annotations
 
 from enum import StrEnum
+
 from xdsl.dialects.builtin import I64, IntegerAttr, MemRefType, UnitAttr
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Dialect, Operation, SpacedOpaqueSyntaxAttribute
@@ -33,8 +34,8 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.snac import dialect as snac
 from purlin.coll.dialect import DTYPE_BYTES, ReduceKind, dtype_name
+from purlin.snac import dialect as snac
 
 
 class Target(StrEnum):

@@ -17,16 +17,14 @@ from xdsl.dialects.func import ReturnOp
 
 from purlin.atom import dialect as atom
 from purlin.conversion.atom_to_plan import PlanBuildError, build_plan
-from purlin.interpret import SimError
-from purlin.interpret import check_args
-from purlin.pipeline import entry_function, lower
+from purlin.interpret import SimError, check_args
+from purlin.pipeline import entry_function, lower, pipeline_spec
 from purlin.plan.machine import PlanExecutionError, PlanMachine
-from purlin.snac.interpreter import arg_index, counts_of, passes, run_programs
+from purlin.snac.interpreter import arg_index, counts_of, run_programs
 
 
 def atom_passes(options: dict[str, Any]) -> str:
-    arch = options.get("arch", "sm_90")
-    return f"{passes(options)},convert-snac-to-atom{{arch={arch}}}"
+    return pipeline_spec("atom", lowering=options.get("lowering", ""), arch=options.get("arch", "sm_90"), verify=False)
 
 
 def run_atom(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,

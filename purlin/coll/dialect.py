@@ -51,7 +51,17 @@ from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.coll.layouts import Layout, LayoutError, LayoutKind, Slice, check_collective, embed, format_name, groups_problem, world_problem
+from purlin.coll.layouts import (
+    Layout,
+    LayoutError,
+    LayoutKind,
+    Slice,
+    check_collective,
+    embed,
+    format_name,
+    groups_problem,
+    world_problem,
+)
 
 # -- element types -----------------------------------------------------------
 
@@ -65,7 +75,7 @@ class DType:
     element: Callable[[], Attribute]
     bytes: int
     kind: str
-    torch: str  # the torch.dtype attribute of the same type
+    array_name: str  # its name in numpy (ml_dtypes for bf16 and fp8) and torch
 
     @property
     def integer(self) -> bool:

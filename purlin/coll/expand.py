@@ -17,8 +17,8 @@ from xdsl.pattern_rewriter import (
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.coll.dialect import CollectiveOp, LayoutAttr, NamedCollective
-from purlin.diagnostics import op_error
 from purlin.coll.layouts import LayoutError
+from purlin.diagnostics import op_error
 
 
 class ExpandNamedCollective(RewritePattern):

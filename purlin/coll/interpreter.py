@@ -17,12 +17,9 @@ from xdsl.ir import BlockArgument, SSAValue
 
 from purlin.coll.dialect import CollectiveOp
 from purlin.coll.layouts import Layout, LayoutError, check_collective
-from purlin.interpret import SimError
-from purlin.interpret import check_args
-from purlin.pipeline import entry_function, lower
 from purlin.coll.reference import apply_layouts
-
-PASSES = "coll-expand"
+from purlin.interpret import SimError, check_args
+from purlin.pipeline import entry_function, lower, pipeline_spec
 
 
 def run(
@@ -39,7 +36,7 @@ def run(
     `seed` is unused: the coll level is deterministic.
     """
     options = options or {}
-    func = entry_function(lower(module, PASSES), options.get("entry"))
+    func = entry_function(lower(module, pipeline_spec("coll")), options.get("entry"))
     check_args(func, args, world)
     for op in func.body.ops:
         if isinstance(op, CollectiveOp):

@@ -16,11 +16,11 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin import plan as P
+from purlin.atom import dialect as atom
+from purlin.coll.dialect import ReduceKind, dtype_name
 from purlin.cuda.program import CudaProgram
 from purlin.diagnostics import where
-from purlin.atom import dialect as atom
 from purlin.snac import dialect as snac
-from purlin.coll.dialect import ReduceKind, dtype_name
 from purlin.snac.index_eval import BinaryFn, IndexEvaluator
 from purlin.snac.machine import PhaseState, SnacExecutionError, phase_states
 

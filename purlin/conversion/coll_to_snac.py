@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.rewriter import InsertPoint
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, UnitAttr
@@ -27,13 +26,14 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
+from purlin.coll.dialect import CollectiveOp, ConsumeAttr, LayoutAttr, element_bytes
+from purlin.coll.layouts import Layout, coalesced, format_name
 from purlin.conversion.cost_model import THRESHOLDS, choose
 from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac
-from purlin.coll.dialect import CollectiveOp, ConsumeAttr, LayoutAttr, element_bytes
-from purlin.coll.layouts import Layout, coalesced, format_name
 from purlin.snac.protocol import PACKET_DATA_BYTES, PhasePlan, packet_elems, route_layouts
 
 

@@ -21,13 +21,13 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.diagnostics import op_error
 from purlin.coll import dialect as coll
-from purlin.frontends import shard
 from purlin.coll.layouts import MAX_WORLD
-from purlin.frontends.tensor_functions import convert_function, replace_function
-from purlin.frontends.process_groups import GroupingError, grid_groups
+from purlin.diagnostics import op_error
+from purlin.frontends import shard
 from purlin.frontends import tensor_layouts as tl
+from purlin.frontends.process_groups import GroupingError, grid_groups
+from purlin.frontends.tensor_functions import convert_function, replace_function
 
 _REDUCTIONS = {
     xshard.ReductionKind.SUM: coll.ReduceKind.SUM, xshard.ReductionKind.MAX: coll.ReduceKind.MAX,

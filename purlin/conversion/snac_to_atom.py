@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import I64, IntegerAttr, MemRefType, ModuleOp, UnitAttr
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -24,9 +24,9 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.atom import dialect as atom
-from purlin.snac import dialect as snac
-from purlin.coll.dialect import dtype_name, element_bytes
 from purlin.atom.generations import GENERATIONS, Datapath, Generation
+from purlin.coll.dialect import dtype_name, element_bytes
+from purlin.snac import dialect as snac
 from purlin.snac.protocol import route_layouts
 
 

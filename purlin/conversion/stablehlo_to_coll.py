@@ -31,12 +31,19 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.diagnostics import op_error
 from purlin.coll import dialect as coll
+from purlin.coll.layouts import MAX_WORLD, Layout
+from purlin.diagnostics import op_error
 from purlin.frontends import stablehlo as shlo
-from purlin.coll.layouts import Layout, MAX_WORLD
-from purlin.frontends.process_groups import GroupingError, check_mesh_axes, exchange_strategy, permute_groups, reduction_strategy, stablehlo_groups
 from purlin.frontends import tensor_layouts as tl
+from purlin.frontends.process_groups import (
+    GroupingError,
+    check_mesh_axes,
+    exchange_strategy,
+    permute_groups,
+    reduction_strategy,
+    stablehlo_groups,
+)
 from purlin.frontends.tensor_functions import convert_function, replace_function
 
 

@@ -26,10 +26,10 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
-from purlin.diagnostics import where
 from purlin.atom import dialect as atom
-from purlin.snac import dialect as snac
 from purlin.coll.dialect import DTYPES, ReduceKind, dtype_name
+from purlin.diagnostics import where
+from purlin.snac import dialect as snac
 
 # The C++ names of abi.h's enumerators (test_cuda_abi holds them equal to the plan format's).
 _DTYPE = {d.name: d.name.upper() for d in DTYPES}

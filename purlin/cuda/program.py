@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 
+from purlin.atom import dialect as atom
 from purlin.cuda.abi import SHARED_TABLE_WORDS
 from purlin.cuda.codegen import CodegenError, KernelSource, emit_cuda, grid_of
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
 from purlin.cuda.tables import TableError, Tables, build_tables
 from purlin.diagnostics import where
-from purlin.atom import dialect as atom
-from purlin.snac import dialect as snac
 from purlin.snac.machine import SnacExecutionError, phase_states
+
 
 class ProgramError(Exception):
     """The kernel cannot be generated, laid out or compiled (the message names the op)."""

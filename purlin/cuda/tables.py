@@ -13,12 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.builtin import MemRefType
 
-from purlin.cuda import abi
 from purlin.atom import dialect as atom
-from purlin.snac import dialect as snac
 from purlin.coll.dialect import element_bytes
-from purlin.snac.protocol import PACKET_DATA_BYTES
+from purlin.cuda import abi
+from purlin.snac import dialect as snac
 from purlin.snac.machine import PhaseState
+from purlin.snac.protocol import PACKET_DATA_BYTES
 
 PACKET_BYTES = 16
 ALIGN = 256

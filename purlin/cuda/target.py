@@ -15,9 +15,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
+from purlin.atom import dialect as atom
 from purlin.cuda.codegen import KernelSource
 from purlin.cuda.program import CudaProgram, ProgramError
-from purlin.atom import dialect as atom
 
 BINARY_ENCODING = "latin-1"
 

@@ -7,8 +7,7 @@ results each process's results in the same order. purlin-run executes it."""
 from __future__ import annotations
 
 from xdsl.dialects.builtin import ArrayAttr, SymbolRefAttr
-from xdsl.ir import Dialect
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Dialect
 from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_prop_def, var_operand_def, var_result_def
 from xdsl.utils.exceptions import VerifyException
 

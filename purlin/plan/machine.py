@@ -17,9 +17,9 @@ import ml_dtypes  # noqa: F401  (registers bfloat16/float8 with numpy)
 import numpy as np
 
 from purlin import plan as P
-from purlin.snac.protocol import PACKET_DATA_BYTES
-from purlin.dtypes import numpy_dtype
 from purlin.coll.reference import reduce_parts
+from purlin.dtypes import numpy_dtype
+from purlin.snac.protocol import PACKET_DATA_BYTES
 
 
 class PlanExecutionError(Exception):

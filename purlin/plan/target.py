@@ -11,8 +11,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from purlin.plan import plans_to_json
 from purlin.conversion.atom_to_plan import PlanBuildError, build_plan, kernels_in
+from purlin.plan import plans_to_json
 
 
 def _plans(module: ModuleOp):

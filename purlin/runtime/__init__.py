@@ -41,6 +41,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from purlin.dtypes import numpy_dtype
 from purlin.plan import Plan, decode, validate
 from purlin.runtime import aliasing
 from purlin.runtime.backend import (
@@ -57,7 +58,6 @@ from purlin.runtime.backend import (
     to_host,
 )
 from purlin.runtime.process import ProcessCommunicator
-from purlin.dtypes import numpy_dtype
 
 __all__ = ["BACKENDS", "CollectiveTimeout", "Communicator", "ProcessCommunicator", "available_backends",
            "default_backend", "kernel_spec", "to_device", "to_host"]

@@ -17,6 +17,7 @@ call already overwrote.
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from purlin.plan import Op, Plan, Space
 
 

@@ -57,7 +57,7 @@ def kernel_spec(plan: Plan, name: str, devices: Sequence[int], extents: Sequence
 
 
 
-_TORCH_DTYPES = {d.name: d.torch for d in DTYPES}
+_TORCH_DTYPES = {d.name: d.array_name for d in DTYPES}
 
 
 def device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, elems: int) -> tuple[int, int]:

@@ -18,7 +18,14 @@ import numpy as np
 
 from purlin.plan import Plan, decode, validate
 from purlin.runtime.aliasing import Buffers
-from purlin.runtime.backend import _runtime, available_backends, cuda_synchronize, current_stream, device_buffer, kernel_spec
+from purlin.runtime.backend import (
+    _runtime,
+    available_backends,
+    cuda_synchronize,
+    current_stream,
+    device_buffer,
+    kernel_spec,
+)
 
 
 class ProcessCommunicator:

@@ -14,18 +14,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
+from purlin.interpret import SimError, check_args
+from purlin.pipeline import entry_function, lower, pipeline_spec
 from purlin.snac.dialect import ProgramOpBase
-from purlin.interpret import SimError
-from purlin.interpret import check_args
-from purlin.pipeline import entry_function, lower
 from purlin.snac.machine import SnacExecutionError, World, execute
-
-
-def passes(options: dict[str, Any]) -> str:
-    lowering = options.get("lowering", "")
-    return f"coll-expand,convert-coll-to-snac{{{lowering}}}" if lowering else (
-        "coll-expand,convert-coll-to-snac"
-    )
 
 
 def run(
@@ -37,7 +29,7 @@ def run(
     options: dict[str, Any] | None = None,
 ) -> None:
     options = options or {}
-    func = entry_function(lower(module, passes(options)), options.get("entry"))
+    func = entry_function(lower(module, pipeline_spec("snac", lowering=options.get("lowering", ""), verify=False)), options.get("entry"))
     run_programs(func, args, world=world, seed=seed, calls=options.get("calls", 1))
 
 

@@ -24,17 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from xdsl.dialects import arith, scf
 from xdsl.ir import Block, Operation, SSAValue
 
-from purlin.diagnostics import where
 from purlin.atom import dialect as atom
-from purlin.snac import dialect as snac
 from purlin.coll.dialect import element_bytes
 from purlin.coll.layouts import Layout
-from purlin.snac.protocol import PhasePlan, packet_elems, route_layouts
+from purlin.diagnostics import where
+from purlin.snac import dialect as snac
 from purlin.snac.index_eval import BINARY, IndexEvaluator
+from purlin.snac.protocol import PhasePlan, packet_elems, route_layouts
 
 
 class SnacExecutionError(Exception):

@@ -529,14 +529,15 @@ class _SingleBench(_Recorder):
 
     def same(self, outs: list, expected: list) -> bool:
         from purlin.runtime import to_host
-        from purlin.dtypes import compare
+        from purlin.testing.data import compare
 
         host = outs if self.backend == "cpu" else [to_host(o, self.bf16) for o in outs]
         return compare(host, expected, "bf16") is None  # bit for bit
 
     def run(self, coll: str, nbytes: int) -> None:
-        from purlin.testing.cases import COLLECTIVES, Case
-        from purlin.dtypes import filler
+        from purlin.coll.builder import COLLECTIVES
+        from purlin.testing.cases import Case
+        from purlin.testing.data import filler
 
         w = self.world
         n = _elems(nbytes, w)

@@ -22,9 +22,9 @@ from typing import Any, Protocol
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from purlin.interpret import SimError
 from purlin.atom import interpreter as atom_level
 from purlin.coll import interpreter as coll_level
+from purlin.interpret import SimError
 from purlin.snac import interpreter as snac_level
 
 

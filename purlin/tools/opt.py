@@ -27,10 +27,9 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseE
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from purlin.diagnostics import LocatedParser, decode_source, verify_located
-from purlin.tools import expected_diagnostics
 from purlin.pass_contracts import check_pipeline_step
+from purlin.tools import expected_diagnostics
 from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
-
 
 EXIT_STATUS = """exit status:
   0  every input chunk was processed

@@ -25,17 +25,16 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
-from purlin.diagnostics import decode_source
-from purlin.tools import run_imported
+from purlin.coll.builder import COLLECTIVES, SpecError, byte_step
 from purlin.coll.dialect import DTYPE_ALIASES, CollectiveOp, NamedCollective, ReduceKind, canonical_dtype
 from purlin.coll.layouts import world_problem
-from purlin.interpret import SimError
-from purlin.tools import levels
-from purlin.testing.cases import COLLECTIVES, Case, CaseError, byte_step, counts_for
-from purlin.dtypes import DTYPE_NAMES, Mismatch, compare, compare_ranks, dtype_of_array, dtype_of_element_type, itemsize, random_array
-from purlin.interpret import arg_numpy_dtype, arg_types
+from purlin.diagnostics import decode_source
+from purlin.dtypes import DTYPE_NAMES, dtype_of_array, dtype_of_element_type, itemsize
+from purlin.interpret import SimError, arg_numpy_dtype, arg_types
 from purlin.pipeline import entry_function, parse_module, pipeline
-
+from purlin.testing.cases import Case, counts_for
+from purlin.testing.data import Mismatch, compare, compare_ranks, random_array
+from purlin.tools import levels, run_imported
 
 EXIT_STATUS = """exit status:
   0  the results match the reference
@@ -190,7 +189,7 @@ def _named_case(args: argparse.Namespace) -> Case:
         count = (args.bytes or 0) // step
     try:
         case = Case(args.collective, w, args.dtype, op, count, counts, args.dynamic)
-    except CaseError as e:
+    except SpecError as e:
         raise UsageError(str(e)) from None
     _check_memory(w, sum(case.buffer_sizes()) * itemsize(case.dtype))
     return case
@@ -430,7 +429,7 @@ def _run_imported(args: argparse.Namespace, text: str) -> int:
                 status = max(status, _report(summary, case.seconds, case.mismatch, differs=True))
             else:
                 status = max(status, _run_imported_plain(args, chunk, run))
-        except run_imported.CaseError as e:
+        except run_imported.SpecError as e:
             print(f"purlin-run: error: {e}", file=sys.stderr)
             status = 2
         except SimError as e:

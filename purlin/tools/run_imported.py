@@ -24,12 +24,13 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
+from purlin.dtypes import dtype_of_element_type, numpy_dtype
 from purlin.frontends import stablehlo as shlo
 from purlin.frontends.check import ExpectEqConstOp
 from purlin.frontends.interpreter import RunParallelOp
-from purlin.dtypes import dtype_of_element_type, numpy_dtype, random_array
 from purlin.interpret import arg_types
 from purlin.pipeline import lower, parse_module
+from purlin.testing.data import random_array
 
 _SPLIT = re.compile(r"^// -----\s*$", re.M)
 
@@ -69,7 +70,7 @@ def constant_value(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     return np.array(values, dtype=np.float64).astype(dtype)
 
 
-class CaseError(Exception):
+class SpecError(Exception):
     """A case that cannot be imported or run: its diagnostic."""
 
 
@@ -77,16 +78,16 @@ def _module(chunk: Chunk, filename: str) -> ModuleOp:
     try:
         return parse_module("\n" * chunk.line + chunk.text, filename)
     except (ParseError, DiagnosticException) as e:
-        raise CaseError(str(e).strip()) from None
+        raise SpecError(str(e).strip()) from None
 
 
 def _import(module: ModuleOp, passes: str) -> ModuleOp:
     try:
         return lower(module, passes)
     except (PassFailedException, DiagnosticException) as e:
-        raise CaseError(str(e).strip()) from None
+        raise SpecError(str(e).strip()) from None
     except ValueError as e:
-        raise CaseError(str(e)) from None
+        raise SpecError(str(e)) from None
 
 
 @dataclass
@@ -107,34 +108,34 @@ def run_interpreter_case(chunk: Chunk, filename: str, run: Runner) -> Outcome:
     module = _module(chunk, filename)
     harness = [op for op in module.walk() if isinstance(op, RunParallelOp)]
     if len(harness) != 1:
-        raise CaseError(f"{filename}:{chunk.line + 1}: expected one interpreter.run_parallel per module, "
+        raise SpecError(f"{filename}:{chunk.line + 1}: expected one interpreter.run_parallel per module, "
                         f"found {len(harness)}")
     (rp,) = harness
     programs = rp.programs
     names = {p for row in programs for p in row}
     if len(names) != 1:
-        raise CaseError(f"{_at(rp)}: every process runs its own program ({', '.join(sorted(names))}); "
+        raise SpecError(f"{_at(rp)}: every process runs its own program ({', '.join(sorted(names))}); "
                         "purlin runs one program on every rank")
     replicas, partitions = len(programs), len(programs[0])
     world = replicas * partitions
     (name,) = names
     func = next((f for f in module.walk() if isinstance(f, FuncOp) and f.sym_name.data == name), None)
     if func is None:
-        raise CaseError(f"{_at(rp)}: no function @{name}")
+        raise SpecError(f"{_at(rp)}: no function @{name}")
     program = ModuleOp([func.clone()])
     lowered = _import(program, f"convert-stablehlo-to-coll{{replicas={replicas} partitions={partitions}}}")
     (entry,) = [f for f in lowered.walk() if isinstance(f, FuncOp)]
     n_in = entry.attributes["purlin.inputs"].value.data  # type: ignore[attr-defined]
     n_out = entry.attributes["purlin.results"].value.data  # type: ignore[attr-defined]
     if len(rp.inputs) != world * n_in:
-        raise CaseError(f"{_at(rp)}: {len(rp.inputs)} inputs for {world} processes of @{name}, "
+        raise SpecError(f"{_at(rp)}: {len(rp.inputs)} inputs for {world} processes of @{name}, "
                         f"which takes {n_in}")
     values = []
     for v in rp.inputs:
         owner = v.owner
         value = shlo.field(owner, "value") if isinstance(owner, shlo.ConstantOp) else None
         if not isinstance(value, DenseIntOrFPElementsAttr):
-            raise CaseError(f"{_at(rp)}: inputs must be stablehlo.constant values")
+            raise SpecError(f"{_at(rp)}: inputs must be stablehlo.constant values")
         values.append(constant_value(value))
     args = _buffers(entry, world, lambda r, i: values[r * n_in + i] if i < n_in else None)
     seconds = run(lowered, args, world)
@@ -200,10 +201,10 @@ def import_plain(chunk: Chunk, filename: str, world: int | None) -> tuple[Module
     worlds = {op.world.data if hasattr(op.world, "data") else op.world for op in lowered.walk()
               if op.name.startswith("coll.") and hasattr(op, "world")}
     if len(worlds) != 1:
-        raise CaseError(f"{filename}: the imported module holds collectives of worlds {sorted(worlds)}")
+        raise SpecError(f"{filename}: the imported module holds collectives of worlds {sorted(worlds)}")
     (w,) = worlds
     if world is not None and world != w:
-        raise CaseError(f"{filename}: --world {world} but the module's processes are {w}")
+        raise SpecError(f"{filename}: --world {world} but the module's processes are {w}")
     return lowered, w, passes
 
 

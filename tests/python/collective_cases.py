@@ -2,7 +2,8 @@
 plan) and the runtime tests: the lowerings each strategy names, which
 strategies each collective takes, and the sizes, worlds and ops to run."""
 
-from purlin.testing.cases import COLLECTIVES, Case, counts_for
+from purlin.coll.builder import COLLECTIVES
+from purlin.testing.cases import Case, counts_for
 
 # 16-byte chunks and two slots per half: a few hundred bytes already go round
 # the slots several times, so slot reuse is exercised at every world size.

@@ -11,18 +11,20 @@ from xdsl.dialects.func import ReturnOp
 
 from purlin import plan as P
 from purlin.atom import dialect as atom
-from purlin.snac import dialect as snac
+from purlin.atom.interpreter import run_atom, run_plan
+from purlin.coll import reference
+from purlin.coll.builder import COLLECTIVES
 from purlin.coll.dialect import NamedCollective
 from purlin.conversion.atom_to_plan import build_plan
+from purlin.dtypes import DTYPE_NAMES
 from purlin.interpret import SimError
-from purlin.coll import reference
-from purlin.atom.interpreter import run_atom, run_plan
-from purlin.testing.cases import COLLECTIVES, Case
-from purlin.dtypes import DTYPE_NAMES, compare
-from purlin.pipeline import entry_function, lower
-from purlin.tools.levels import LEVELS
+from purlin.pipeline import entry_function, lower, pipeline_spec
 from purlin.plan.machine import PlanMachine
-from purlin.snac.interpreter import arg_index, counts_of, passes, run_programs
+from purlin.snac import dialect as snac
+from purlin.snac.interpreter import arg_index, counts_of, run_programs
+from purlin.testing.cases import Case
+from purlin.testing.data import compare
+from purlin.tools.levels import LEVELS
 
 from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
 
@@ -170,9 +172,8 @@ def test_deterministic_reductions_are_bit_exact_in_the_plan(name, strategy, arch
 
 
 def plans(case, lowering, arch, multimem=False):
-    mm = " multimem=true" if multimem else ""
     module = lower(case.build_module(),
-                   f"{passes({'lowering': lowering})},convert-snac-to-atom{{arch={arch}{mm}}}")
+                  pipeline_spec("atom", lowering=lowering, arch=arch, multimem=multimem, verify=False))
     func = entry_function(module, None)
     kernels = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
     return func, kernels

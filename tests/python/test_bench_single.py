@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from purlin.tools import bench
+from purlin.coll.builder import COLLECTIVES
 from purlin.compile import compile_plan
 from purlin.runtime import Communicator
-from purlin.testing.cases import COLLECTIVES
+from purlin.tools import bench
 
 
 @pytest.fixture(autouse=True)

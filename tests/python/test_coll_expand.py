@@ -15,8 +15,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.coll.dialect import Coll, CollectiveOp, NamedCollective
-from purlin.coll.layouts import Layout, LayoutKind
 from purlin.coll.expand import CollExpandPass
+from purlin.coll.layouts import Layout, LayoutKind
 
 
 def _expand(body: str, args: str) -> list[CollectiveOp]:

@@ -4,11 +4,13 @@ agree with the independent numpy reference of each named collective."""
 import numpy as np
 import pytest
 
-from purlin.interpret import SimError
+from purlin.coll.builder import COLLECTIVES
 from purlin.coll.interpreter import run
-from purlin.testing.cases import COLLECTIVES, Case
-from purlin.dtypes import DTYPE_NAMES, compare, numpy_dtype
+from purlin.dtypes import DTYPE_NAMES, numpy_dtype
+from purlin.interpret import SimError
 from purlin.pipeline import parse_module
+from purlin.testing.cases import Case
+from purlin.testing.data import compare
 from purlin.tools.levels import LEVELS, get_level
 
 from collective_cases import OPS, REDUCING, make_case

@@ -11,7 +11,7 @@ import pytest
 
 from purlin.compile import compile_plan
 from purlin.runtime import Communicator
-from purlin.dtypes import compare_ranks
+from purlin.testing.data import compare_ranks
 from purlin.tools.run import main as run_main
 
 WORLD, N = 5, 4099

@@ -17,13 +17,13 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from purlin.coll.builder import COLLECTIVES
 from purlin.compile import compile_plan
 from purlin.cuda import nvrtc
 from purlin.cuda.codegen import CodegenError, emit_cuda
-from purlin.cuda.program import CudaProgram, ProgramError
-from purlin.atom import dialect as atom
+from purlin.cuda.program import ProgramError
 from purlin.snac import dialect as snac
-from purlin.testing.cases import COLLECTIVES, counts_for
+from purlin.testing.cases import counts_for
 from purlin.tools import opt
 
 ARCHS = ("sm_80", "sm_90", "sm_100")
@@ -74,13 +74,12 @@ def test_each_generation_s_mechanisms_reach_the_code(arch, lowering, dtype, need
 def test_multimem_reductions_compile_on_sm90():
     from purlin.atom.dialect import KernelOp
     from purlin.conversion.atom_to_plan import build_plan
+    from purlin.pipeline import entry_function, lower, pipeline_spec
     from purlin.testing.cases import Case
-    from purlin.pipeline import entry_function, lower
-    from purlin.snac.interpreter import passes
 
     case = Case("reduce_scatter", 2, "bf16", "sum", 1 << 16)
     module = lower(case.build_module(),
-                   f"{passes({'lowering': 'regime=throughput'})},convert-snac-to-atom{{arch=sm_90 multimem=true}}")
+                   pipeline_spec("atom", lowering="regime=throughput", arch="sm_90", multimem=True, verify=False))
     (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, KernelOp)]
     program = build_plan(kernel).cuda
     assert program.source().multimem

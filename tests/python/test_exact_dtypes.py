@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from purlin.compile import compile_plan
+from purlin.dtypes import INTEGER_DTYPES
 from purlin.testing.cases import Case
-from purlin.dtypes import INTEGER_DTYPES, compare
+from purlin.testing.data import compare
 from purlin.tools.levels import LEVELS
 
 EXACT = (*INTEGER_DTYPES, "f64")
@@ -52,9 +53,9 @@ def test_integer_sums_and_products_wrap_as_twos_complement():
 
 @pytest.mark.parametrize("op", ["and", "or", "xor"])
 def test_bitwise_reductions_need_integers(op):
-    from purlin.testing.cases import CaseError
+    from purlin.coll.builder import SpecError
 
-    with pytest.raises(CaseError, match=f"'{op}' combines bits and takes an integer dtype"):
+    with pytest.raises(SpecError, match=f"'{op}' combines bits and takes an integer dtype"):
         Case("all_reduce", 2, "f32", op, 4)
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from purlin import plan as P
 from purlin.compile import compile_plan
-from purlin.testing.cases import Case
 from purlin.dtypes import numpy_dtype
+from purlin.testing.cases import Case
 from purlin.tools.opt import main as opt_main
 from purlin.tools.run import main as run_main
 

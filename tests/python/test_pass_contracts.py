@@ -5,8 +5,8 @@ lowering that leaves ops behind."""
 import pytest
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.testing.cases import Case
 from purlin.pipeline import lower, parse_module
+from purlin.testing.cases import Case
 
 NAMED = Case("all_reduce", 2, "f32", "sum", 8).build_module()
 

@@ -10,8 +10,11 @@ import types
 import numpy as np
 import pytest
 
-from purlin import _runtime, runtime
+from purlin import _runtime
 from purlin.atom import dialect as atom
+from purlin.coll.builder import COLLECTIVES
+from purlin.conversion.atom_to_plan import build_plan
+from purlin.pipeline import entry_function, lower, pipeline_spec
 from purlin.plan import (
     BufferSpec,
     BufKind,
@@ -28,20 +31,17 @@ from purlin.plan import (
     Space,
     validate,
 )
-from purlin.conversion.atom_to_plan import build_plan
 from purlin.runtime import Communicator, backend
-from purlin.atom.interpreter import atom_passes
-from purlin.testing.cases import COLLECTIVES, Case, counts_for
-from purlin.dtypes import compare, filler, random_array
-from purlin.pipeline import entry_function, lower
 from purlin.snac.interpreter import counts_of
+from purlin.testing.cases import Case, counts_for
+from purlin.testing.data import compare, filler, random_array
 
 from collective_cases import LOWERINGS, VARIABLE, default_op, strategies
 
 
 def lowered(case: Case, strategy: str) -> Plan:
     args = case.make_args(0)
-    func = entry_function(lower(case.build_module(), atom_passes({"arch": "sm_90", "lowering": LOWERINGS[strategy]})))
+    func = entry_function(lower(case.build_module(), pipeline_spec("atom", lowering=LOWERINGS[strategy], arch="sm_90", verify=False)))
     (kernel,) = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
     return build_plan(kernel, counts_of(func, kernel, args))
 

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from purlin import plan as P
+from purlin.coll.builder import COLLECTIVES
 from purlin.conversion.atom_to_plan import build_plan, kernels_in
-from purlin.testing.cases import COLLECTIVES, Case, counts_for
-from purlin.pipeline import lower
-from purlin.snac.interpreter import passes
+from purlin.pipeline import lower, pipeline_spec
+from purlin.testing.cases import Case, counts_for
 
 SMALL = "chunk-bytes=16 slots=2"
 
@@ -35,9 +35,8 @@ def case_of(name, world, count, dtype="bf16", op=None):
 
 def plans_of(name, world, count, lowering, arch, dtype="bf16", op=None, multimem=False):
     case = case_of(name, world, count, dtype, op)
-    mm = " multimem=true" if multimem else ""
     module = lower(case.build_module(),
-                   f"{passes({'lowering': lowering})},convert-snac-to-atom{{arch={arch}{mm}}}")
+                  pipeline_spec("atom", lowering=lowering, arch=arch, multimem=multimem, verify=False))
     return [build_plan(k) for k in kernels_in(module)]
 
 

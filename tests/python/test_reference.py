@@ -2,13 +2,13 @@
 
 import ml_dtypes
 import numpy as np
-
-from purlin.coll.dialect import DTYPE_BYTES
 import pytest
 
-from purlin.coll.layouts import Layout, LayoutKind, Slice
 from purlin.coll import reference as ref
-from purlin.dtypes import DTYPE_NAMES, compare, dtype_of_element_type, element_type, numpy_dtype, random_inputs, tolerance
+from purlin.coll.dialect import DTYPE_BYTES
+from purlin.coll.layouts import Layout, LayoutKind, Slice
+from purlin.dtypes import DTYPE_NAMES, dtype_of_element_type, element_type, numpy_dtype
+from purlin.testing.data import compare, random_inputs, tolerance
 
 
 def f32(*vals):

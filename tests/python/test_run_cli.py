@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from purlin.interpret import SimError
 from purlin.coll import interpreter as coll_level
+from purlin.interpret import SimError
 from purlin.tools import levels
 from purlin.tools.run import main
 

@@ -4,7 +4,8 @@ to 0 and report a match)."""
 
 import pytest
 
-from purlin.testing.cases import byte_step, counts_for
+from purlin.coll.builder import byte_step
+from purlin.testing.cases import counts_for
 from purlin.tools.run import main
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 import pytest
 
 from purlin.atom import dialect as atom
+from purlin.coll.builder import COLLECTIVES, SpecError
 from purlin.conversion.atom_to_plan import build_plan
+from purlin.dtypes import DTYPE_NAMES
+from purlin.pipeline import entry_function, lower, pipeline_spec
 from purlin.runtime import Communicator
-from purlin.atom.interpreter import atom_passes
-from purlin.testing.cases import COLLECTIVES, Case, CaseError
-from purlin.dtypes import DTYPE_NAMES, compare
-from purlin.pipeline import entry_function, lower
 from purlin.snac.interpreter import arg_index, counts_of
+from purlin.testing.cases import Case
+from purlin.testing.data import compare
 
 from collective_cases import LOWERINGS, PAIRS, REDUCING_PAIRS, WORLDS, make_case, strategies
 
@@ -22,7 +23,7 @@ from collective_cases import LOWERINGS, PAIRS, REDUCING_PAIRS, WORLDS, make_case
 def communicators(case: Case, strategy: str, arch: str, args) -> list[tuple[Communicator, int, int]]:
     """One communicator per kernel of the lowered case, with the indices of
     its input and output among the function's arguments."""
-    func = entry_function(lower(case.build_module(), atom_passes({"arch": arch, "lowering": LOWERINGS[strategy]})))
+    func = entry_function(lower(case.build_module(), pipeline_spec("atom", lowering=LOWERINGS[strategy], arch=arch, verify=False)))
     kernels = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
     assert kernels, f"{case} {strategy}: no atom.kernel after lowering"
     return [
@@ -72,7 +73,7 @@ def test_dtypes(name, strategy, dtype):
 def test_reductions(name, strategy, op, dtype):
     try:
         case = make_case(name, 4, dtype, op, seed=2)
-    except CaseError as e:
+    except SpecError as e:
         pytest.skip(str(e))
     check(case, strategy)
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from purlin import _runtime
+from purlin.coll.reference import reduce_parts
+from purlin.dtypes import DTYPE_NAMES, numpy_dtype
 from purlin.plan import (
-    Base,
     BufferSpec,
     BufKind,
     Instr,
@@ -27,8 +28,7 @@ from purlin.plan import (
     Space,
 )
 from purlin.runtime import CollectiveTimeout, Communicator, available_backends
-from purlin.dtypes import DTYPE_NAMES, numpy_dtype, random_array
-from purlin.coll.reference import reduce_parts
+from purlin.testing.data import random_array
 
 ROLES = [RoleSpec(RoleKind.PRODUCER, 2), RoleSpec(RoleKind.CONSUMER, 2)]
 

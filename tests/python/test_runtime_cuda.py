@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from purlin.atom import dialect as atom
+from purlin.coll.builder import COLLECTIVES
 from purlin.conversion.atom_to_plan import build_plan
-from purlin.atom.interpreter import atom_passes
-from purlin.testing.cases import COLLECTIVES, Case, counts_for
-from purlin.dtypes import compare, numpy_dtype
-from purlin.pipeline import entry_function, lower
+from purlin.dtypes import numpy_dtype
+from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.testing.cases import Case, counts_for
+from purlin.testing.data import compare
 
 runtime = pytest.importorskip("purlin.runtime")
 torch = pytest.importorskip("torch")
@@ -56,7 +57,7 @@ def make_case(name: str, per_rank_bytes: int, world: int = WORLD, dtype: str = "
 
 
 def lowered_kernel(case: Case, lowering: str) -> atom.KernelOp:
-    func = entry_function(lower(case.build_module(), atom_passes({"arch": "sm_90", "lowering": lowering})))
+    func = entry_function(lower(case.build_module(), pipeline_spec("atom", lowering=lowering, arch="sm_90", verify=False)))
     (kernel,) = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
     return kernel
 
@@ -243,7 +244,7 @@ def test_grids_that_do_not_fit_one_gpu_are_refused():
 
 def test_kernel_for_another_generation_is_refused():
     case = make_case("all_gather", 4096)
-    func = entry_function(lower(case.build_module(), atom_passes({"arch": "sm_100"})))
+    func = entry_function(lower(case.build_module(), pipeline_spec("atom", arch="sm_100", verify=False)))
     (kernel,) = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
     with pytest.raises(Exception, match="sm_100"):
         runtime.Communicator(build_plan(kernel), "cuda", name="all_gather", devices=PLACEMENTS["shared"])

@@ -13,10 +13,9 @@ import pytest
 from purlin import _runtime
 from purlin.atom import dialect as atom
 from purlin.conversion.atom_to_plan import build_plan
+from purlin.pipeline import entry_function, lower, pipeline_spec
 from purlin.runtime import CollectiveTimeout, available_backends, default_backend, process
 from purlin.testing.cases import Case
-from purlin.pipeline import entry_function, lower
-from purlin.snac.interpreter import passes
 
 needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason="purlin built without CUDA")
 
@@ -24,10 +23,9 @@ needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason
 def all_reduce_plan(multimem: bool = False, latency: bool = False):
     # Composed with multimem: the switch reduces each slice at its owner.
     case = Case("all_reduce", 2, "bf16", "sum", 64)
-    mm = " multimem=true" if multimem else ""
     lowering = "regime=latency" if latency else "regime=throughput" + (" strategy=composed" if multimem else "")
     module = lower(case.build_module(),
-                   f"{passes({'lowering': lowering})},convert-snac-to-atom{{arch=sm_90{mm}}}")
+                   pipeline_spec("atom", lowering=lowering, arch="sm_90", multimem=multimem, verify=False))
     (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, atom.KernelOp)]
     return build_plan(kernel)
 

@@ -14,16 +14,17 @@ import socket
 
 # The single-process tests' skips (no torch, no CUDA build, fewer than two
 # GPUs), marks, cases and lowerings; spawned workers import this module by
-# name too (spawn hands them the parent's sys.path).
+# name too (spawn hands them the parent's sys.path). First: it skips without torch.
 from test_runtime_cuda import GPUS, REGIMES, WORLD, lowered, lowered_kernel, make_case, without_notifies
 
 import pytest
 import torch
 
 from purlin import runtime
+from purlin.coll.builder import COLLECTIVES
 from purlin.conversion.atom_to_plan import build_plan
-from purlin.testing.cases import COLLECTIVES
-from purlin.dtypes import compare, numpy_dtype
+from purlin.dtypes import numpy_dtype
+from purlin.testing.data import compare
 
 # NVLink multicast is off on the lent machines: NCCL, torch symmetric memory
 # and NVSHMEM must not try it. Workers inherit these before importing torch.

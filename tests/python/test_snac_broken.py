@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from purlin.snac import protocol
 from purlin.coll.layouts import Layout
 from purlin.conversion import coll_to_snac as convert_coll_to_snac
+from purlin.snac import protocol
 from purlin.tools.run import main
 
 MISMATCH = re.compile(r"result=mismatch[^:]*: rank (\d+) offset (\d+) of %out: got (\S+)")

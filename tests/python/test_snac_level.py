@@ -8,16 +8,18 @@ import pytest
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.snac import dialect as snac
-from purlin.coll.dialect import NamedCollective
-from purlin.snac.protocol import PhasePlan
-from purlin.interpret import SimError
 from purlin.coll import reference
-from purlin.testing.cases import COLLECTIVES, Case
-from purlin.dtypes import DTYPE_NAMES, compare
-from purlin.pipeline import lower
+from purlin.coll.builder import COLLECTIVES
+from purlin.coll.dialect import NamedCollective
+from purlin.dtypes import DTYPE_NAMES
+from purlin.interpret import SimError
+from purlin.pipeline import lower, pipeline_spec
+from purlin.snac import dialect as snac
+from purlin.snac.interpreter import run
+from purlin.snac.protocol import PhasePlan
+from purlin.testing.cases import Case
+from purlin.testing.data import compare
 from purlin.tools.levels import LEVELS
-from purlin.snac.interpreter import passes, run
 
 from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
 
@@ -129,7 +131,7 @@ def test_sizes_go_round_the_slots(name, strategy, world):
     # The size-37 cases above only test slot reuse if a producer has more
     # units than a half has slots.
     case = make_case(name, world, "bf16", default_op(name), 37, seed=world * 1000 + 37)
-    module = lower(case.build_module(), passes({"lowering": LOWERINGS[strategy]}))
+    module = lower(case.build_module(), pipeline_spec("snac", lowering=LOWERINGS[strategy], verify=False))
     buffers = [op for op in module.walk() if isinstance(op, snac.BufferOp)]
     assert buffers and all(b.slots.value.data == 2 for b in buffers)
     units = [
@@ -191,7 +193,7 @@ def test_without_deterministic_the_same_bits_too(strategy):
 
 def test_deterministic_flag_reaches_every_reducing_phase():
     case = make_case("all_reduce", 4, "f32", "sum", 8)
-    module = lower(deterministic_module(case), passes({"lowering": LOWERINGS["composed"]}))
+    module = lower(deterministic_module(case), pipeline_spec("snac", lowering=LOWERINGS["composed"], verify=False))
     phases = {op.sym_name.data: op for op in module.walk() if isinstance(op, snac.PhaseOp)}
     assert phases["reduce"].deterministic is not None
 

@@ -3,9 +3,9 @@
 import pytest
 from xdsl.utils.exceptions import PassFailedException
 
+from purlin.pipeline import lower, make_context, parse_module
 from purlin.snac import dialect as snac
 from purlin.snac.verify import SnacVerifyPass
-from purlin.pipeline import lower, make_context, parse_module
 
 ALL_GATHER_V = """
 func.func @f(%in: memref<8xf32>, %out: memref<12xf32>) {

@@ -11,10 +11,11 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
 
 from purlin.coll import dialect as coll
-from purlin.snac.verify import SnacVerifyPass
 from purlin.coll import reference
-from purlin.dtypes import compare, element_type, filler, random_array
+from purlin.dtypes import element_type
 from purlin.pipeline import lower, make_context
+from purlin.snac.verify import SnacVerifyPass
+from purlin.testing.data import compare, filler, random_array
 from purlin.tools.levels import LEVELS
 
 SHAPES = {

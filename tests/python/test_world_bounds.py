@@ -5,11 +5,12 @@ not with the steps times the threads."""
 
 import pytest
 
-from purlin.snac.dialect import ProgramOpBase
+from purlin.coll.builder import SpecError
 from purlin.coll.layouts import MAX_WORLD, Layout, LayoutError, LayoutKind
-from purlin.snac import machine as snac_exec
-from purlin.testing.cases import Case, CaseError
 from purlin.pipeline import lower, parse_module
+from purlin.snac import machine as snac_exec
+from purlin.snac.dialect import ProgramOpBase
+from purlin.testing.cases import Case
 from purlin.tools.opt import main as opt_main
 from purlin.tools.run import main as run_main
 
@@ -47,7 +48,7 @@ def test_the_largest_world_verifies_and_expands():
 def test_layouts_and_cases_share_the_bound(world):
     with pytest.raises(LayoutError, match="world size"):
         Layout.fixed(LayoutKind.SCATTERED, world, 1).check()
-    with pytest.raises(CaseError, match="world size"):
+    with pytest.raises(SpecError, match="world size"):
         Case("all_gather", world, "f32", None, 1)
 
 

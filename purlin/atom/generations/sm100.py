@@ -3,9 +3,9 @@
 from dataclasses import dataclass, replace
 
 from purlin.atom.dialect import Mechanism, Target
-from purlin.coll.dialect import ReduceKind
 from purlin.atom.generations.base import Datapath
 from purlin.atom.generations.sm90 import SM90
+from purlin.coll.dialect import ReduceKind
 
 
 @dataclass(frozen=True)

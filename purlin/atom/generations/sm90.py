@@ -4,9 +4,9 @@ multicast objects are bound, otherwise the sm_80 datapath."""
 from dataclasses import dataclass
 
 from purlin.atom.dialect import Mechanism, Target
-from purlin.coll.dialect import ReduceKind
 from purlin.atom.generations.base import Datapath
 from purlin.atom.generations.sm80 import SM80
+from purlin.coll.dialect import ReduceKind
 
 # Below this a bulk copy's setup (mbarrier, descriptor) costs more than it saves.
 BULK_MIN_BYTES = 16384
