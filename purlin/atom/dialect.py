@@ -267,7 +267,7 @@ class ReduceOp(snac.ConsumeOpBase, _Datapath):
 
 
 @irdl_op_definition
-class FenceOp(IRDLOperation):
+class FenceOp(snac.FenceOpBase):
     """Orders this block's earlier writes before the stores that follow."""
 
     name = "atom.fence"

@@ -710,6 +710,11 @@ class ConsumeOp(ConsumeOpBase):
     name = "snac.consume"
 
 
+class FenceOpBase(IRDLOperation):
+    """Orders the block's earlier writes before the stores that follow; SNAC
+    has no fence of its own, a lowered program's datapath (atom.fence) does."""
+
+
 class AckOpBase(_Signalling):
     """After consuming group g: store epoch + unit + 1 into slot [rank] of
     each remote source's `free` signals, so it may reuse the slot."""

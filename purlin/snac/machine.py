@@ -27,7 +27,6 @@ import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.ir import Block, Operation, SSAValue
 
-from purlin.atom import dialect as atom
 from purlin.coll.dialect import element_bytes
 from purlin.coll.layouts import Layout
 from purlin.diagnostics import where
@@ -485,7 +484,7 @@ class Execution(IndexEvaluator):
                 continue
             elif isinstance(op, snac.RoleOpBase):
                 steps.append((_NESTED_ROLE, op, None))
-            elif isinstance(op, atom.FenceOp):
+            elif isinstance(op, snac.FenceOpBase):
                 # Release stores carry this block's writes in this model.
                 steps.append((_FENCE, op, None))
             elif (waits := self._waiting_step(op)) is not None:

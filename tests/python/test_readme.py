@@ -49,3 +49,14 @@ def test_a_tools_command_runs(monkeypatch, capsys, command):
     monkeypatch.chdir(ROOT)
     tool, *argv = shlex.split(command)
     assert TOOLS[tool](argv) == 0, capsys.readouterr()
+
+
+def test_the_tree_names_every_package_and_top_level_module():
+    tree = re.search(r"```\n(purlin/.*?)```", section("Where things live"), re.S).group(1)
+    shown = set(re.findall(r"[\w.]+", tree))
+    package = ROOT / "purlin"
+    packages = {p.name + "/" for p in package.iterdir() if (p / "__init__.py").is_file()}
+    files = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    named = set(re.findall(r"(\w+/)", tree)) | shown
+    assert packages - named == set(), "README's tree leaves out these packages"
+    assert files - shown == set(), "README's tree leaves out these modules"

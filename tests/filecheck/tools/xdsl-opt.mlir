@@ -1,5 +1,5 @@
-// RUN: xdsl-opt %S/../dialects/coll/ops.mlir | purlin-opt | filecheck %S/../dialects/coll/ops.mlir
-// RUN: xdsl-opt %S/../lowering/coll-expand.mlir -p coll-expand | filecheck %S/../lowering/coll-expand.mlir
+// RUN: xdsl-opt %S/../coll/ops.mlir | purlin-opt | filecheck %S/../coll/ops.mlir
+// RUN: xdsl-opt %S/../coll/coll-expand.mlir -p coll-expand | filecheck %S/../coll/coll-expand.mlir
 // RUN: xdsl-opt %s -p coll-expand | filecheck %s
 
 // Plain xdsl-opt knows purlin's dialects and passes through the xdsl.universe

@@ -1,5 +1,5 @@
 """In-place collectives and overlapping buffers, on the CPU backend (the same
-checks guard the CUDA backend; tests/python/test_runtime_cuda.py runs the
+checks guard the CUDA backend; tests/python/runtime/test_runtime_cuda.py runs the
 in-place forms on GPUs): all_reduce lowered in place, all_gather into the
 rank's own output slice and reduce_scatter into its own input slice are
 right; every other overlap is refused before anything runs."""
