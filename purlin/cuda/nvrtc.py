@@ -177,15 +177,17 @@ def _compile(source: str, options: list[str], name: str, size_fn: str, get_fn: s
         opts = [o.encode() for o in options]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        raw = b" " * size
+        # A fresh buffer NVRTC may write into: a 1-byte bytes object is
+        # CPython's shared singleton, and writing it corrupts the interpreter.
+        raw = bytearray(size)
         _check(nvrtc.nvrtcGetProgramLog(prog, raw), "nvrtcGetProgramLog")
         log = raw.rstrip(b"\0").decode(errors="replace").strip()
         if int(err) != 0:
             raise NvrtcError(f"NVRTC could not compile {name} for {options[0].removeprefix('-arch=')}:\n{log}")
         size = _check(getattr(nvrtc, size_fn)(prog), size_fn)
-        out = b" " * size
+        out = bytearray(size)
         _check(getattr(nvrtc, get_fn)(prog, out), get_fn)
-        return out, log
+        return bytes(out), log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

@@ -104,6 +104,17 @@ def test_sizes_of_one_structure_share_a_kernel(tmp_path, monkeypatch):
     assert len({tuple(p.tables.ranks[0]) for p in programs}) == 3
 
 
+def test_compiling_leaves_the_interpreter_s_one_byte_singletons_intact(tmp_path, monkeypatch):
+    # A warning-free compile has a 1-byte log (its NUL): NVRTC once wrote it
+    # into CPython's shared b" ", and every later print(a, b) emitted a NUL.
+    monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(nvrtc, "_memory", {})
+    compiled = nvrtc.compile_cubin('extern "C" __global__ void k() {}', "sm_90")
+    assert not compiled.cached and compiled.log == ""
+    assert nvrtc.compile_ptx('extern "C" __global__ void k() {}', "sm_90").startswith("//")
+    assert [bytes([c])[0] for c in (0, 32, 255)] == [0, 32, 255]
+
+
 def test_one_kernel_serves_every_rank_and_world_is_one_constant():
     sources = {}
     for world in (2, 4, 8):
