@@ -10,10 +10,10 @@ STAMP := $(VENV)/.installed
 # Editing the C++/CUDA runtime reinstalls, which rebuilds purlin._runtime.
 CSRC := $(wildcard csrc/CMakeLists.txt csrc/*.cpp csrc/*/*.cpp csrc/*/*.h csrc/*/*/*.h purlin/cuda/include/purlin/abi.h)
 
+# A torch already there is kept; else the CPU build the tests need (2.13.0).
 $(STAMP): pyproject.toml CMakeLists.txt $(CSRC)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# A torch already there is kept; else the CPU build the tests need (2.13.0).
 	$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install -q 'torch==2.13.0'
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@

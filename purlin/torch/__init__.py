@@ -1,0 +1,39 @@
+"""purlin collectives on torch tensors, one process per GPU (torchrun), or per
+CPU rank over gloo (the CPU backend):
+
+    import purlin.torch as pt
+    pt.init()                       # after torch.distributed.init_process_group
+    pt.all_reduce(x)                # instead of torch.distributed.all_reduce(x)
+
+Each call is a torch.ops.purlin operator (traced by torch.compile with
+fullgraph=True), runs on the current CUDA stream and is capturable in CUDA
+graphs. The V collectives take each rank's tensors at that rank's own size
+and run on them directly, with no scratch copies. Plans are compiled once per
+(collective, sizes, dtype, op, world, generation, lowering) and cached with
+their shared memory; the first call with a new shape is collective (every
+rank must make it), later ones cost no compilation.
+
+`pt.route(group)` gives a process group on which torch's own collectives
+(torch.distributed.*, the functional collectives) run on purlin. Over a world
+spanning nodes (`init(ranks_per_node=...)` or torchrun's LOCAL_WORLD_SIZE),
+all_reduce, all_gather and reduce_scatter run purlin within each node and
+torch.distributed between nodes.
+"""
+
+from purlin.torch import ops
+from purlin.torch.collectives import (
+    all_gather,
+    all_gather_v,
+    all_reduce,
+    all_to_all,
+    all_to_all_v,
+    reduce_scatter,
+    reduce_scatter_v,
+)
+from purlin.torch.groups import init
+from purlin.torch.process_group import PurlinProcessGroup, route
+
+__all__ = [
+    "PurlinProcessGroup", "all_gather", "all_gather_v", "all_reduce", "all_to_all", "all_to_all_v", "init", "ops",
+    "reduce_scatter", "reduce_scatter_v", "route",
+]

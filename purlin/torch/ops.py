@@ -1,0 +1,107 @@
+"""purlin's collectives as torch operators (torch.ops.purlin.*), so that
+torch.compile(fullgraph=True) traces them as graph nodes, fake tensors give
+their shapes, and their mutations are declared:
+
+    purlin::NAME(Tensor input, ARGS) -> Tensor           a new output
+    purlin::NAME_out(Tensor input, Tensor(a!) out, ARGS) into `out`
+    purlin::all_reduce_(Tensor(a!) tensor, ARGS)         in place
+
+ARGS carry the group as its torch group_name, and all_to_all_v's counts
+flattened row-major (counts[s][d] at s * world + d).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from purlin.torch.execute import all_gather, all_reduce, all_to_all, reduce_scatter, v_collective
+from purlin.torch.groups import GroupState, state
+
+
+@dataclass(frozen=True)
+class _Collective:
+    args: tuple[tuple[str, str], ...]  # (schema type, name) after the input, the group among them
+    out_elems: Callable[..., int]  # (state, input elements, **args) -> output elements
+    run: Callable[..., None]  # (state, flat input, flat output, **args)
+
+
+def _matrix(st: GroupState, counts: list[int]) -> list[list[int]]:
+    w = st.world
+    if len(counts) != w * w:
+        raise ValueError(f"purlin.torch: all_to_all_v needs world x world = {w * w} counts, got {len(counts)}")
+    return [counts[s * w:(s + 1) * w] for s in range(w)]
+
+
+_RED = (("str", "op"), ("str", "group"), ("bool", "deterministic"), ("str", "lowering"))
+_MOVE = (("str", "group"), ("str", "lowering"))
+_V_MOVE = (("int[]", "counts"), *_MOVE)
+
+COLLECTIVES = {
+    "all_reduce": _Collective(_RED, lambda st, n, **_: n, all_reduce),
+    "all_gather": _Collective(_MOVE, lambda st, n, **_: st.world * n, all_gather),
+    "reduce_scatter": _Collective(_RED, lambda st, n, **_: n // st.world, reduce_scatter),
+    "all_to_all": _Collective(_MOVE, lambda st, n, **_: n, all_to_all),
+    "all_gather_v": _Collective(
+        _V_MOVE, lambda st, n, counts, **_: sum(counts),
+        lambda st, x, y, counts, lowering: v_collective(st, "all_gather_v", x, y, list(counts), None,
+                                                                lowering)),
+    "reduce_scatter_v": _Collective(
+        (("int[]", "counts"), ("str", "op"), *_MOVE), lambda st, n, counts, **_: counts[st.rank],
+        lambda st, x, y, counts, op, lowering: v_collective(st, "reduce_scatter_v", x, y, list(counts),
+                                                                    op, lowering)),
+    "all_to_all_v": _Collective(
+        _V_MOVE, lambda st, n, counts, **_: sum(row[st.rank] for row in _matrix(st, counts)),
+        lambda st, x, y, counts, lowering: v_collective(st, "all_to_all_v", x, y, _matrix(st, counts),
+                                                                None, lowering)),
+}
+
+_lib = torch.library.Library("purlin", "DEF")
+
+
+def _named(c: _Collective, values: tuple) -> tuple[GroupState, dict]:
+    kw = {name: v for (_, name), v in zip(c.args, values)}
+    return state(kw.pop("group")), kw
+
+
+def _register(name: str, c: _Collective) -> None:
+    args = ", ".join(f"{t} {n}" for t, n in c.args)
+    _lib.define(f"{name}(Tensor input, {args}) -> Tensor")
+    _lib.define(f"{name}_out(Tensor input, Tensor(a!) out, {args}) -> ()")
+
+    def functional(x: torch.Tensor, *values) -> torch.Tensor:
+        st, kw = _named(c, values)
+        y = x.new_empty(c.out_elems(st, x.numel(), **kw))
+        c.run(st, x.reshape(-1), y, **kw)
+        return y
+
+    def out(x: torch.Tensor, y: torch.Tensor, *values) -> None:
+        st, kw = _named(c, values)
+        c.run(st, x.view(-1), y.view(-1), **kw)
+
+    def fake(x: torch.Tensor, *values) -> torch.Tensor:
+        st, kw = _named(c, values)
+        return x.new_empty(c.out_elems(st, x.numel(), **kw))
+
+    _lib.impl(name, functional, "CompositeExplicitAutograd")
+    _lib.impl(f"{name}_out", out, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"purlin::{name}", fake, lib=_lib)
+    torch.library.register_fake(f"purlin::{name}_out", lambda *a: None, lib=_lib)
+
+
+for _name, _c in COLLECTIVES.items():
+    _register(_name, _c)
+
+_lib.define("all_reduce_(Tensor(a!) tensor, " + ", ".join(f"{t} {n}" for t, n in _RED) + ") -> ()")
+
+
+def _all_reduce_in_place(x: torch.Tensor, *values) -> None:
+    st, kw = _named(COLLECTIVES["all_reduce"], values)
+    flat = x.view(-1)
+    all_reduce(st, flat, flat, **kw)
+
+
+_lib.impl("all_reduce_", _all_reduce_in_place, "CompositeExplicitAutograd")
+torch.library.register_fake("purlin::all_reduce_", lambda *a: None, lib=_lib)

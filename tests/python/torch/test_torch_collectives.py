@@ -1,0 +1,240 @@
+"""purlin.torch on CPU ranks (gloo processes, the CPU backend): the seven
+collectives against torch.distributed, traced by torch.compile with
+fullgraph=True, fake-tensor shapes, torch's functional collectives routed to
+purlin, and all_reduce / all_gather / reduce_scatter over two simulated nodes."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+from gloo_ranks import spawn  # noqa: E402
+
+if not dist.is_available() or not dist.is_gloo_available():
+    pytest.skip("needs torch.distributed with gloo", allow_module_level=True)
+
+
+def _graphs():
+    """A torch.compile backend that keeps the graphs it is given, then runs them
+    through AOT autograd (which functionalizes the mutating purlin ops)."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return torch._dynamo.lookup_backend("aot_eager")(gm, example_inputs)
+
+    return graphs, backend
+
+
+def _targets(graphs) -> set[str]:
+    return {str(n.target) for g in graphs for n in g.graph.nodes if n.op == "call_function"}
+
+
+def _model(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    import purlin.torch as pt
+
+    world = dist.get_world_size()
+    h = x @ weight
+    pt.all_reduce(h)
+    g = h.new_empty(world * h.numel())
+    pt.all_gather(g, h.reshape(-1))
+    s = h.new_empty(h.numel())
+    pt.reduce_scatter(s, g, "max")
+    t = torch.empty_like(g)
+    pt.all_to_all(t, g)
+    return torch.relu(s).sum() + t.sum()
+
+
+def _reference(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    world = dist.get_world_size()
+    h = x @ weight
+    dist.all_reduce(h)
+    g = h.new_empty(world * h.numel())
+    dist.all_gather_into_tensor(g, h.reshape(-1))
+    s = h.new_empty(h.numel())
+    dist.reduce_scatter_tensor(s, g, op=dist.ReduceOp.MAX)
+    t = torch.empty_like(g)
+    dist.all_to_all_single(t, g)
+    return torch.relu(s).sum() + t.sum()
+
+
+def _compiled_model(rank: int) -> None:
+    import purlin.torch as pt
+    from purlin.torch.groups import group_name, state
+
+    pt.init()
+    torch.manual_seed(rank)
+    x, weight = torch.randn(4, 8), torch.randn(8, 6)
+    graphs, backend = _graphs()
+    compiled = torch.compile(_model, fullgraph=True, backend=backend)
+    want = _reference(x, weight)
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x, weight), want)
+    torch.testing.assert_close(_model(x, weight), want)
+    assert len(graphs) == 1, f"{len(graphs)} graphs: a graph break"
+    assert {"purlin.all_reduce_.default", "purlin.all_gather_out.default", "purlin.reduce_scatter_out.default",
+            "purlin.all_to_all_out.default"} <= _targets(graphs)
+    assert {k[1] for k in state(group_name()).plans} == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
+
+
+def _exact_and_v_forms(rank: int) -> None:
+    import purlin.torch as pt
+
+    pt.init()
+    world = dist.get_world_size()
+    torch.manual_seed(10 + rank)
+    x = torch.randn(5, 3)
+    ref = x.clone()
+    dist.all_reduce(ref)
+    out = torch.empty_like(x)
+    pt.all_reduce(x, out=out)
+    # Every rank's reduction has the same bits (purlin sums in one order everywhere).
+    gathered = [torch.empty_like(out) for _ in range(world)]
+    dist.all_gather(gathered, out)
+    assert all(torch.equal(g, gathered[0]) for g in gathered)
+    torch.testing.assert_close(out, ref)
+    y = x.clone()
+    assert pt.all_reduce(y, "min") is y
+    dist.all_reduce(x, op=dist.ReduceOp.MIN)
+    assert torch.equal(y, x)
+
+    counts = [r + 1 for r in range(world)]
+    mine = torch.full((counts[rank],), float(rank))
+    got = pt.all_gather_v(torch.empty(sum(counts)), mine, counts)
+    assert torch.equal(got, torch.cat([torch.full((c,), float(r)) for r, c in enumerate(counts)]))
+    summed = pt.reduce_scatter_v(torch.empty(counts[rank]), torch.ones(sum(counts)), counts)
+    assert torch.equal(summed, torch.full((counts[rank],), float(world)))
+    matrix = [[(s + d) % 3 for d in range(world)] for s in range(world)]
+    send = torch.cat([torch.full((matrix[rank][d],), float(100 * rank + d)) for d in range(world)])
+    recv = pt.all_to_all_v(torch.empty(sum(row[rank] for row in matrix)), send, matrix)
+    assert torch.equal(recv, torch.cat([torch.full((matrix[s][rank],), float(100 * s + rank))
+                                        for s in range(world)]))
+
+
+def _fake_shapes_and_errors(rank: int) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    import purlin.torch as pt
+    from purlin.torch.groups import group_name
+
+    pt.init()
+    world, g = dist.get_world_size(), group_name()
+    ops = torch.ops.purlin
+    with FakeTensorMode():
+        x = torch.empty(6, dtype=torch.bfloat16)
+        assert ops.all_reduce(x, "sum", g, False, "").shape == (6,)
+        assert ops.all_gather(x, g, "").shape == (6 * world,)
+        assert ops.reduce_scatter(x, "sum", g, False, "").shape == (6 // world,)
+        assert ops.all_to_all(x, g, "").shape == (6,)
+        assert ops.all_gather_v(x, [2] * world, g, "").shape == (2 * world,)
+        assert ops.reduce_scatter_v(x, [rank + 1] * world, "sum", g, "").shape == (rank + 1,)
+        assert ops.all_to_all_v(x, [1] * world * world, g, "").shape == (world,)
+    with pytest.raises(ValueError, match="output must hold world x input elements"):
+        pt.all_gather(torch.empty(3), torch.empty(2))
+    with pytest.raises(ValueError, match="must match"):
+        pt.all_gather(torch.empty(2 * world, dtype=torch.float64), torch.empty(2))
+    with pytest.raises(ValueError, match="contiguous"):
+        pt.all_reduce(torch.empty(4, 4).t())
+    with pytest.raises(ValueError, match="unknown reduction 'mean'"):
+        pt.all_reduce(torch.empty(4), "mean")
+    with pytest.raises(RuntimeError, match="is not bound"):
+        pt.all_reduce(torch.empty(4), group=dist.new_group(list(range(world))))
+    with pytest.raises(TypeError, match="does not move torch.complex64"):
+        pt.all_reduce(torch.empty(4, dtype=torch.complex64))
+
+
+def _functional_collectives_routed(rank: int) -> None:
+    import torch.distributed._functional_collectives as funcol
+
+    import purlin.torch as pt
+    from purlin.torch.groups import state
+
+    world = dist.get_world_size()
+    pg = pt.route()
+    torch.manual_seed(20 + rank)
+    x = torch.randn(world * 4)
+
+    def step(x):
+        a = funcol.all_reduce(x, "sum", pg)
+        b = funcol.all_gather_tensor(a, 0, pg)
+        c = funcol.reduce_scatter_tensor(b, "sum", 0, pg)
+        d = funcol.all_to_all_single(c, None, None, pg)
+        return a, b, c, d
+
+    def reference(x):
+        a = x.clone()
+        dist.all_reduce(a)
+        b = torch.empty(world * a.numel())
+        dist.all_gather_into_tensor(b, a)
+        c = torch.empty(a.numel())
+        dist.reduce_scatter_tensor(c, b)
+        d = torch.empty_like(c)
+        dist.all_to_all_single(d, c)
+        return a, b, c, d
+
+    graphs, backend = _graphs()
+    want = reference(x)
+    for got in (step(x), torch.compile(step, fullgraph=True, backend=backend)(x)):
+        for g, w in zip(got, want):
+            torch.testing.assert_close(torch.ops._c10d_functional.wait_tensor(g), w)
+    assert "_c10d_functional.all_reduce.default" in _targets(graphs)
+    assert {k[1] for k in state(dist.group.WORLD.group_name).plans} == {
+        "all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
+    # What purlin does not run goes to the group underneath.
+    y = torch.full((3,), float(rank))
+    dist.broadcast(y, src=1, group=pg)
+    assert torch.equal(y, torch.ones(3))
+    z = torch.full((2,), float(rank))
+    dist.all_reduce(z, op=dist.ReduceOp.AVG, group=pg)
+    torch.testing.assert_close(z, torch.full((2,), (world - 1) / 2))
+
+
+def _two_nodes(rank: int) -> None:
+    import purlin.torch as pt
+    from purlin.torch.groups import group_name, state
+
+    pt.init(ranks_per_node=2)
+    st = state(group_name())
+    assert (st.nodes.count, st.nodes.local, st.nodes.intra.world) == (2, 2, 2)
+    world = dist.get_world_size()
+    torch.manual_seed(30 + rank)
+    for n in (6, 7):  # 7: the intra-node shards are padded
+        x = torch.randint(-50, 50, (n,), dtype=torch.int32)
+        ref = x.clone()
+        dist.all_reduce(ref)
+        assert torch.equal(pt.all_reduce(x.clone()), ref)
+        g = pt.all_gather(torch.empty(world * n, dtype=torch.int32), x)
+        ref_g = torch.empty_like(g)
+        dist.all_gather_into_tensor(ref_g, x)
+        assert torch.equal(g, ref_g)
+        big = torch.randint(-50, 50, (world * n,), dtype=torch.int32)
+        s = pt.reduce_scatter(torch.empty(n, dtype=torch.int32), big, "max")
+        ref_s = torch.empty_like(s)
+        dist.reduce_scatter_tensor(ref_s, big, op=dist.ReduceOp.MAX)
+        assert torch.equal(s, ref_s)
+    assert {k[1] for k in st.nodes.intra.plans} == {"reduce_scatter", "all_gather"}
+    with pytest.raises(NotImplementedError, match="spanning 2 nodes"):
+        pt.all_to_all(torch.empty(8), torch.empty(8))
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_a_model_calling_purlin_compiles_with_fullgraph_and_matches_torch(world):
+    spawn(world, _compiled_model)
+
+
+@pytest.mark.parametrize("world", [3])
+def test_out_in_place_and_v_forms_match(world):
+    spawn(world, _exact_and_v_forms)
+
+
+def test_fake_tensors_give_shapes_and_bad_calls_are_errors():
+    spawn(2, _fake_shapes_and_errors)
+
+
+def test_functional_collectives_of_a_routed_group_run_on_purlin():
+    spawn(2, _functional_collectives_routed)
+
+
+def test_hierarchical_collectives_on_two_simulated_nodes_match_torch_distributed():
+    spawn(4, _two_nodes)
