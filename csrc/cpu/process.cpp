@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -40,18 +41,21 @@ ProcessCommunicator::ProcessCommunicator(Plan plan, int64_t rank, Options option
   const int fd = ::shm_open(shm_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw std::runtime_error(os_error(options_.name + ": cannot create shared memory " + shm_name_));
   linked_ = true;
+  const std::string what = std::to_string(bytes) + " bytes of shared memory " + shm_name_;
   void* addr = MAP_FAILED;
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0)
-    addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const std::string error = addr == MAP_FAILED ? os_error(options_.name + ": cannot map " + std::to_string(bytes) +
-                                                          " bytes of shared memory " + shm_name_)
-                                               : "";
+  std::string error;
+  // Allocated now, not on first touch: a full /dev/shm is this error, not a SIGBUS mid-call.
+  if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes))) {
+    errno = e;
+    error = os_error(options_.name + ": cannot allocate " + what + " (is /dev/shm large enough?)");
+  } else if ((addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+    error = os_error(options_.name + ": cannot map " + what);
   ::close(fd);
   if (!error.empty()) {
     unlink();
     throw std::runtime_error(error);
   }
-  // ftruncate zeroes the bytes; the atomics are created in them here, before any peer maps them.
+  // The new bytes are zero; the atomics are created in them here, before any peer maps them.
   maps_[rank] = {addr, bytes};
   memory_[rank] = region(static_cast<unsigned char*>(addr), rank, true);
 }
