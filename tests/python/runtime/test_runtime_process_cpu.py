@@ -1,5 +1,5 @@
-"""ProcessCommunicator on the CPU backend: one rank per process
-(torch.multiprocessing spawn, a gloo process group), each rank's memory in
+"""ProcessCommunicator on the CPU backend: one rank per process (forked
+processes of a gloo process group), each rank's memory in
 POSIX shared memory. The seven collectives against the numpy reference for
 several calls in a row, every rank's bits equal where all get one result, a
 rank that never calls (its peers time out, and its own late call stops at
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import time
 
 import numpy as np
 import pytest
@@ -77,7 +78,8 @@ def cases(world: int, lowering: str = "", names=tuple(COLLECTIVES), tensors=("al
 
 
 # The throughput regime in small chunks goes round the slots several times a call.
-@pytest.mark.parametrize("world, lowering", [(2, ""), (3, f"regime=throughput {SMALL}")], ids=["world2", "world3-slots"])
+@pytest.mark.parametrize("world, lowering", [(2, ""), (3, f"regime=throughput {SMALL}")],
+                         ids=["world2", "world3-slots"])
 def test_collectives_match_reference(world, lowering):
     spawn(world, _run_cases, cases(world, lowering), None)
 
@@ -92,14 +94,22 @@ def _failures(rank: int, plans) -> None:
     with pytest.raises(ValueError, match="plan differs from that of rank.s. "):
         ProcessCommunicator(mixed, name="all_reduce", timeout_s=0.5)
     assert not _leaked()
-    comm = ProcessCommunicator(plans[0], name="all_reduce", timeout_s=0.5)
+    # Rank 2 never calls. Rank 0 times out first; rank 1, which would wait 60 s, stops as soon as
+    # rank 0 flags its timeout.
+    comm = ProcessCommunicator(plans[0], name="all_reduce", timeout_s=0.5 if rank == 0 else 60.0)
     x, y = np.ones(64, np.float32), np.zeros(64, np.float32)
-    if rank != 2:
-        # Rank 2 never calls: one waiting rank times out, and the other stops when it flags that.
-        with pytest.raises(CollectiveTimeout, match=rf"all_reduce: (rank {rank} role \d+ .* (timed out after "
-                                                     r"0.5 s|stopped: rank \d's call timed out))") as e:
+    if rank == 0:
+        # The timeout names what was awaited: a signal or packet, its value and the epoch.
+        with pytest.raises(CollectiveTimeout, match=r"all_reduce: rank 0 role \d+ .* timed out after 0.5 s: .* "
+                           r"awaited >= \d+ \(epoch 0\)") as e:
             comm.run(x, y)
         assert isinstance(e.value, TimeoutError)
+    elif rank == 1:
+        start = time.monotonic()
+        # Stopped while waiting ("rank 1 role .. stopped: ..."), or at the start where it came late.
+        with pytest.raises(CollectiveTimeout, match=r"all_reduce: .*rank 0's call timed out"):
+            comm.run(x, y)
+        assert time.monotonic() - start < 30
     dist.barrier()
     if rank == 2:
         with pytest.raises(CollectiveTimeout, match=r"all_reduce: rank \d's call timed out before this call"):
