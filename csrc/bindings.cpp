@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "cpu/communicator.h"
+#include "cpu/process.h"
 #include "purlin/plan.h"
 
 #if defined(PURLIN_WITH_CUDA) && __has_include("cuda/cuda_bindings.h")
@@ -119,6 +120,36 @@ PYBIND11_MODULE(_runtime, m) {
           "One call on all ranks: one array per rank, raw bytes (the caller checks the dtype)")
       .def("epoch", &purlin::cpu::Communicator::epoch, py::arg("rank"))
       .def_property_readonly("world", &purlin::cpu::Communicator::world);
+
+  py::class_<purlin::cpu::ProcessCommunicator>(
+      m, "CpuProcessCommunicator",
+      "One rank of a plan in this process, its peers' memory mapped from POSIX shared memory")
+      .def(py::init([](const purlin::Plan& plan, int64_t rank, double timeout_s, std::string name,
+                       std::vector<std::string> signal_names, std::vector<std::string> buffer_names) {
+             return new purlin::cpu::ProcessCommunicator(
+                 plan, rank, {timeout_s, std::move(name), std::move(signal_names), std::move(buffer_names)});
+           }),
+           py::arg("plan"), py::arg("rank"), py::arg("timeout_s") = 10.0, py::arg("name") = "collective",
+           py::arg("signal_names") = std::vector<std::string>{}, py::arg("buffer_names") = std::vector<std::string>{})
+      .def_property_readonly("shm_name", &purlin::cpu::ProcessCommunicator::shm_name)
+      .def("connect", &purlin::cpu::ProcessCommunicator::connect, py::arg("names"),
+           "Map every peer's region: names[r] is rank r's shm_name")
+      .def("unlink", &purlin::cpu::ProcessCommunicator::unlink,
+           "Remove this region's name once every peer has mapped it")
+      .def(
+          "run",
+          [](purlin::cpu::ProcessCommunicator& c, uintptr_t input, uintptr_t output) {
+            py::gil_scoped_release release;
+            c.run(reinterpret_cast<const void*>(input), reinterpret_cast<void*>(output));
+          },
+          py::arg("input"), py::arg("output"),
+          "One call of this rank on host addresses holding input_bytes / output_bytes (the caller checks them)")
+      .def("close", &purlin::cpu::ProcessCommunicator::close)
+      .def("epoch", [](const purlin::cpu::ProcessCommunicator& c) { return c.epoch(c.rank()); })
+      .def("input_bytes", &purlin::cpu::ProcessCommunicator::input_bytes, py::arg("rank"))
+      .def("output_bytes", &purlin::cpu::ProcessCommunicator::output_bytes, py::arg("rank"))
+      .def_property_readonly("rank", &purlin::cpu::ProcessCommunicator::rank)
+      .def_property_readonly("world", &purlin::cpu::ProcessCommunicator::world);
 
 #ifdef PURLIN_CUDA_BACKEND
   purlin::cuda::register_bindings(m);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <sstream>
 #include <thread>
 
@@ -100,6 +101,7 @@ struct CallState {
   std::mutex mutex;
   std::string error;
   bool timed_out = false;
+  const std::atomic<uint64_t>* peer_failed = nullptr;  // RegionHeader::failed of a rank run by processes
 
   void fail(const std::string& message, bool timeout) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -114,12 +116,24 @@ struct CallState {
 // Thrown inside a thread to unwind once the call was stopped.
 struct Stopped {};
 
+// What RegionHeader::failed holds: which rank failed, and whether it timed out.
+std::string peer_failure(uint64_t failed) {
+  return "rank " + std::to_string(failed / 2 - 1) + "'s call " + (failed % 2 ? "timed out" : "failed");
+}
+
+constexpr size_t kAlign = 64;
+size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Both halves of a buffer: bytes of staging, packets of a window.
+size_t staging_bytes(const Buffer& b, int64_t elem_bytes) { return 2 * b.slots * b.elems * elem_bytes; }
+int64_t window_packets(const Buffer& b, int64_t per_packet) { return 2 * b.slots * packets_for(b.elems, per_packet); }
+
 }  // namespace
 
 // The instructions of one (rank, role), run on one thread.
 class RoleThread {
  public:
-  RoleThread(Communicator& c, CallState& state, int64_t rank, int64_t role,
+  RoleThread(Executor& c, CallState& state, int64_t rank, int64_t role,
              const std::vector<const void*>& inputs, const std::vector<void*>& outputs)
       : c_(c), p_(c.plan_), state_(state), rank_(rank), role_(role), inputs_(inputs), outputs_(outputs),
         epoch_(c.epoch_[rank]), prev_(c.prev_[rank]), half_(epoch_ % 2),
@@ -154,7 +168,7 @@ class RoleThread {
 
   Packet* window(int64_t owner, int64_t buf, int64_t slot) const {
     const Buffer& b = p_.buffers[buf];
-    return c_.memory_[owner].windows[buf].get() + (half_ * b.slots + slot) * packets_for(b.elems, pe_);
+    return c_.memory_[owner].windows[buf] + (half_ * b.slots + slot) * packets_for(b.elems, pe_);
   }
 
   Place place(const Ref& r) const {
@@ -165,7 +179,7 @@ class RoleThread {
         return {static_cast<unsigned char*>(outputs_[rank_]) + r.offset * eb_};
       case Space::Staging: {
         const Buffer& b = p_.buffers[r.buf];
-        return {c_.memory_[r.rank].staging[r.buf].get() + ((half_ * b.slots + r.slot) * b.elems + r.offset) * eb_};
+        return {c_.memory_[r.rank].staging[r.buf] + ((half_ * b.slots + r.slot) * b.elems + r.offset) * eb_};
       }
       case Space::Window:
         return {nullptr, window(r.rank, r.buf, r.slot), r.offset};
@@ -209,6 +223,13 @@ class RoleThread {
       if (have >= target) return;
       if ((n & 63) == 63) {
         if (state_.abort.load(std::memory_order_relaxed)) throw Stopped{};
+        if (const uint64_t failed = state_.peer_failed ? state_.peer_failed->load(std::memory_order_relaxed) : 0) {
+          // The peer will not signal again: stop now rather than time out.
+          state_.fail(c_.options_.name + ": " + here() + " stopped: " + peer_failure(failed) + " (epoch " +
+                          std::to_string(epoch_) + ")",
+                      failed % 2);
+          throw Stopped{};
+        }
         // Threads outnumber cores; let the thread we wait for run.
         std::this_thread::yield();
         if (std::chrono::steady_clock::now() - start > timeout_) {
@@ -318,7 +339,7 @@ class RoleThread {
 
   static constexpr int64_t kChunk = 4096;
 
-  Communicator& c_;
+  Executor& c_;
   const Plan& p_;
   CallState& state_;
   const int64_t rank_, role_;
@@ -330,7 +351,7 @@ class RoleThread {
   int64_t n_ = 0;  // the instruction being executed, for messages
 };
 
-Communicator::Communicator(Plan plan, Options options)
+Executor::Executor(Plan plan, Options options)
     : plan_(std::move(plan)), options_(std::move(options)), packet_elems_(8 / plan_.elem_bytes()) {
   if (!(options_.timeout_s > 0))
     throw std::invalid_argument("timeout must be positive, got " + std::to_string(options_.timeout_s) + " s");
@@ -338,51 +359,103 @@ Communicator::Communicator(Plan plan, Options options)
     for (int64_t role = 0; role < static_cast<int64_t>(plan_.roles.size()); ++role)
       check_program(plan_, rank, role, packet_elems_);
   memory_.resize(plan_.world);
-  for (auto& m : memory_) {
-    for (const Buffer& b : plan_.buffers) {
-      if (b.kind == BufKind::Staging) {
-        m.staging.emplace_back(new unsigned char[2 * b.slots * b.elems * plan_.elem_bytes()]());
-        m.windows.emplace_back();
-      } else {
-        m.staging.emplace_back();
-        m.windows.emplace_back(new Packet[2 * b.slots * packets_for(b.elems, packet_elems_)]);
-      }
-    }
-    for (int64_t slots : plan_.signal_slots) m.signals.emplace_back(new std::atomic<uint64_t>[slots]());
-  }
   epoch_.assign(plan_.world, 0);
   prev_.assign(plan_.world, 0);
 }
 
-int64_t Communicator::epoch(int64_t rank) const {
+size_t Executor::region_bytes() const {
+  size_t n = aligned(sizeof(RegionHeader));
+  for (const Buffer& b : plan_.buffers)
+    n += aligned(b.kind == BufKind::Staging ? staging_bytes(b, plan_.elem_bytes())
+                                             : window_packets(b, packet_elems_) * sizeof(Packet));
+  for (int64_t slots : plan_.signal_slots) n += aligned(slots * sizeof(std::atomic<uint64_t>));
+  return n;
+}
+
+RankMemory Executor::region(unsigned char* base, int64_t rank, bool construct) const {
+  // Shared mappings hold these atomics for several processes: only lock-free ones are address-free.
+  static_assert(std::atomic<uint64_t>::is_always_lock_free, "signals need lock-free 64-bit atomics");
+  RankMemory m;
+  m.header = construct ? new (base) RegionHeader{RegionHeader::kMagic, uint64_t(plan_.world), uint64_t(rank),
+                                                 region_bytes()}
+                       : reinterpret_cast<RegionHeader*>(base);
+  unsigned char* at = base + aligned(sizeof(RegionHeader));
+  for (const Buffer& b : plan_.buffers) {
+    if (b.kind == BufKind::Staging) {
+      m.staging.push_back(at);
+      m.windows.push_back(nullptr);
+      at += aligned(staging_bytes(b, plan_.elem_bytes()));
+    } else {
+      const int64_t n = window_packets(b, packet_elems_);
+      m.staging.push_back(nullptr);
+      m.windows.push_back(reinterpret_cast<Packet*>(at));
+      if (construct)
+        for (int64_t k = 0; k < n; ++k) new (at + k * sizeof(Packet)) Packet;
+      at += aligned(n * sizeof(Packet));
+    }
+  }
+  for (int64_t slots : plan_.signal_slots) {
+    m.signals.push_back(reinterpret_cast<std::atomic<uint64_t>*>(at));
+    if (construct)
+      for (int64_t k = 0; k < slots; ++k) new (at + k * sizeof(std::atomic<uint64_t>)) std::atomic<uint64_t>(0);
+    at += aligned(slots * sizeof(std::atomic<uint64_t>));
+  }
+  return m;
+}
+
+void Communicator::Free::operator()(unsigned char* p) const { ::operator delete[](p, std::align_val_t(kAlign)); }
+
+Communicator::Communicator(Plan plan, Options options) : Executor(std::move(plan), std::move(options)) {
+  const size_t bytes = region_bytes();
+  for (int64_t rank = 0; rank < plan_.world; ++rank) {
+    regions_.emplace_back(static_cast<unsigned char*>(::operator new[](bytes, std::align_val_t(kAlign))));
+    std::memset(regions_.back().get(), 0, bytes);
+    memory_[rank] = region(regions_.back().get(), rank, true);
+  }
+}
+
+int64_t Executor::epoch(int64_t rank) const {
   if (rank < 0 || rank >= plan_.world)
     throw std::out_of_range("rank " + std::to_string(rank) + " is outside world " + std::to_string(plan_.world));
   return epoch_[rank];
 }
 
-std::string Communicator::signal_name(int64_t sig) const {
+std::string Executor::signal_name(int64_t sig) const {
   std::string s = "signals[" + std::to_string(sig) + "]";
   if (sig < static_cast<int64_t>(options_.signal_names.size())) s += " \"" + options_.signal_names[sig] + "\"";
   return s;
 }
 
-std::string Communicator::buffer_name(int64_t buf) const {
+std::string Executor::buffer_name(int64_t buf) const {
   std::string s = std::to_string(buf);
   if (buf < static_cast<int64_t>(options_.buffer_names.size())) s += " \"" + options_.buffer_names[buf] + "\"";
   return s;
 }
 
 void Communicator::run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) {
-  if (!broken_.empty()) throw std::runtime_error(options_.name + ": communicator is unusable: " + broken_);
   if (static_cast<int64_t>(inputs.size()) != plan_.world || static_cast<int64_t>(outputs.size()) != plan_.world)
     throw std::invalid_argument(options_.name + ": the plan is for world " + std::to_string(plan_.world) + ", got " +
                                 std::to_string(inputs.size()) + " inputs and " + std::to_string(outputs.size()) +
                                 " outputs");
+  std::vector<int64_t> ranks(plan_.world);
+  for (int64_t rank = 0; rank < plan_.world; ++rank) ranks[rank] = rank;
+  run_ranks(ranks, inputs, outputs, nullptr);
+}
+
+void Executor::run_ranks(const std::vector<int64_t>& ranks, const std::vector<const void*>& inputs,
+                         const std::vector<void*>& outputs, const std::atomic<uint64_t>* failed) {
+  if (!broken_.empty()) throw std::runtime_error(options_.name + ": communicator is unusable: " + broken_);
   CallState state;
+  state.peer_failed = failed;
+  if (const uint64_t f = failed ? failed->load(std::memory_order_acquire) : 0)
+    state.fail(options_.name + ": " + peer_failure(f) + " before this call (epoch " +
+                   std::to_string(epoch_[ranks.front()]) + ")",
+               f % 2);
   std::vector<std::thread> threads;
   try {
-    for (int64_t rank = 0; rank < plan_.world; ++rank)
-      for (int64_t role = 0; role < static_cast<int64_t>(plan_.roles.size()); ++role)
+    const int64_t roles = static_cast<int64_t>(plan_.roles.size());
+    for (int64_t rank : ranks)
+      for (int64_t role = 0; role < roles && !state.abort.load(std::memory_order_relaxed); ++role)
         threads.emplace_back([&, rank, role] { RoleThread(*this, state, rank, role, inputs, outputs).run(); });
   } catch (const std::exception& e) {
     state.fail(options_.name + ": cannot start the threads of the call: " + e.what(), false);
@@ -395,7 +468,7 @@ void Communicator::run(const std::vector<const void*>& inputs, const std::vector
     if (state.timed_out) throw CollectiveTimeout(state.error);
     throw std::runtime_error(state.error);
   }
-  for (int64_t rank = 0; rank < plan_.world; ++rank) {
+  for (int64_t rank : ranks) {
     prev_[rank] = epoch_[rank];
     epoch_[rank] += plan_.advance;
   }

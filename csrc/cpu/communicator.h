@@ -1,5 +1,7 @@
 // The CPU backend: a plan executed by one std::thread per (rank, role) over
-// symmetric memory that is plain host memory shared by all threads. Signals
+// symmetric memory that is host memory: the heap when all ranks are threads
+// of one process (Communicator), POSIX shared memory when each rank is a
+// process (ProcessCommunicator, cpu/process.h). Signals
 // and packet flags are std::atomic<uint64_t> with the release/acquire orders
 // the plan names, so the protocol's races show up here as they would on GPUs.
 #pragma once
@@ -38,34 +40,49 @@ struct alignas(16) Packet {
   std::atomic<uint64_t> flag{0};
 };
 
-// Symmetric memory of one rank: staging buffers and packet windows of
-// 2 halves x slots x elems elements, and signal arrays of `world` slots.
-struct RankMemory {
-  std::vector<std::unique_ptr<unsigned char[]>> staging;  // null for windows
-  std::vector<std::unique_ptr<Packet[]>> windows;         // null for staging
-  std::vector<std::unique_ptr<std::atomic<uint64_t>[]>> signals;
+// The first bytes of a rank's region: what a peer checks when it maps it,
+// and where peers flag a failed call so this rank stops waiting for them.
+struct RegionHeader {
+  static constexpr uint64_t kMagic = 0x7075726c696e3031;  // "purlin01"
+  uint64_t magic, world, rank, bytes;
+  std::atomic<uint64_t> failed{0};  // 2 * (failing rank + 1) + (1 if it timed out), 0 while none failed
 };
 
-class Communicator {
+// Symmetric memory of one rank, pointers into one region laid out by
+// Executor::region: staging buffers and packet windows of 2 halves x slots x
+// elems elements, and signal arrays of `world` slots.
+struct RankMemory {
+  RegionHeader* header = nullptr;
+  std::vector<unsigned char*> staging;  // null for windows
+  std::vector<Packet*> windows;         // null for staging
+  std::vector<std::atomic<uint64_t>*> signals;
+};
+
+// What both communicators share: the plan, the layout of each rank's memory
+// (wherever it lives), the epochs, and the role threads of one call.
+class Executor {
  public:
-  // Refuses (std::invalid_argument) a plan the CPU executor cannot run safely.
-  Communicator(Plan plan, Options options);
-
-  // One call of the collective on all ranks. inputs[r] / outputs[r] hold at
-  // least input_bytes(r) / output_bytes(r) bytes. Throws CollectiveTimeout
-  // when a spin times out; the communicator is then unusable.
-  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
-
   int64_t world() const { return plan_.world; }
   // What rank `rank`'s buffers must hold: its own extent, not the largest rank's.
   int64_t input_bytes(int64_t rank) const { return plan_.input_extent.at(rank) * plan_.elem_bytes(); }
   int64_t output_bytes(int64_t rank) const { return plan_.output_extent.at(rank) * plan_.elem_bytes(); }
   int64_t epoch(int64_t rank) const;
 
- private:
-  friend class RoleThread;
-  std::string signal_name(int64_t sig) const;
-  std::string buffer_name(int64_t buf) const;
+ protected:
+  // Refuses (std::invalid_argument) a plan the CPU executor cannot run safely.
+  Executor(Plan plan, Options options);
+
+  // Bytes of one rank's region.
+  size_t region_bytes() const;
+  // The pointers into the region at `base` of rank `rank`; `construct` creates
+  // its header and atomics in zeroed bytes (done once, by the owner).
+  RankMemory region(unsigned char* base, int64_t rank, bool construct) const;
+
+  // One call of the roles of `ranks`, each rank on its own buffers (indexed by
+  // rank); `failed`, where set, is polled for a peer's failure while spinning.
+  // Throws CollectiveTimeout when a spin times out; nothing can run after a failure.
+  void run_ranks(const std::vector<int64_t>& ranks, const std::vector<const void*>& inputs,
+                 const std::vector<void*>& outputs, const std::atomic<uint64_t>* failed);
 
   Plan plan_;
   Options options_;
@@ -73,6 +90,28 @@ class Communicator {
   std::vector<RankMemory> memory_;
   std::vector<int64_t> epoch_, prev_;
   std::string broken_;  // why the communicator cannot run again, or empty
+
+ private:
+  friend class RoleThread;
+  std::string signal_name(int64_t sig) const;
+  std::string buffer_name(int64_t buf) const;
+};
+
+// Every rank of a plan as threads of this process, over heap memory.
+class Communicator : public Executor {
+ public:
+  Communicator(Plan plan, Options options);
+
+  // One call of the collective on all ranks. inputs[r] / outputs[r] hold at
+  // least input_bytes(r) / output_bytes(r) bytes. Throws CollectiveTimeout
+  // when a spin times out; the communicator is then unusable.
+  void run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs);
+
+ private:
+  struct Free {
+    void operator()(unsigned char* p) const;
+  };
+  std::vector<std::unique_ptr<unsigned char[], Free>> regions_;
 };
 
 }  // namespace purlin::cpu

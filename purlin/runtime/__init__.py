@@ -31,8 +31,9 @@ the op that waited (cuda) or role and instruction (cpu), the signal or
 packet awaited, the value and the epoch. The communicator cannot be used
 after that (its flags no longer match).
 
-One process per GPU (torchrun): `ProcessCommunicator` (purlin.runtime.process)
-runs one rank, its peers' memory mapped through CUDA IPC.
+One rank per process (torchrun): `ProcessCommunicator` (purlin.runtime.process)
+runs one rank, its peers' memory mapped through CUDA IPC (cuda) or POSIX
+shared memory (cpu).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from purlin.runtime.backend import (
     current_stream,
     default_backend,
     device_buffer,
+    host_buffer,
     kernel_spec,
     to_device,
     to_host,
@@ -154,15 +156,8 @@ class Communicator:
             )
 
     def _check_numpy(self, a, rank: int, what: str, elems: int) -> np.ndarray:
-        where = f"{self.name}: {what} of rank {rank}"
         if not isinstance(a, np.ndarray):
-            raise TypeError(f"{where} is a {type(a).__name__}, the cpu backend takes numpy arrays")
-        if a.dtype != self.dtype:
-            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {self.plan.dtype} ({self.dtype})")
-        if not a.flags.c_contiguous:
-            raise ValueError(f"{where} is not C-contiguous")
-        if a.size < elems:
-            raise ValueError(f"{where} has {a.size} elements, the plan needs at least {elems} for rank {rank}")
-        if what == "output" and not a.flags.writeable:
-            raise ValueError(f"{where} is read-only")
+            raise TypeError(f"{self.name}: {what} of rank {rank} is a {type(a).__name__}, the cpu backend takes "
+                            "numpy arrays")
+        host_buffer(a, rank, what, self.plan, self.name, elems)
         return a

@@ -1,6 +1,7 @@
 """What both communicators stand on: the C++ runtime module, the CUDA
-kernel description of a plan, and device buffers, streams and copies (torch
-tensors, or cupy arrays where torch is not installed)."""
+kernel description of a plan, host buffers (numpy arrays, CPU tensors), and
+device buffers, streams and copies (torch tensors, or cupy arrays where
+torch is not installed)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from purlin.coll.dialect import DTYPES
+from purlin.dtypes import numpy_dtype
 from purlin.plan import Plan
 
 try:
@@ -67,11 +69,7 @@ def device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, e
     if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
         if not a.is_cuda:
             raise TypeError(f"{where} is a CPU tensor; the cuda backend takes CUDA tensors")
-        want = _TORCH_DTYPES[plan.dtype]
-        if str(a.dtype).removeprefix("torch.") != want:
-            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {plan.dtype} (torch.{want})")
-        if not a.is_contiguous():
-            raise ValueError(f"{where} is not contiguous")
+        _check_tensor(a, where, plan)
         if a.device.index != device:
             raise ValueError(f"{where} is on cuda:{a.device.index}, rank {rank} runs on cuda:{device}")
         ptr, n = a.data_ptr(), a.numel()
@@ -85,9 +83,44 @@ def device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, e
         ptr, n = iface["data"][0], int(np.prod(iface["shape"]))
     else:
         raise TypeError(f"{where} is a {type(a).__name__}; the cuda backend takes CUDA tensors or arrays")
+    _check_elems(n, elems, where, rank)
+    return ptr, n
+
+
+def host_buffer(a, rank: int, what: str, plan: Plan, name: str, elems: int) -> tuple[int, int]:
+    """(address, elements) of rank `rank`'s `what` ("input" or "output"), a C-contiguous numpy
+    array or a contiguous CPU torch tensor of the plan's dtype holding at least `elems` elements."""
+    where = f"{name}: {what} of rank {rank}"
+    if isinstance(a, np.ndarray):
+        want = numpy_dtype(plan.dtype)
+        if a.dtype != want:
+            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {plan.dtype} ({want})")
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{where} is not C-contiguous")
+        _check_elems(a.size, elems, where, rank)
+        if what == "output" and not a.flags.writeable:
+            raise ValueError(f"{where} is read-only")
+        return a.ctypes.data, a.size
+    if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
+        if a.device.type != "cpu":
+            raise TypeError(f"{where} is on {a.device}; the cpu backend takes CPU tensors")
+        _check_tensor(a, where, plan)
+        _check_elems(a.numel(), elems, where, rank)
+        return a.data_ptr(), a.numel()
+    raise TypeError(f"{where} is a {type(a).__name__}, the cpu backend takes numpy arrays or CPU torch tensors")
+
+
+def _check_tensor(a, where: str, plan: Plan) -> None:
+    want = _TORCH_DTYPES[plan.dtype]
+    if str(a.dtype).removeprefix("torch.") != want:
+        raise TypeError(f"{where} has dtype {a.dtype}, the plan is {plan.dtype} (torch.{want})")
+    if not a.is_contiguous():
+        raise ValueError(f"{where} is not contiguous")
+
+
+def _check_elems(n: int, elems: int, where: str, rank: int) -> None:
     if n < elems:
         raise ValueError(f"{where} has {n} elements, the plan needs at least {elems} for rank {rank}")
-    return ptr, n
 
 
 def current_stream(device: int) -> int:

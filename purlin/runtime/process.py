@@ -1,35 +1,49 @@
-"""One rank per process (as under torchrun), on the CUDA backend:
+"""One rank per process (as under torchrun), on the CUDA or the CPU backend:
 
     dist.init_process_group("nccl", ...); torch.cuda.set_device(local_rank)
     comm = ProcessCommunicator(plan, name="all_reduce")   # collective over the group
     comm.run(input, output)                               # this rank's tensors, current stream
     comm.synchronize()
 
+    dist.init_process_group("gloo", ...)                  # gloo: the CPU backend
+    comm = ProcessCommunicator(plan, name="all_reduce")
+    comm.run(input, output)                               # numpy arrays or CPU tensors; blocks
+    comm.close()
+
 Each rank allocates its own symmetric memory; the constructor exchanges the
-CUDA IPC handles through `torch.distributed.all_gather_object`, so every
-rank of `group` must construct its communicator, from the same plan, at the
-same point. The ranks must share a node. `run` only launches (capturable in
-CUDA graphs); buffers follow the rules of `purlin.runtime.Communicator`.
+CUDA IPC handles (cuda) or POSIX shared memory names (cpu) through
+`torch.distributed.all_gather_object`, so every rank of `group` must
+construct its communicator, from the same plan, at the same point (on cpu a
+different plan on some rank is refused there, on every rank). The ranks must
+share a node. On cuda `run` only launches (capturable in CUDA graphs); on cpu
+it runs this rank's role threads and returns when the rank is done. Buffers
+follow the rules of `purlin.runtime.Communicator`.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 
 from purlin.plan import Plan, decode, validate
 from purlin.runtime.aliasing import Buffers
 from purlin.runtime.backend import (
+    BACKENDS,
     _runtime,
     available_backends,
     cuda_synchronize,
     current_stream,
     device_buffer,
+    host_buffer,
     kernel_spec,
 )
 
 
 class ProcessCommunicator:
-    """This process's rank of a plan; peers are the other processes of `group`."""
+    """This process's rank of a plan; peers are the other processes of `group`.
+
+    `backend` "cuda" or "cpu"; by default "cpu" when the group's backend is gloo, else "cuda"."""
 
     def __init__(
         self,
@@ -39,13 +53,12 @@ class ProcessCommunicator:
         device: int | None = None,
         timeout_s: float = 10.0,
         name: str = "collective",
+        backend: str | None = None,
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
         else:
             validate(plan)
-        if "cuda" not in available_backends():
-            raise RuntimeError("purlin was built without CUDA")
         import torch
         import torch.distributed as dist
 
@@ -54,59 +67,118 @@ class ProcessCommunicator:
                 f"{name}: torch.distributed is not initialised; call torch.distributed.init_process_group "
                 "first (the ranks exchange their memory handles through it)"
             )
+        if backend is None:
+            backend = "cpu" if dist.get_backend(group) == "gloo" else "cuda"
+        if backend not in BACKENDS:
+            raise ValueError(f"{name}: unknown backend {backend!r}, expected one of {', '.join(BACKENDS)}")
+        if backend not in available_backends():
+            raise RuntimeError(f"purlin was built without {backend.upper()}")
         size = dist.get_world_size(group)
         if size != plan.world:
             raise ValueError(f"{name}: the plan is for world {plan.world}, the process group has {size} ranks")
         self.plan = plan
         self.name = name
         self.group = group
+        self.backend = backend
         self.rank = dist.get_rank(group) if rank is None else rank
         self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
         self._overlaps = Buffers(plan, name)
+        if backend == "cpu":
+            self.device = None
+            self._connect_cpu(dist, size, timeout_s)
+            return
         self.device = torch.cuda.current_device() if device is None else device
         extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
         spec = kernel_spec(plan, name, [self.device], extents)
         self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name)
+        with torch.cuda.device(self.device):
+            gathered = self._gather(dist, size, self._impl.ipc_handle())
+        self._impl.connect([handle for _, handle in gathered])
+
+    def _gather(self, dist, size: int, *payload) -> list[tuple]:
+        """(rank, *payload) of every process of the group, in rank order."""
         # Gathered with their ranks, so a `rank` other than the group rank still connects in plan order.
         gathered: list = [None] * size
-        with torch.cuda.device(self.device):
-            dist.all_gather_object(gathered, (self.rank, self._impl.ipc_handle()), group=group)
-        ranks = sorted(r for r, _ in gathered)
+        dist.all_gather_object(gathered, (self.rank, *payload), group=self.group)
+        ranks = sorted(g[0] for g in gathered)
         if ranks != list(range(size)):
-            raise ValueError(f"{name}: the group's processes claim ranks {ranks}, expected each of 0..{size - 1} once")
-        self._impl.connect([handle for _, handle in sorted(gathered)])
+            raise ValueError(
+                f"{self.name}: the group's processes claim ranks {ranks}, expected each of 0..{size - 1} once")
+        return sorted(gathered, key=lambda g: g[0])
+
+    def _connect_cpu(self, dist, size: int, timeout_s: float) -> None:
+        words = self.plan.encode()
+        self._impl = _runtime.CpuProcessCommunicator(
+            _runtime.decode(words), self.rank, timeout_s, self.name,
+            [s.name for s in self.plan.signals], [b.name for b in self.plan.buffers])
+        digest = hashlib.sha256(words.tobytes()).hexdigest()
+        try:
+            gathered = self._gather(dist, size, self._impl.shm_name, digest)
+            # Every rank sees every digest, so all of them refuse together instead of some waiting forever.
+            others = [r for r, _, d in gathered if d != digest]
+            if others:
+                raise ValueError(
+                    f"{self.name}: rank {self.rank}'s plan differs from that of rank(s) {others} (their plan "
+                    "digests differ); every rank must construct the communicator from the same plan")
+            self._impl.connect([shm for _, shm, _ in gathered])
+            # Once every rank has mapped every region the names can go: no crash leaks them afterwards.
+            dist.barrier(group=self.group)
+            self._impl.unlink()
+        except BaseException:
+            self._impl.close()
+            raise
 
     @property
     def world(self) -> int:
         return self.plan.world
 
     def epoch(self) -> int:
-        """This rank's epoch at the next call (waits for the GPU)."""
+        """This rank's epoch at the next call (on cuda, waits for the GPU)."""
         return self._impl.epoch()
 
     def run(self, input, output, stream=None) -> None:
-        """One call of the collective on this rank: `input` and `output` are CUDA tensors of the
-        plan's dtype on this rank's device; `stream` a torch.cuda.Stream or cudaStream_t handle
-        (default: torch's current stream)."""
-        ins = device_buffer(input, self.rank, "input", self.plan, self.name, self.device, self._extents[0])
-        outs = device_buffer(output, self.rank, "output", self.plan, self.name, self.device, self._extents[1])
+        """One call of the collective on this rank. cuda: `input` and `output` are CUDA tensors of
+        the plan's dtype on this rank's device; `stream` a torch.cuda.Stream or cudaStream_t handle
+        (default: torch's current stream). cpu: C-contiguous numpy arrays or contiguous CPU
+        tensors of the plan's dtype, no stream; returns when this rank's part of the call is done
+        (raises CollectiveTimeout when a wait runs out)."""
+        if self._impl is None:
+            raise RuntimeError(f"{self.name}: the communicator is closed")
+        if self.backend == "cpu":
+            if stream is not None:
+                raise ValueError(f"{self.name}: the cpu backend runs on no stream, got stream={stream!r}")
+            ins = host_buffer(input, self.rank, "input", self.plan, self.name, self._extents[0])
+            outs = host_buffer(output, self.rank, "output", self.plan, self.name, self._extents[1])
+        else:
+            ins = device_buffer(input, self.rank, "input", self.plan, self.name, self.device, self._extents[0])
+            outs = device_buffer(output, self.rank, "output", self.plan, self.name, self.device, self._extents[1])
         eb = self.plan.elem_bytes
         # Only this rank's buffers are here: its own overlap is what can be checked.
         buffers = [(0, 0, 0, 0)] * self.plan.world
         buffers[self.rank] = (ins[0], self._extents[0] * eb, outs[0], self._extents[1] * eb)
         self._overlaps.check(buffers)
+        if self.backend == "cpu":
+            self._impl.run(ins[0], outs[0])
+            return
         if stream is None:
             stream = current_stream(self.device)
         self._impl.run(ins[0], outs[0], int(getattr(stream, "cuda_stream", stream)))
 
     def synchronize(self) -> None:
-        """Wait for this rank's GPU; raises CollectiveTimeout for a timed-out call."""
-        cuda_synchronize(self._impl)
+        """Wait for this rank's GPU; raises CollectiveTimeout for a timed-out call (on cpu, calls
+        are done when `run` returns)."""
+        if self.backend == "cuda":
+            cuda_synchronize(self._impl)
 
     def close(self) -> None:
-        """Release the memory once every rank is done with it: waits for this GPU (raising a
-        timeout as `synchronize` does), then for the group. Dropping a communicator without
-        `close` is safe only when the peers no longer run its plan."""
+        """Release the memory. cuda: once every rank is done with it: waits for this GPU (raising a
+        timeout as `synchronize` does), then for the group; dropping a communicator without
+        `close` is safe only when the peers no longer run its plan. cpu: at once, with no barrier:
+        peers keep their own mappings of this rank's memory."""
+        if self.backend == "cpu":
+            self._impl.close()
+            self._impl = None
+            return
         import torch
         import torch.distributed as dist
 

@@ -86,6 +86,7 @@ def fake_torch(world: int, rank: int, initialised: bool = True, claimed=None):
         is_available=lambda: True, is_initialized=lambda: initialised,
         get_world_size=lambda group=None: world, get_rank=lambda group=None: rank,
         all_gather_object=all_gather_object, barrier=lambda group=None: None,
+        get_backend=lambda group=None: "nccl",
     )
     cuda = types.SimpleNamespace(
         current_device=lambda: 1, device=lambda d: nullcontext(),

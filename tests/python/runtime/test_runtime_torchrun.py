@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 
 # The single-process tests' skips (no torch, no CUDA build, fewer than two
 # GPUs), marks, cases and lowerings; spawned workers import this module by
@@ -19,6 +18,7 @@ from test_runtime_cuda import GPUS, REGIMES, WORLD, lowered, lowered_kernel, mak
 
 import pytest
 import torch
+from process_group import run_group
 
 from purlin import runtime
 from purlin.coll.builder import COLLECTIVES
@@ -35,33 +35,16 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS < WORLD, reason=f"needs t
 
 def spawn(job, *args) -> None:
     """Runs job(rank, *args) in WORLD processes of one nccl process group."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     saved = {k: os.environ.get(k) for k in NO_MULTICAST}
     os.environ.update(NO_MULTICAST)
     try:
-        torch.multiprocessing.spawn(_worker, args=(port, job, args), nprocs=WORLD, join=True)
+        run_group(WORLD, "nccl", job, args)
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-def _worker(rank: int, port: int, job, args) -> None:
-    import datetime
-
-    import torch.distributed as dist
-
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
-                            timeout=datetime.timedelta(seconds=120))
-    try:
-        job(rank, *args)
-    finally:
-        dist.destroy_process_group()
 
 
 def torch_result(case, inp):

@@ -1,0 +1,150 @@
+#include "cpu/process.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+namespace purlin::cpu {
+
+namespace {
+
+std::string os_error(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Unique across processes (pid), communicators of a process (counter) and
+// pid reuse after a crash left a name behind (random).
+std::string unique_name(int64_t rank) {
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t salt = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  char tail[32];
+  std::snprintf(tail, sizeof(tail), "%016llx", static_cast<unsigned long long>(salt));
+  return "/purlin-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1)) + "-r" +
+         std::to_string(rank) + "-" + tail;
+}
+
+}  // namespace
+
+ProcessCommunicator::ProcessCommunicator(Plan plan, int64_t rank, Options options)
+    : Executor(std::move(plan), std::move(options)), rank_(rank), maps_(plan_.world) {
+  if (rank < 0 || rank >= plan_.world)
+    throw std::out_of_range(options_.name + ": rank " + std::to_string(rank) + " is outside world " +
+                            std::to_string(plan_.world));
+  const size_t bytes = region_bytes();
+  shm_name_ = unique_name(rank);
+  const int fd = ::shm_open(shm_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) throw std::runtime_error(os_error(options_.name + ": cannot create shared memory " + shm_name_));
+  linked_ = true;
+  const std::string what = std::to_string(bytes) + " bytes of shared memory " + shm_name_;
+  void* addr = MAP_FAILED;
+  std::string error;
+  // Allocated now, not on first touch: a full /dev/shm is this error, not a SIGBUS mid-call.
+  if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes))) {
+    errno = e;
+    error = os_error(options_.name + ": cannot allocate " + what + " (is /dev/shm large enough?)");
+  } else if ((addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+    error = os_error(options_.name + ": cannot map " + what);
+  ::close(fd);
+  if (!error.empty()) {
+    unlink();
+    throw std::runtime_error(error);
+  }
+  // The new bytes are zero; the atomics are created in them here, before any peer maps them.
+  maps_[rank] = {addr, bytes};
+  memory_[rank] = region(static_cast<unsigned char*>(addr), rank, true);
+}
+
+ProcessCommunicator::~ProcessCommunicator() { close(); }
+
+void ProcessCommunicator::connect(const std::vector<std::string>& names) {
+  if (!maps_[rank_].addr) throw std::runtime_error(options_.name + ": the communicator is closed");
+  if (connected_) throw std::runtime_error(options_.name + ": rank " + std::to_string(rank_) + " is already connected");
+  if (static_cast<int64_t>(names.size()) != plan_.world)
+    throw std::invalid_argument(options_.name + ": the plan is for world " + std::to_string(plan_.world) + ", got " +
+                                std::to_string(names.size()) + " shared memory names");
+  if (names[rank_] != shm_name_)
+    throw std::invalid_argument(options_.name + ": names[" + std::to_string(rank_) + "] is " + names[rank_] +
+                                ", this rank's region is " + shm_name_);
+  const size_t bytes = region_bytes();
+  for (int64_t r = 0; r < plan_.world; ++r) {
+    if (r == rank_) continue;
+    const std::string peer = options_.name + ": rank " + std::to_string(r) + "'s shared memory " + names[r];
+    const int fd = ::shm_open(names[r].c_str(), O_RDWR, 0);
+    if (fd < 0) throw std::runtime_error(os_error("cannot open " + peer));
+    struct stat st {};
+    std::string error;
+    if (::fstat(fd, &st) != 0) {
+      error = os_error("cannot stat " + peer);
+    } else if (static_cast<size_t>(st.st_size) != bytes) {
+      error = peer + " has " + std::to_string(st.st_size) + " bytes, this plan's region has " +
+              std::to_string(bytes) + " (do all ranks run the same plan?)";
+    } else {
+      void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (addr == MAP_FAILED) error = os_error("cannot map " + peer);
+      else maps_[r] = {addr, bytes};
+    }
+    ::close(fd);
+    if (!error.empty()) throw std::runtime_error(error);
+    const RankMemory m = region(static_cast<unsigned char*>(maps_[r].addr), r, false);
+    const RegionHeader& h = *m.header;
+    if (h.magic != RegionHeader::kMagic || h.world != uint64_t(plan_.world) || h.rank != uint64_t(r) ||
+        h.bytes != bytes)
+      throw std::runtime_error(peer + " is not a purlin region of rank " + std::to_string(r) + " in world " +
+                               std::to_string(plan_.world) + " (it holds world " + std::to_string(h.world) +
+                               ", rank " + std::to_string(h.rank) + ")");
+    memory_[r] = m;
+  }
+  connected_ = true;
+}
+
+void ProcessCommunicator::unlink() {
+  if (linked_) ::shm_unlink(shm_name_.c_str());
+  linked_ = false;
+}
+
+void ProcessCommunicator::flag_failure(bool timed_out) {
+  const uint64_t flag = 2 * uint64_t(rank_ + 1) + (timed_out ? 1 : 0);
+  for (int64_t r = 0; r < plan_.world; ++r) {
+    uint64_t none = 0;
+    if (r != rank_ && memory_[r].header)
+      memory_[r].header->failed.compare_exchange_strong(none, flag, std::memory_order_release);
+  }
+}
+
+void ProcessCommunicator::run(const void* input, void* output) {
+  if (!maps_[rank_].addr) throw std::runtime_error(options_.name + ": the communicator is closed");
+  if (!connected_)
+    throw std::runtime_error(options_.name + ": rank " + std::to_string(rank_) +
+                             " is not connected to its peers (connect first)");
+  std::vector<const void*> inputs(plan_.world, nullptr);
+  std::vector<void*> outputs(plan_.world, nullptr);
+  inputs[rank_] = input;
+  outputs[rank_] = output;
+  try {
+    run_ranks({rank_}, inputs, outputs, &memory_[rank_].header->failed);
+  } catch (const CollectiveTimeout&) {
+    flag_failure(true);
+    throw;
+  } catch (const std::exception&) {
+    flag_failure(false);
+    throw;
+  }
+}
+
+void ProcessCommunicator::close() {
+  unlink();
+  for (Mapping& m : maps_) {
+    if (m.addr) ::munmap(m.addr, m.bytes);
+    m = {};
+  }
+  for (RankMemory& m : memory_) m = {};
+  connected_ = false;
+}
+
+}  // namespace purlin::cpu

@@ -1,0 +1,56 @@
+// One rank of a plan per process: this rank's role threads over its own
+// region of POSIX shared memory and its peers' regions, mapped by name.
+//
+//   ProcessCommunicator c(plan, rank, options);  // creates this rank's region
+//   ... exchange c.shm_name() with the peers ...
+//   c.connect(names);                            // maps every rank's region
+//   ... once every rank has connected: c.unlink() ...
+//   c.run(input, output);                        // blocks until this rank is done
+//
+// Epochs, halves and timeouts are those of the threaded Communicator. A rank
+// whose call fails flags it in every peer's region, so peers waiting on it
+// stop at once instead of timing out.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cpu/communicator.h"
+
+namespace purlin::cpu {
+
+class ProcessCommunicator : public Executor {
+ public:
+  ProcessCommunicator(Plan plan, int64_t rank, Options options);
+  ~ProcessCommunicator();
+  ProcessCommunicator(const ProcessCommunicator&) = delete;
+  ProcessCommunicator& operator=(const ProcessCommunicator&) = delete;
+
+  // The shared memory name of this rank's region, unique per communicator.
+  const std::string& shm_name() const { return shm_name_; }
+  // Maps names[r], rank r's region, for every peer; names[rank] is this one's.
+  void connect(const std::vector<std::string>& names);
+  // Removes this region's name: mappings outlive it, and no crash leaks it afterwards.
+  void unlink();
+  // One call of this rank: `input` / `output` hold at least input_bytes(rank) /
+  // output_bytes(rank) bytes. Throws CollectiveTimeout as Communicator::run does.
+  void run(const void* input, void* output);
+  // Unmaps every region (and unlinks this one); run refuses afterwards.
+  void close();
+
+  int64_t rank() const { return rank_; }
+
+ private:
+  struct Mapping {
+    void* addr = nullptr;
+    size_t bytes = 0;
+  };
+  void flag_failure(bool timed_out);
+
+  int64_t rank_;
+  std::string shm_name_;
+  bool linked_ = false, connected_ = false;
+  std::vector<Mapping> maps_;  // by rank
+};
+
+}  // namespace purlin::cpu
