@@ -33,10 +33,11 @@ struct Options {
 // The writer stores the data, then the flag with release; a reader acquires
 // the flag before it reads the data. That pair orders the two 8-byte halves
 // without a 16-byte atomic (not lock-free everywhere on x86-64/aarch64).
-struct alignas(16) Packet {
+struct alignas(kPacketBytes) Packet {
   std::atomic<uint64_t> data{0};
   std::atomic<uint64_t> flag{0};
 };
+static_assert(sizeof(Packet) == kPacketBytes && sizeof(uint64_t) == kPacketDataBytes);
 
 // Symmetric memory of one rank: staging buffers and packet windows of
 // 2 halves x slots x elems elements, and signal arrays of `world` slots.
