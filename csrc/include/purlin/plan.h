@@ -1,4 +1,4 @@
-// The binary plan (format version 1), as written by purlin/plan `Plan.encode`
+// The binary plan (format version 1), as written by purlin.plan's `Plan.encode`
 // and checked there by `decode`/`validate`. The runtime re-checks what it
 // relies on so a corrupt plan is an error, never an out-of-bounds access.
 // tests/python/plan/test_plan_abi.py holds these values equal to purlin.plan's.
