@@ -19,7 +19,107 @@ void check(bool ok, const std::string& msg) {
   if (!ok) throw PlanError(msg);
 }
 
+std::string where(int64_t rank, int64_t role, int64_t n, const Instr& in) {
+  return "rank " + std::to_string(rank) + " role " + std::to_string(role) + " instruction " + std::to_string(n) +
+         " (" + op_name(in.op) + ")";
+}
+
+// One instruction of `rank`'s program: std::invalid_argument names it.
+class InstrCheck {
+ public:
+  InstrCheck(const Plan& p, int64_t rank, int64_t role, int64_t n, const Instr& in)
+      : p_(p), rank_(rank), role_(role), n_(n), in_(in) {}
+
+  void run() const {
+    if (in_.op == Op::Wait || in_.op == Op::Signal) check_flag();
+    if (in_.op == Op::Copy || in_.op == Op::Reduce) {
+      if (in_.dst < 0) fail("has no destination");
+      check_ref(in_.dst, "destination", true);
+    }
+    if ((in_.op == Op::Copy || in_.op == Op::Put) && in_.src_count != 1)
+      fail("takes one source, got " + std::to_string(in_.src_count));
+    if (in_.op == Op::Reduce) check_reduction();
+    for (int64_t k = 0; k < in_.src_count; ++k) check_ref(in_.src_first + k, "source", false);
+    const int64_t per_packet = kPacketDataBytes / p_.elem_bytes();
+    if ((in_.op == Op::Put || in_.op == Op::WaitPackets) && in_.offset % per_packet)
+      fail("window offset " + std::to_string(in_.offset) + " does not start a packet (" + std::to_string(per_packet) +
+           " elements)");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw std::invalid_argument("plan " + where(rank_, role_, n_, in_) + ": " + msg);
+  }
+
+  // A wait's or signal's flag: its base, offset and memory order.
+  void check_flag() const {
+    if (in_.base != Base::Epoch && in_.base != Base::Prev)
+      fail("flag base " + std::to_string(static_cast<int64_t>(in_.base)) + " is neither epoch (0) nor prev (1)");
+    if (in_.rel < 0) fail("flag offset " + std::to_string(in_.rel) + " is negative");
+    const Order bad = in_.op == Op::Wait ? Order::Release : Order::Acquire;
+    if ((in_.order != Order::Relaxed && in_.order != Order::Acquire && in_.order != Order::Release) ||
+        in_.order == bad)
+      fail("memory order " + std::to_string(static_cast<int64_t>(in_.order)) + " is not valid here (" +
+           (in_.op == Op::Wait ? "relaxed or acquire" : "relaxed or release") + " expected)");
+  }
+
+  void check_reduction() const {
+    if (in_.src_count < 1) fail("a reduce needs at least one source");
+    if (in_.redop < RedOp::Sum || in_.redop > RedOp::Xor)
+      fail("reduction " + std::to_string(static_cast<int64_t>(in_.redop)) +
+           " is not sum, max, min, prod, and, or or xor");
+    if (in_.redop >= RedOp::And && !integer_dtype(p_.dtype)) fail("bitwise reduction of a floating-point dtype");
+  }
+
+  // User buffers are mapped for their own rank only; symmetric ones must be of the kind the space names.
+  void check_ref(int64_t index, const char* what, bool writes) const {
+    const Ref& r = p_.refs[index];
+    if (r.space == Space::Input || r.space == Space::Output) {
+      if (r.rank != rank_)
+        fail(std::string(what) + " names rank " + std::to_string(r.rank) + "'s " +
+             (r.space == Space::Input ? "input" : "output") + ", only rank " + std::to_string(rank_) +
+             "'s is mapped");
+      if (writes && r.space == Space::Input) fail(std::string(what) + " writes the input buffer");
+      return;
+    }
+    const BufKind want = r.space == Space::Staging ? BufKind::Staging : BufKind::Packets;
+    if (p_.buffers[r.buf].kind != want)
+      fail(std::string(what) + " uses buffer " + std::to_string(r.buf) + " as " +
+           (want == BufKind::Staging ? "staging, it is a packet window" : "a packet window, it is staging"));
+  }
+
+  const Plan& p_;
+  const int64_t rank_, role_, n_;
+  const Instr& in_;
+};
+
 }  // namespace
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Wait: return "wait";
+    case Op::Signal: return "signal";
+    case Op::Copy: return "copy";
+    case Op::Reduce: return "reduce";
+    case Op::Put: return "put";
+    case Op::WaitPackets: return "wait_packets";
+  }
+  return "?";
+}
+
+const char* role_name(RoleKind kind) {
+  const auto k = static_cast<int64_t>(kind);
+  return k >= 0 && k <= static_cast<int64_t>(RoleKind::Fused) ? kRoleKindNames[k] : "role";
+}
+
+void check_programs(const Plan& p) {
+  for (int64_t rank = 0; rank < p.world; ++rank)
+    for (int64_t role = 0; role < static_cast<int64_t>(p.roles.size()); ++role) {
+      int64_t count;
+      const Instr* body = p.program(rank, role, &count);
+      for (int64_t n = 0; n < count; ++n) InstrCheck(p, rank, role, n, body[n]).run();
+    }
+}
 
 Plan decode_plan(const int64_t* words, int64_t n) {
   check(n >= kHeaderWords, "plan is shorter than its header");
@@ -38,11 +138,11 @@ Plan decode_plan(const int64_t* words, int64_t n) {
   check(p.world >= 1 && p.world <= 1024, "world out of range");
   check(n_roles >= 1 && n_roles <= 64 && n_buffers >= 0 && n_buffers <= 64 && n_signals >= 0 && n_signals <= 64,
         "role, buffer or signal count out of range");
-  check(p.threads >= 32 && p.threads <= 1024 && p.threads % 32 == 0, "threads per block out of range");
+  check(valid_threads(p.threads), "threads per block out of range");
   check(p.advance >= 1 && p.advance % 2 == 1, "epoch advance must be odd");
   Reader r{words, n, kHeaderWords};
   for (int64_t i = 0; i < n_roles; ++i) {
-    Role role{r.take("roles"), r.take("roles")};
+    Role role{static_cast<RoleKind>(r.take("roles")), r.take("roles")};
     check(role.blocks >= 1, "a role needs a block");
     p.roles.push_back(role);
   }
@@ -68,7 +168,7 @@ Plan decode_plan(const int64_t* words, int64_t n) {
   for (int64_t i = 0; i < n_instrs; ++i) {
     const int64_t* f = words + r.at + i * kInstrWords;
     Instr in{static_cast<Op>(f[0]), static_cast<Mech>(f[1]), f[2], f[3], f[4], f[5], static_cast<Base>(f[6]),
-             f[7], static_cast<Order>(f[8]), f[9], static_cast<RedOp>(f[10]), f[11], f[12], f[13], f[14], f[15]};
+             f[7], static_cast<Order>(f[8]), static_cast<Scope>(f[9]), static_cast<RedOp>(f[10]), f[11], f[12], f[13], f[14], f[15]};
     check(f[0] >= 1 && f[0] <= 6, "unknown opcode");
     check(in.elems >= 0, "negative element count");
     check(in.dst >= -1 && in.dst < n_refs, "destination ref outside the table");

@@ -15,85 +15,7 @@ namespace purlin::cpu {
 
 namespace {
 
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::Wait: return "wait";
-    case Op::Signal: return "signal";
-    case Op::Copy: return "copy";
-    case Op::Reduce: return "reduce";
-    case Op::Put: return "put";
-    case Op::WaitPackets: return "wait_packets";
-  }
-  return "?";
-}
-
-const char* role_name(int64_t kind) {
-  static const char* names[] = {"producer", "consumer", "reducer", "local", "fused"};
-  return kind >= 0 && kind < int64_t(sizeof(names) / sizeof(names[0])) ? names[kind] : "role";
-}
-
 int64_t packets_for(int64_t elems, int64_t per_packet) { return (elems + per_packet - 1) / per_packet; }
-
-std::string where(int64_t rank, int64_t role, int64_t n, const Instr& in) {
-  return "rank " + std::to_string(rank) + " role " + std::to_string(role) + " instruction " + std::to_string(n) +
-         " (" + op_name(in.op) + ")";
-}
-
-// What decode_plan leaves to the executor: the fields each op reads, and
-// references that name the executing rank's user buffers and a buffer of
-// the right kind. Everything is refused before any thread starts.
-void check_program(const Plan& p, int64_t rank, int64_t role, int64_t per_packet) {
-  int64_t count;
-  const Instr* body = p.program(rank, role, &count);
-  for (int64_t n = 0; n < count; ++n) {
-    const Instr& in = body[n];
-    auto fail = [&](const std::string& msg) {
-      throw std::invalid_argument("plan " + where(rank, role, n, in) + ": " + msg);
-    };
-    auto check_ref = [&](int64_t index, const char* what, bool writes) {
-      const Ref& r = p.refs[index];
-      if (r.space == Space::Input || r.space == Space::Output) {
-        if (r.rank != rank)
-          fail(std::string(what) + " names rank " + std::to_string(r.rank) + "'s " +
-               (r.space == Space::Input ? "input" : "output") + ", only rank " + std::to_string(rank) +
-               "'s is mapped");
-        if (writes && r.space == Space::Input) fail(std::string(what) + " writes the input buffer");
-        return;
-      }
-      const BufKind want = r.space == Space::Staging ? BufKind::Staging : BufKind::Packets;
-      if (p.buffers[r.buf].kind != want)
-        fail(std::string(what) + " uses buffer " + std::to_string(r.buf) + " as " +
-             (want == BufKind::Staging ? "staging, it is a packet window" : "a packet window, it is staging"));
-    };
-    const bool signal_op = in.op == Op::Wait || in.op == Op::Signal;
-    if (signal_op) {
-      if (in.base != Base::Epoch && in.base != Base::Prev)
-        fail("flag base " + std::to_string(static_cast<int64_t>(in.base)) + " is neither epoch (0) nor prev (1)");
-      if (in.rel < 0) fail("flag offset " + std::to_string(in.rel) + " is negative");
-      const Order bad = in.op == Op::Wait ? Order::Release : Order::Acquire;
-      if ((in.order != Order::Relaxed && in.order != Order::Acquire && in.order != Order::Release) || in.order == bad)
-        fail("memory order " + std::to_string(static_cast<int64_t>(in.order)) + " is not valid here (" +
-             (in.op == Op::Wait ? "relaxed or acquire" : "relaxed or release") + " expected)");
-    }
-    if (in.op == Op::Copy || in.op == Op::Reduce) {
-      if (in.dst < 0) fail("has no destination");
-      check_ref(in.dst, "destination", true);
-    }
-    if ((in.op == Op::Copy || in.op == Op::Put) && in.src_count != 1)
-      fail("takes one source, got " + std::to_string(in.src_count));
-    if (in.op == Op::Reduce) {
-      if (in.src_count < 1) fail("a reduce needs at least one source");
-      if (in.redop < RedOp::Sum || in.redop > RedOp::Xor)
-        fail("reduction " + std::to_string(static_cast<int64_t>(in.redop)) + " is not sum, max, min, prod, and, or or xor");
-      const bool integer = !reduces_via_f32(p.dtype) && p.dtype != DType::F64;
-      if (in.redop >= RedOp::And && !integer) fail("bitwise reduction of a floating-point dtype");
-    }
-    for (int64_t k = 0; k < in.src_count; ++k) check_ref(in.src_first + k, "source", false);
-    if ((in.op == Op::Put || in.op == Op::WaitPackets) && in.offset % per_packet)
-      fail("window offset " + std::to_string(in.offset) + " does not start a packet (" + std::to_string(per_packet) +
-           " elements)");
-  }
-}
 
 // State shared by the threads of one call: the first failure stops them all.
 struct CallState {
@@ -352,12 +274,10 @@ class RoleThread {
 };
 
 Executor::Executor(Plan plan, Options options)
-    : plan_(std::move(plan)), options_(std::move(options)), packet_elems_(8 / plan_.elem_bytes()) {
+    : plan_(std::move(plan)), options_(std::move(options)), packet_elems_(kPacketDataBytes / plan_.elem_bytes()) {
   if (!(options_.timeout_s > 0))
     throw std::invalid_argument("timeout must be positive, got " + std::to_string(options_.timeout_s) + " s");
-  for (int64_t rank = 0; rank < plan_.world; ++rank)
-    for (int64_t role = 0; role < static_cast<int64_t>(plan_.roles.size()); ++role)
-      check_program(plan_, rank, role, packet_elems_);
+  check_programs(plan_);
   memory_.resize(plan_.world);
   epoch_.assign(plan_.world, 0);
   prev_.assign(plan_.world, 0);

@@ -35,10 +35,11 @@ struct Options {
 // The writer stores the data, then the flag with release; a reader acquires
 // the flag before it reads the data. That pair orders the two 8-byte halves
 // without a 16-byte atomic (not lock-free everywhere on x86-64/aarch64).
-struct alignas(16) Packet {
+struct alignas(kPacketBytes) Packet {
   std::atomic<uint64_t> data{0};
   std::atomic<uint64_t> flag{0};
 };
+static_assert(sizeof(Packet) == kPacketBytes && sizeof(uint64_t) == kPacketDataBytes);
 
 // The first bytes of a rank's region: what a peer checks when it maps it,
 // and where peers flag a failed call so this rank stops waiting for them.

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "purlin/plan.h"
+
 namespace purlin::cuda {
 
 namespace {
@@ -53,9 +55,9 @@ Executor::Executor(KernelSpec spec, double timeout_s, std::string name)
   auto fail = [&](const std::string& msg) { throw std::invalid_argument(name_ + ": " + msg); };
   if (!(timeout_s > 0)) fail("the timeout must be positive");
   const KernelSpec& s = spec_;
-  if (s.arch != 80 && s.arch != 90 && s.arch != 100) fail("unknown arch sm_" + std::to_string(s.arch));
+  if (!known_arch(s.arch)) fail("unknown arch sm_" + std::to_string(s.arch));
   if (s.world < 1) fail("world must be at least 1, got " + std::to_string(s.world));
-  if (s.threads < 32 || s.threads > 1024 || s.threads % 32)
+  if (!valid_threads(s.threads))
     fail("threads per block must be a multiple of 32 in [32, 1024], got " + std::to_string(s.threads));
   if (s.grid < 1) fail("the kernel needs at least one block");
   if (s.smem < 0 || s.sites < 0 || s.counter_stride < 1 || s.symmetric_bytes < 0)

@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from purlin.coll.dialect import DTYPE_BYTES, ReduceKind, dtype_name
 from purlin.snac import dialect as snac
+from purlin.snac.protocol import PACKET_BYTES
 
 
 class Target(StrEnum):
@@ -179,8 +180,8 @@ class _Datapath:
         assert dtype is not None
         elem = DTYPE_BYTES[dtype]
         if mech == Mechanism.PACKET:
-            if width != 16:
-                raise _err(self, f"packets are 16-byte stores, got width {width}")
+            if width != PACKET_BYTES:
+                raise _err(self, f"packets are {PACKET_BYTES}-byte stores, got width {width}")
         elif width not in (4, 8, 16, 32) or width > MAX_WIDTH[target] or width % elem:
             raise _err(
                 self,

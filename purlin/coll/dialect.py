@@ -83,7 +83,7 @@ class DType:
 
 
 # The dtypes in plan-format code order (a dtype's code is its index here;
-# purlin/plan.py and abi.h's DType follow this table, test_cuda_abi checks it).
+# purlin.plan and abi.h's DType follow this table, test_cuda_abi checks it).
 DTYPES: tuple[DType, ...] = (
     DType("bf16", BFloat16Type, 2, "float", "bfloat16"),
     DType("f16", Float16Type, 2, "float", "float16"),

@@ -18,9 +18,8 @@ from purlin.coll.dialect import element_bytes
 from purlin.cuda import abi
 from purlin.snac import dialect as snac
 from purlin.snac.machine import PhaseState
-from purlin.snac.protocol import PACKET_DATA_BYTES
+from purlin.snac.protocol import PACKET_BYTES, PACKET_DATA_BYTES
 
-PACKET_BYTES = 16
 ALIGN = 256
 
 

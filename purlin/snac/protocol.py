@@ -120,7 +120,10 @@ class PhasePlan:
         )
 
 
+# A window packet: 8 data bytes and the 8-byte flag that publishes them, one
+# 16-byte store (abi.h's kPacketDataBytes and kPacketBytes).
 PACKET_DATA_BYTES = 8
+PACKET_BYTES = 16
 
 
 def packet_elems(itemsize: int) -> int:

@@ -1,8 +1,10 @@
-// The binary plan (format version 1), as written by purlin/plan.py `Plan.encode`
+// The binary plan (format version 1), as written by purlin.plan's `Plan.encode`
 // and checked there by `decode`/`validate`. The runtime re-checks what it
 // relies on so a corrupt plan is an error, never an out-of-bounds access.
+// tests/python/plan/test_plan_abi.py holds these values equal to purlin.plan's.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,28 @@ enum class Space : int64_t { Input = 0, Output = 1, Staging = 2, Window = 3 };
 enum class Base : int64_t { Epoch = 0, Prev = 1 };
 enum class Order : int64_t { Relaxed = 0, Acquire = 1, Release = 2 };
 enum class BufKind : int64_t { Staging = 0, Packets = 1 };
+enum class RoleKind : int64_t { Producer = 0, Consumer = 1, Reducer = 2, Local = 3, Fused = 4 };
+enum class Scope : int64_t { Gpu = 0, System = 1 };
+
+// By RoleKind, for messages.
+constexpr const char* kRoleKindNames[] = {"producer", "consumer", "reducer", "local", "fused"};
+static_assert(sizeof(kRoleKindNames) / sizeof(kRoleKindNames[0]) ==
+              static_cast<std::size_t>(RoleKind::Fused) + 1);
+
+// The sm generations a plan or kernel may target.
+constexpr int64_t kArchs[] = {80, 90, 100};
+
+constexpr bool known_arch(int64_t arch) {
+  for (int64_t a : kArchs)
+    if (a == arch) return true;
+  return false;
+}
+
+// Threads per block of every launch: whole warps, at most 1024.
+constexpr bool valid_threads(int64_t threads) { return threads >= 32 && threads <= 1024 && threads % 32 == 0; }
+
+// The dtypes that reduce exactly in their own width and admit and/or/xor.
+constexpr bool integer_dtype(DType d) { return d >= DType::I8 && d <= DType::UI64; }
 
 struct Ref {
   Space space;
@@ -38,7 +62,7 @@ struct Instr {
   Base base;
   int64_t rel;
   Order order;
-  int64_t scope;
+  Scope scope;
   RedOp redop;
   int64_t buf, offset;
   int64_t dst;        // index into Plan::refs, -1 for none
@@ -47,7 +71,8 @@ struct Instr {
 };
 
 struct Role {
-  int64_t kind, blocks;
+  RoleKind kind;
+  int64_t blocks;
 };
 
 struct Buffer {
@@ -84,5 +109,13 @@ class PlanError : public std::runtime_error {
 
 // Decode and bounds-check a binary plan of `n` int64 words.
 Plan decode_plan(const int64_t* words, int64_t n);
+
+// What decode_plan leaves to the executors: the fields each op reads, refs
+// to the executing rank's user buffers and to buffers of the right kind.
+// std::invalid_argument names the first bad instruction.
+void check_programs(const Plan& p);
+
+const char* op_name(Op op);
+const char* role_name(RoleKind kind);
 
 }  // namespace purlin

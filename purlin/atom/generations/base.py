@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from purlin.atom.dialect import MULTIMEM_REDUCE, Mechanism, Target
 from purlin.coll.dialect import ReduceKind
+from purlin.snac.protocol import PACKET_BYTES
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Generation:
         return Datapath(Mechanism.VECTOR, self.width)
 
     def put(self) -> Datapath:
-        return Datapath(Mechanism.PACKET, 16)
+        return Datapath(Mechanism.PACKET, PACKET_BYTES)
 
     def smem_bytes(self, world: int) -> int:
         return 0

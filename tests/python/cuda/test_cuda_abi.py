@@ -5,6 +5,7 @@ these tests read the header and hold the two equal."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from purlin import plan as P
 from purlin.cuda import abi
@@ -45,11 +46,25 @@ def test_plan_enums_agree_with_the_kernel_abi():
 
 
 def test_packet_geometry_agrees_with_the_protocol():
-    from purlin.cuda.tables import PACKET_BYTES
-    from purlin.snac.protocol import PACKET_DATA_BYTES
+    from purlin.snac.protocol import PACKET_BYTES, PACKET_DATA_BYTES
 
     found = re.findall(r"constexpr int (kPacket\w*) = (\d+);", HEADER)
     assert dict(found) == {"kPacketBytes": str(PACKET_BYTES), "kPacketDataBytes": str(PACKET_DATA_BYTES)}
+
+
+def test_packet_geometry_is_defined_once():
+    from purlin import snac
+    from purlin.snac import protocol
+
+    root = Path(abi.__file__).resolve().parents[2]
+    headers = [*(root / "csrc").rglob("*.h"), *(root / "csrc").rglob("*.cpp"),
+               *(root / "purlin" / "cuda" / "include").rglob("*.[ch]*")]
+    for path in headers:
+        if path.resolve() != abi.ABI_HEADER.resolve():
+            assert not re.search(r"constexpr \w+ kPacket", path.read_text()), f"{path} defines packet constants"
+    for path in Path(snac.__file__).resolve().parents[1].rglob("*.py"):
+        if path != Path(protocol.__file__).resolve():
+            assert not re.search(r"^PACKET_\w*BYTES = ", path.read_text(), re.M), f"{path} defines packet sizes"
 
 
 def test_dtype_sizes_agree_with_the_kernel_abi():

@@ -2,7 +2,7 @@
 // enums of the plan format, the kernel's parameter, the per-rank tables and
 // the state kept on the device across calls. Plain types only, so NVRTC
 // (no host standard library) and the host compiler read the same layout;
-// tests/python/test_cuda_abi.py checks it against purlin/cuda/abi.py.
+// tests/python/cuda/test_cuda_abi.py checks it against purlin/cuda/abi.py.
 #pragma once
 
 namespace purlin {
@@ -23,6 +23,7 @@ constexpr int kDTypeBytes[] = {2, 2, 4, 1, 1, 1, 1, 4, 4, 8, 8, 8};
 constexpr int kDTypeCount = 12;
 enum class Mech : i64 { None = 0, Vector = 1, CpAsync = 2, Bulk = 3, Multimem = 4, CopyEngine = 5, Packet = 6 };
 
+// A window packet: 8 data bytes and the 8-byte flag that publishes them.
 constexpr int kPacketBytes = 16;
 constexpr int kPacketDataBytes = 8;
 

@@ -1,0 +1,154 @@
+"""The plan's vocabulary: the format constants, the enums, the dtype and arch
+tables, and the records a plan is made of (references, instructions, the
+kernel's roles, buffers and signal arrays). csrc/include/purlin/plan.h and
+purlin/cuda/include/purlin/abi.h define the same values for the runtimes
+(tests/python/plan/test_plan_abi.py holds them equal)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from purlin.coll.dialect import DTYPES as COLL_DTYPES
+
+FORMAT = "purlin-plan"
+VERSION = 1
+MAGIC = 0x4E4C5250  # "PRLN"
+INSTR_WORDS = 16
+REF_WORDS = 5
+HEADER_WORDS = 16
+
+
+class PlanError(Exception):
+    """A plan that is malformed, corrupt, or of another version."""
+
+
+class Op(IntEnum):
+    WAIT = 1
+    SIGNAL = 2
+    COPY = 3
+    REDUCE = 4
+    PUT = 5
+    WAIT_PACKETS = 6
+
+
+class Mech(IntEnum):
+    NONE = 0  # signal ops
+    VECTOR = 1  # 16-byte vector loads/stores through registers
+    CP_ASYNC = 2  # sm_80+: cp.async global->shared pipeline
+    BULK = 3  # sm_90+: bulk (TMA) copy
+    MULTIMEM = 4  # sm_90+: multimem.ld_reduce / st on a multicast object
+    COPY_ENGINE = 5  # cudaMemcpyAsync peer copies
+    PACKET = 6  # 16-byte data+flag stores / polls
+
+
+class Space(IntEnum):
+    INPUT = 0
+    OUTPUT = 1
+    STAGING = 2
+    WINDOW = 3
+
+
+class Base(IntEnum):
+    EPOCH = 0
+    PREV = 1
+
+
+class Order(IntEnum):
+    RELAXED = 0
+    ACQUIRE = 1
+    RELEASE = 2
+
+
+class Scope(IntEnum):
+    GPU = 0
+    SYSTEM = 1
+
+
+class RedOp(IntEnum):
+    NONE = 0
+    SUM = 1
+    MAX = 2
+    MIN = 3
+    PROD = 4
+    AND = 5
+    OR = 6
+    XOR = 7
+
+
+class BufKind(IntEnum):
+    STAGING = 0
+    PACKETS = 1
+
+
+class RoleKind(IntEnum):
+    PRODUCER = 0
+    CONSUMER = 1
+    REDUCER = 2
+    LOCAL = 3
+    FUSED = 4
+
+
+# dtype -> (code, bytes): the code is the dtype's place in coll.DTYPES.
+DTYPES = {d.name: (code, d.bytes) for code, d in enumerate(COLL_DTYPES)}
+ARCHS = {"sm_80": 80, "sm_90": 90, "sm_100": 100}
+# What multimem.ld_reduce can reduce, by element type (PTX ISA; as atom.MULTIMEM_REDUCE).
+MULTIMEM_REDUCE = {
+    "f32": (RedOp.SUM,),
+    "f16": (RedOp.SUM, RedOp.MAX, RedOp.MIN),
+    "bf16": (RedOp.SUM, RedOp.MAX, RedOp.MIN),
+}
+INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+@dataclass(frozen=True)
+class Ref:
+    space: Space
+    rank: int
+    buf: int = 0
+    slot: int = 0
+    offset: int = 0
+
+    def words(self) -> list[int]:
+        return [int(self.space), self.rank, self.buf, self.slot, self.offset]
+
+
+@dataclass(frozen=True)
+class Instr:
+    op: Op
+    mech: Mech = Mech.NONE
+    elems: int = 0
+    # wait / signal
+    sig: int = 0
+    peer: int = 0
+    slot: int = 0
+    base: Base = Base.EPOCH
+    rel: int = 0
+    order: Order = Order.RELAXED
+    scope: Scope = Scope.SYSTEM
+    # data
+    redop: RedOp = RedOp.NONE
+    buf: int = 0
+    offset: int = 0
+    dst: Ref | None = None
+    srcs: tuple[Ref, ...] = ()
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    kind: RoleKind
+    blocks: int
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    name: str
+    kind: BufKind
+    slots: int
+    elems: int
+
+
+@dataclass(frozen=True)
+class SignalSpec:
+    name: str
+    slots: int

@@ -1,0 +1,194 @@
+"""`validate`: every index, offset and size of a plan inside what it names.
+Both readers (`decode`, `from_json`) end with it; the runtimes re-check what
+they rely on (csrc/plan.cpp)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NoReturn
+
+from purlin.plan.model import (
+    ARCHS,
+    DTYPES,
+    MULTIMEM_REDUCE,
+    BufKind,
+    Instr,
+    Mech,
+    Op,
+    Order,
+    PlanError,
+    RedOp,
+    Ref,
+    Space,
+)
+from purlin.snac.protocol import PACKET_DATA_BYTES
+
+if TYPE_CHECKING:
+    from purlin.plan import Plan
+
+
+def validate(plan: Plan) -> None:
+    """Raise PlanError unless every index, offset and size is inside what it names."""
+    _check_header(plan)
+    _check_kernel(plan)
+    if len(plan.programs) != plan.world:
+        raise PlanError(f"plan has programs for {len(plan.programs)} ranks, world is {plan.world}")
+    for rank, roles in enumerate(plan.programs):
+        if len(roles) != len(plan.roles):
+            raise PlanError(f"rank {rank} has {len(roles)} role programs, the kernel {len(plan.roles)}")
+        for role, body in enumerate(roles):
+            for n, i in enumerate(body):
+                _check_instr(_Site(plan, rank, i, f"rank {rank} role {role} instruction {n} ({i.op.name.lower()})"))
+
+
+def _check_header(plan: Plan) -> None:
+    if not isinstance(plan.arch, str) or plan.arch not in ARCHS:
+        raise PlanError(f"unknown arch {plan.arch!r}")
+    if not isinstance(plan.dtype, str) or plan.dtype not in DTYPES:
+        raise PlanError(f"unknown dtype {plan.dtype!r}")
+    if plan.world < 1:
+        raise PlanError(f"world must be at least 1, got {plan.world}")
+    if plan.advance < 1 or plan.advance % 2 == 0:
+        raise PlanError(f"epoch advance must be odd and positive, got {plan.advance}")
+    if not 1 <= plan.threads <= 1024 or plan.threads % 32:
+        raise PlanError(f"threads per block must be a multiple of 32 in [32, 1024], got {plan.threads}")
+    if plan.input_elems < 0 or plan.output_elems < 0:
+        raise PlanError("buffer sizes must be non-negative")
+
+
+def _check_kernel(plan: Plan) -> None:
+    """The roles, buffers and signal arrays every rank's programs share."""
+    for k, r in enumerate(plan.roles):
+        if r.blocks < 1:
+            raise PlanError(f"role {k} has {r.blocks} blocks, needs at least one")
+    for k, b in enumerate(plan.buffers):
+        if b.slots < 1 or b.elems < 0:
+            raise PlanError(f"buffer {k} has {b.slots} slots of {b.elems} elements")
+        if b.kind == BufKind.PACKETS and b.slots != plan.world:
+            raise PlanError(f"packet window {k} has {b.slots} source slots, world is {plan.world}")
+    for k, s in enumerate(plan.signals):
+        if s.slots != plan.world:
+            raise PlanError(f"signal array {k} has {s.slots} slots, world is {plan.world}")
+
+
+@dataclass(frozen=True)
+class _Site:
+    """One instruction of one rank's program, and where to say it is."""
+
+    plan: Plan
+    rank: int
+    instr: Instr
+    where: str
+
+    def fail(self, msg: str) -> NoReturn:
+        raise PlanError(f"{self.where}: {msg}")
+
+    def in_world(self, v: int, what: str) -> None:
+        if not 0 <= v < self.plan.world:
+            self.fail(f"{what} {v} is outside world {self.plan.world}")
+
+
+def _check_instr(at: _Site) -> None:
+    i = at.instr
+    if i.elems < 0:
+        at.fail(f"{i.elems} elements")
+    if i.op in (Op.WAIT, Op.SIGNAL):
+        _check_signal_op(at)
+    elif i.op in (Op.COPY, Op.REDUCE):
+        _check_data_op(at)
+    elif i.op in (Op.PUT, Op.WAIT_PACKETS):
+        _check_packet_op(at)
+    _check_mech(at)
+
+
+def _check_signal_op(at: _Site) -> None:
+    i, plan = at.instr, at.plan
+    if not 0 <= i.sig < len(plan.signals):
+        at.fail(f"signal array {i.sig} does not exist ({len(plan.signals)} arrays)")
+    if not 0 <= i.slot < plan.signals[i.sig].slots:
+        at.fail(f"signal slot {i.slot} is outside {plan.signals[i.sig].slots} slots")
+    if i.rel < 0:
+        at.fail(f"flag offset {i.rel} is negative")
+    if i.op == Op.WAIT:
+        if i.order == Order.RELEASE:
+            at.fail("a wait cannot be a release")
+    else:
+        at.in_world(i.peer, "peer")
+        if i.order == Order.ACQUIRE:
+            at.fail("a signal store cannot be an acquire")
+
+
+def _check_data_op(at: _Site) -> None:
+    i = at.instr
+    if i.dst is None:
+        at.fail("has no destination")
+    _check_ref(at, i.dst, "destination", writes=True)
+    if i.op == Op.COPY and len(i.srcs) != 1:
+        at.fail(f"a copy has one source, got {len(i.srcs)}")
+    if i.op == Op.REDUCE and (not i.srcs or i.redop == RedOp.NONE):
+        at.fail("a reduce needs sources and a reduction")
+    for k, s in enumerate(i.srcs):
+        _check_ref(at, s, f"source {k}", writes=False)
+
+
+def _check_packet_op(at: _Site) -> None:
+    """put and wait_packets: a packet window of this rank's, by buf/offset."""
+    i, plan = at.instr, at.plan
+    if not 0 <= i.buf < len(plan.buffers) or plan.buffers[i.buf].kind != BufKind.PACKETS:
+        at.fail(f"buffer {i.buf} is not a packet window")
+    window = plan.buffers[i.buf].elems
+    if i.offset < 0 or i.offset + i.elems > window:
+        at.fail(f"window range [{i.offset}, {i.offset + i.elems}) is outside its {window} elements")
+    per_packet = PACKET_DATA_BYTES // plan.elem_bytes
+    if i.offset % per_packet:
+        at.fail(f"window offset {i.offset} does not start a packet ({per_packet} elements)")
+    at.in_world(i.peer, "peer" if i.op == Op.PUT else "source rank")
+    if i.op == Op.PUT:
+        if len(i.srcs) != 1:
+            at.fail(f"a put has one source, got {len(i.srcs)}")
+        _check_ref(at, i.srcs[0], "source", writes=False)
+
+
+def _check_mech(at: _Site) -> None:
+    """What the instruction's mechanism can do, on the plan's dtype and arch."""
+    i, plan = at.instr, at.plan
+    if i.mech == Mech.MULTIMEM:
+        if i.op == Op.REDUCE and i.redop not in MULTIMEM_REDUCE.get(plan.dtype, ()):
+            at.fail(f"multimem cannot reduce {plan.dtype} with {i.redop.name.lower()}")
+        if plan.dtype.startswith("fp8"):
+            at.fail(f"multimem does not move {plan.dtype}")
+    if i.mech in (Mech.BULK, Mech.MULTIMEM) and ARCHS[plan.arch] < 90:
+        at.fail(f"{i.mech.name.lower()} needs sm_90 or newer, the plan targets {plan.arch}")
+
+
+def _check_ref(at: _Site, r: Ref, what: str, writes: bool) -> None:
+    at.in_world(r.rank, f"{what} rank")
+    if r.space in (Space.INPUT, Space.OUTPUT):
+        size = _user_buffer_size(at, r, what, writes)
+    else:
+        size = _symmetric_buffer_size(at, r, what)
+    if r.offset < 0 or r.offset + at.instr.elems > size:
+        at.fail(f"{what} [{r.offset}, {r.offset + at.instr.elems}) is outside its {size} elements")
+
+
+def _user_buffer_size(at: _Site, r: Ref, what: str, writes: bool) -> int:
+    """Elements of the input or output a ref names: only the executing rank's are mapped."""
+    if r.rank != at.rank:
+        at.fail(f"{what} reads rank {r.rank}'s {r.space.name.lower()}, only rank {at.rank}'s is mapped")
+    if writes and r.space == Space.INPUT:
+        at.fail(f"{what} writes the input buffer")
+    return at.plan.input_elems if r.space == Space.INPUT else at.plan.output_elems
+
+
+def _symmetric_buffer_size(at: _Site, r: Ref, what: str) -> int:
+    """Elements of one slot of the staging buffer or packet window a ref names."""
+    buffers = at.plan.buffers
+    if not 0 <= r.buf < len(buffers):
+        at.fail(f"{what} buffer {r.buf} does not exist ({len(buffers)} buffers)")
+    b = buffers[r.buf]
+    want = BufKind.STAGING if r.space == Space.STAGING else BufKind.PACKETS
+    if b.kind != want:
+        at.fail(f"{what} uses buffer {r.buf} ({b.kind.name.lower()}) as {r.space.name.lower()}")
+    if not 0 <= r.slot < b.slots:
+        at.fail(f"{what} slot {r.slot} is outside buffer {r.buf}'s {b.slots} slots")
+    return b.elems
