@@ -1,5 +1,5 @@
 """The binary form: the flat little-endian int64 array the runtimes read
-(csrc/plan.cpp decodes the same layout).
+(csrc/host/plan.cpp decodes the same layout).
 
 Layout (int64 words): a 16-word header (magic, version, world, arch, dtype,
 input_elems, output_elems, advance, threads, n_roles, n_buffers, n_signals,

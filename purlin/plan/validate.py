@@ -1,6 +1,6 @@
 """`validate`: every index, offset and size of a plan inside what it names.
 Both readers (`decode`, `from_json`) end with it; the runtimes re-check what
-they rely on (csrc/plan.cpp)."""
+they rely on (csrc/host/plan.cpp)."""
 
 from __future__ import annotations
 

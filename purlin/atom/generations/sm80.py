@@ -2,9 +2,9 @@
 
 Only the producer's staging copy is pipelined. Consumers read peers' memory
 through registers: with both sides pipelined, an all_reduce of 1 MiB on 2
-H200s lost chunks of its last group (tests/python/test_runtime_cuda.py found
+H200s lost chunks of its last group (tests/python/runtime/test_runtime_cuda.py found
 it; either side pipelined alone was exact), so the consumer pipeline stays
-compiled in csrc/cuda/atoms_sm80.cuh but is not selected until that is
+compiled in purlin/cuda/include/purlin/atoms/sm80.cuh but is not selected until that is
 understood."""
 
 from dataclasses import dataclass

@@ -1,5 +1,5 @@
 // Adds the CUDA backend to the `_runtime` extension module (called from
-// csrc/bindings.cpp when PURLIN_WITH_CUDA is defined).
+// module.cpp when PURLIN_WITH_CUDA is defined).
 #pragma once
 
 #include <pybind11/pybind11.h>

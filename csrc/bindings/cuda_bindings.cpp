@@ -5,7 +5,7 @@
 
 #include <cuda_runtime.h>
 
-#include "context.h"
+#include "cuda/context.h"
 
 namespace py = pybind11;
 

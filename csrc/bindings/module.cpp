@@ -8,8 +8,8 @@
 #include "cpu/process.h"
 #include "purlin/plan.h"
 
-#if defined(PURLIN_WITH_CUDA) && __has_include("cuda/cuda_bindings.h")
-#include "cuda/cuda_bindings.h"
+#ifdef PURLIN_WITH_CUDA
+#include "cuda_bindings.h"
 #define PURLIN_CUDA_BACKEND 1
 #endif
 
