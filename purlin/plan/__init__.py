@@ -48,41 +48,11 @@ from dataclasses import dataclass, field
 
 from purlin.plan.binary import BinaryForm
 from purlin.plan.json_form import JsonForm
-from purlin.plan.model import (
-    ARCHS,
-    DTYPES,
-    FORMAT,
-    HEADER_WORDS,
-    INSTR_WORDS,
-    INT64,
-    MAGIC,
-    MULTIMEM_REDUCE,
-    REF_WORDS,
-    VERSION,
-    Base,
-    BufferSpec,
-    BufKind,
-    Instr,
-    Mech,
-    Op,
-    Order,
-    PlanError,
-    RedOp,
-    Ref,
-    RoleKind,
-    RoleSpec,
-    Scope,
-    SignalSpec,
-    Space,
-)
+from purlin.plan import model
+from purlin.plan.model import *  # noqa: F403 (re-exported: model.__all__)
 from purlin.plan.validate import validate
 
-__all__ = [
-    "ARCHS", "DTYPES", "FORMAT", "HEADER_WORDS", "INSTR_WORDS", "INT64", "MAGIC", "MULTIMEM_REDUCE",
-    "REF_WORDS", "VERSION", "Base", "BufKind", "BufferSpec", "Instr", "Mech", "Op", "Order", "Plan",
-    "PlanError", "RedOp", "Ref", "RoleKind", "RoleSpec", "Scope", "SignalSpec", "Space", "decode",
-    "from_json", "plans_from_json", "plans_to_json", "validate",
-]
+__all__ = [*model.__all__, "Plan", "decode", "from_json", "plans_from_json", "plans_to_json", "validate"]
 
 
 @dataclass

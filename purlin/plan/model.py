@@ -11,6 +11,13 @@ from enum import IntEnum
 
 from purlin.coll.dialect import DTYPES as COLL_DTYPES
 
+# What purlin.plan re-exports.
+__all__ = [
+    "ARCHS", "DTYPES", "FORMAT", "HEADER_WORDS", "INSTR_WORDS", "INT64", "MAGIC", "MULTIMEM_REDUCE",
+    "REF_WORDS", "VERSION", "Base", "BufKind", "BufferSpec", "Instr", "Mech", "Op", "Order", "PlanError",
+    "RedOp", "Ref", "RoleKind", "RoleSpec", "Scope", "SignalSpec", "Space",
+]
+
 FORMAT = "purlin-plan"
 VERSION = 1
 MAGIC = 0x4E4C5250  # "PRLN"
