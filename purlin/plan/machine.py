@@ -1,4 +1,5 @@
-"""Executes a Plan for every rank on numpy buffers, with a seeded scheduler.
+"""Executes a Plan for every rank on numpy buffers, with the seeded scheduler
+of the snac machine (purlin.snac.scheduler).
 
 Each (rank, role) is a coroutine over its instruction list; waits yield until
 their condition holds, so interleavings vary with the seed. Memory is laid
@@ -19,14 +20,13 @@ import numpy as np
 from purlin import plan as P
 from purlin.coll.reference import reduce_parts
 from purlin.dtypes import numpy_dtype
+from purlin.snac import scheduler
 from purlin.snac.protocol import PACKET_DATA_BYTES
+from purlin.snac.scheduler import Task
 
 
 class PlanExecutionError(Exception):
     """The plan deadlocked or was given buffers that do not fit it."""
-
-
-MAX_BURST = 8
 
 
 class PlanMachine:
@@ -55,31 +55,13 @@ class PlanMachine:
                     raise PlanExecutionError(
                         f"rank {r} {name}: {a.size} x {a.dtype}, the plan needs {need} x {self.dtype}"
                     )
-        rng = random.Random(seed)
-        threads = [
-            (r, k, self._role(r, k, body, inputs, outputs))
+        tasks = [
+            Task(self._role(r, k, body, inputs, outputs))
             for r in range(plan.world)
             for k, body in enumerate(plan.programs[r])
         ]
-        pending: dict[int, tuple] = {}
-        live = list(range(len(threads)))
-        while live:
-            runnable = [t for t in live if t not in pending or pending[t][0]()]
-            if not runnable:
-                raise PlanExecutionError("deadlock: " + "; ".join(pending[t][1]() for t in live))
-            t = rng.choice(runnable)
-            for _ in range(rng.randint(1, MAX_BURST)):
-                if t in pending:
-                    if not pending[t][0]():
-                        break
-                    del pending[t]
-                try:
-                    step = next(threads[t][2])
-                except StopIteration:
-                    live.remove(t)
-                    break
-                if step is not None:
-                    pending[t] = step
+        scheduler.run(tasks, random.Random(seed), lambda live: PlanExecutionError(
+            "deadlock: " + "; ".join(t.pending[1]() for t in live)))
         for r in range(plan.world):
             self.prev[r] = self.epoch[r]
             self.epoch[r] += plan.advance
