@@ -18,6 +18,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from purlin import plan as P
 from purlin.atom import dialect as atom
 from purlin.coll.dialect import ReduceKind, dtype_name
+from purlin.conversion.runtime_convention import convention_error
 from purlin.cuda.program import CudaProgram
 from purlin.diagnostics import where
 from purlin.snac import dialect as snac
@@ -76,6 +77,9 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
         raise PlanBuildError(
             f"{where(kernel)}: the kernel's counts are dynamic; build its plan at run time with them"
         )
+    for op in kernel.body.walk():
+        if (why := convention_error(op)) is not None:
+            raise PlanBuildError(f"{where(op)}: {why}")
     world = kernel.world_size
     try:
         phases = phase_states(kernel, world, counts)

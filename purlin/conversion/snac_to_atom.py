@@ -3,7 +3,9 @@
 Each snac.program becomes an atom.kernel for the generation: roles become
 block ranges, and every protocol step becomes the atom that performs it with
 the generation's mechanism (see purlin/atom/generations/). Orchestration
-(phases, loops, flag values) is carried over unchanged.
+(phases, loops, flag values) is carried over unchanged; a put's flag and the
+half of a put or stage must be the values the runtimes hard-code
+(purlin/conversion/runtime_convention.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.atom import dialect as atom
 from purlin.atom.generations import GENERATIONS, Datapath, Generation
 from purlin.coll.dialect import dtype_name, element_bytes
+from purlin.conversion.runtime_convention import convention_error
+from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import route_layouts
 
@@ -43,6 +47,9 @@ class LowerProgram(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: snac.ProgramOp, rewriter: PatternRewriter) -> None:
         gen = self.gen
+        for inner in op.body.walk():
+            if (why := convention_error(inner)) is not None:
+                raise PassFailedException(op_error(inner, why))
         body = op.body.clone()
         assert isinstance(op.input.type, MemRefType)
         elem = op.input.type.element_type
