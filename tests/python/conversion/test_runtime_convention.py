@@ -25,10 +25,16 @@ def _kernel(regime: str) -> atom.KernelOp:
     return kernel
 
 
-def _constant_before(op, value: int):
+def _refused(regime: str, cls: type, operand: int, value: int, message: str) -> None:
+    """`regime`'s kernel with operand `operand` of its first `cls` op set to
+    the constant `value`: atom-to-plan refuses it with `message`."""
+    kernel = _kernel(regime)
+    op = next(o for o in kernel.walk() if isinstance(o, cls))
     c = arith.ConstantOp.from_int_and_width(value, IndexType())
     Rewriter.insert_op(c, InsertPoint.before(op))
-    return c.result
+    op.operands[operand] = c.result
+    with pytest.raises(PlanBuildError, match=message):
+        build_plan(kernel)
 
 
 def test_the_lowered_kernels_follow_the_convention():
@@ -37,16 +43,8 @@ def test_the_lowered_kernels_follow_the_convention():
 
 
 def test_atom_to_plan_refuses_a_put_with_another_flag():
-    kernel = _kernel("latency")
-    put = next(op for op in kernel.walk() if isinstance(op, atom.PutOp))
-    put.operands[3] = _constant_before(put, 1)
-    with pytest.raises(PlanBuildError, match=r"'atom\.put': flag must be epoch \+ 1, .* got the constant 1"):
-        build_plan(kernel)
+    _refused("latency", atom.PutOp, 3, 1, r"'atom\.put': flag must be epoch \+ 1, .* got the constant 1")
 
 
 def test_atom_to_plan_refuses_a_stage_into_a_fixed_half():
-    kernel = _kernel("throughput")
-    stage = next(op for op in kernel.walk() if isinstance(op, atom.StageOp))
-    stage.operands[2] = _constant_before(stage, 0)
-    with pytest.raises(PlanBuildError, match=r"'atom\.stage': half must be the current epoch's parity"):
-        build_plan(kernel)
+    _refused("throughput", atom.StageOp, 2, 0, r"'atom\.stage': half must be the current epoch's parity")
