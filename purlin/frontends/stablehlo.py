@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -41,7 +41,8 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.frontends.op_definitions import DenseValueOp, define_op, field, parse_dense
+from purlin.frontends.op_definitions import DenseValueOp, define_op, parse_dense
+from purlin.frontends.op_definitions import field  # noqa: F401  (read as shlo.field by the importers)
 
 
 # -- attributes ----------------------------------------------------------------
