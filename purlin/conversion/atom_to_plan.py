@@ -8,7 +8,7 @@ symbolic (`epoch + k`, `prev + k`), so one plan serves every call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, scf
@@ -18,6 +18,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from purlin import plan as P
 from purlin.atom import dialect as atom
 from purlin.coll.dialect import ReduceKind, dtype_name
+from purlin.conversion.runtime_convention import convention_error
 from purlin.cuda.program import CudaProgram
 from purlin.diagnostics import where
 from purlin.snac import dialect as snac
@@ -76,6 +77,9 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
         raise PlanBuildError(
             f"{where(kernel)}: the kernel's counts are dynamic; build its plan at run time with them"
         )
+    for op in kernel.body.walk():
+        if (why := convention_error(op)) is not None:
+            raise PlanBuildError(f"{where(op)}: {why}")
     world = kernel.world_size
     try:
         phases = phase_states(kernel, world, counts)
@@ -208,89 +212,144 @@ class _Expander(IndexEvaluator):
         return v
 
     def _atom(self, op: Operation, env: dict, rank: int) -> list[P.Instr]:
-        ph = self._phase(op)
-        name = ph.op.sym_name.data
-        buf = self.buf_index[ph.buffer.sym_name.data]
-        ready, free = self.sig_index[ph.ready], self.sig_index[ph.free]
-        slots = ph.buffer.slots.value.data
-        order = _ORDER[op.order.data] if hasattr(op, "order") else P.Order.RELAXED  # type: ignore[attr-defined]
-        source_space = P.Space.INPUT if ph.op.source.data == snac.PhaseSource.INPUT else P.Space.OUTPUT
-        mech = _MECH[op.mech.data] if hasattr(op, "mech") else P.Mech.NONE  # type: ignore[attr-defined]
-        units, groups = ph.plan.units[rank], ph.plan.groups[rank]
+        expand = _EXPAND.get(type(op))
+        if expand is None:
+            raise PlanBuildError(f"{where(op)}: atom-to-plan cannot expand '{op.name}'")
+        return expand(self, _At(self, op, env, rank))
 
-        def index(v: SSAValue, limit: int, what: str) -> int:
-            i = env[v]
-            if not isinstance(i, int) or not 0 <= i < limit:
-                raise PlanBuildError(f"{where(op)}: rank {rank} has {limit} {what}s in phase '{name}', no {i}")
-            return i
+    def _wait_free(self, a: _At) -> list[P.Instr]:
+        op = a.op
+        units = a.units
+        u = a.index(op.unit, len(units), "unit")  # type: ignore[attr-defined]
+        if a.staged and u >= a.slots:
+            e = self._sym(a.env[op.epoch], op)  # type: ignore[attr-defined]
+            prior = units[u - a.slots]
+            return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=e.base, rel=e.rel + u - a.slots + 1,
+                            order=a.order) for d in prior.consumers]
+        if u == 0:
+            prev = self._sym(a.env[op.prev], op)  # type: ignore[attr-defined]
+            return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=prev.base, rel=prev.rel, order=a.order)
+                    for d in range(self.kernel.world_size) if d != a.rank]
+        return []
 
-        if isinstance(op, atom.WaitFreeOp):
-            u = index(op.unit, len(units), "unit")
-            if ph.buffer.kind.data == snac.BufferKind.STAGING and u >= slots:
-                e = self._sym(env[op.epoch], op)
-                prior = units[u - slots]
-                return [P.Instr(P.Op.WAIT, sig=free, slot=d, base=e.base, rel=e.rel + u - slots + 1,
-                                order=order) for d in prior.consumers]
-            if u == 0:
-                prev = self._sym(env[op.prev], op)
-                return [P.Instr(P.Op.WAIT, sig=free, slot=d, base=prev.base, rel=prev.rel, order=order)
-                        for d in range(self.kernel.world_size) if d != rank]
-            return []
-        if isinstance(op, atom.StageOp):
-            unit = units[index(op.unit, len(units), "unit")]
-            return [P.Instr(P.Op.COPY, mech, unit.size,
-                            dst=P.Ref(P.Space.STAGING, rank, buf, unit.index % slots, 0),
-                            srcs=(P.Ref(source_space, rank, 0, 0, unit.src_offset),))]
-        if isinstance(op, atom.PutOp):
-            unit = units[index(op.unit, len(units), "unit")]
-            off = ph.window_offsets[rank][unit.index]
-            return [P.Instr(P.Op.PUT, mech, unit.size, peer=d, buf=buf, offset=off,
-                            srcs=(P.Ref(source_space, rank, 0, 0, unit.src_offset),))
-                    for d in unit.consumers]
-        if isinstance(op, atom.NotifyOp):
-            unit = units[index(op.unit, len(units), "unit")]
-            v = self._sym(env[op.value], op)
-            return [P.Instr(P.Op.SIGNAL, sig=ready, peer=d, slot=rank, base=v.base, rel=v.rel,
-                            order=order) for d in unit.consumers]
-        if isinstance(op, (atom.WaitReadyOp, atom.WaitPacketsOp)):
-            group = groups[index(op.group, len(groups), "group")]
-            e = self._sym(env[op.epoch], op)
-            if isinstance(op, atom.WaitPacketsOp):
-                return [P.Instr(P.Op.WAIT_PACKETS, P.Mech.PACKET, group.size, buf=buf, peer=s.rank,
-                                offset=ph.window_offsets[s.rank][s.unit]) for s in group.remote]
-            return [P.Instr(P.Op.WAIT, sig=ready, slot=s.rank, base=e.base, rel=e.rel + s.unit + 1,
-                            order=order) for s in group.remote]
-        if isinstance(op, (atom.CopyOp, atom.ReduceOp)):
-            group = groups[index(op.group, len(groups), "group")]
-            staged = ph.buffer.kind.data == snac.BufferKind.STAGING
-            srcs = []
-            for s in group.sources:
-                if s.unit is None:
-                    srcs.append(P.Ref(source_space, rank, 0, 0, s.offset))
-                elif staged:
-                    srcs.append(P.Ref(P.Space.STAGING, s.rank, buf, s.unit % slots, 0))
-                else:
-                    srcs.append(P.Ref(P.Space.WINDOW, rank, buf, s.rank, ph.window_offsets[s.rank][s.unit]))
-            dst = P.Ref(P.Space.OUTPUT, rank, 0, 0, group.dst_offset)
-            if isinstance(op, atom.CopyOp):
-                return [P.Instr(P.Op.COPY, mech, group.size, dst=dst, srcs=tuple(srcs))]
-            kind = ph.op.consume.kind
-            assert kind is not None
-            if mech == P.Mech.MULTIMEM and (
-                len({(r.space, r.slot, r.offset) for r in srcs}) != 1 or srcs[0].space != P.Space.STAGING
-            ):
-                raise PlanBuildError(
-                    f"{where(op)}: multimem needs every source of group {group.index} on rank {rank} "
-                    "at the same staging slot; stage the local contribution (stage_local)"
-                )
-            return [P.Instr(P.Op.REDUCE, mech, group.size, redop=_REDOP[kind], dst=dst, srcs=tuple(srcs))]
-        if isinstance(op, atom.AckOp):
-            group = groups[index(op.group, len(groups), "group")]
-            e = self._sym(env[op.epoch], op)
-            return [P.Instr(P.Op.SIGNAL, sig=free, peer=s.rank, slot=rank, base=e.base,
-                            rel=e.rel + s.unit + 1, order=order) for s in group.remote]
-        if isinstance(op, atom.FinishOp):
-            v = self._sym(env[op.value], op)
-            return [P.Instr(P.Op.SIGNAL, sig=free, peer=d, slot=rank, base=v.base, rel=v.rel,
-                            order=order) for d in range(self.kernel.world_size) if d != rank]
-        raise PlanBuildError(f"{where(op)}: atom-to-plan cannot expand '{op.name}'")
+    def _stage(self, a: _At) -> list[P.Instr]:
+        unit = a.unit()
+        return [P.Instr(P.Op.COPY, a.mech, unit.size,
+                        dst=P.Ref(P.Space.STAGING, a.rank, a.buf, unit.index % a.slots, 0),
+                        srcs=(P.Ref(a.source_space, a.rank, 0, 0, unit.src_offset),))]
+
+    def _put(self, a: _At) -> list[P.Instr]:
+        unit = a.unit()
+        off = a.ph.window_offsets[a.rank][unit.index]
+        return [P.Instr(P.Op.PUT, a.mech, unit.size, peer=d, buf=a.buf, offset=off,
+                        srcs=(P.Ref(a.source_space, a.rank, 0, 0, unit.src_offset),))
+                for d in unit.consumers]
+
+    def _notify(self, a: _At) -> list[P.Instr]:
+        unit = a.unit()
+        v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        return [P.Instr(P.Op.SIGNAL, sig=a.ready, peer=d, slot=a.rank, base=v.base, rel=v.rel,
+                        order=a.order) for d in unit.consumers]
+
+    def _wait_ready(self, a: _At) -> list[P.Instr]:
+        group = a.group()
+        e = self._sym(a.env[a.op.epoch], a.op)  # type: ignore[attr-defined]
+        return [P.Instr(P.Op.WAIT, sig=a.ready, slot=s.rank, base=e.base, rel=e.rel + s.unit + 1,
+                        order=a.order) for s in group.remote]
+
+    def _wait_packets(self, a: _At) -> list[P.Instr]:
+        group = a.group()
+        # The runtime polls for flag epoch + 1 itself; the operand must still be one.
+        self._sym(a.env[a.op.epoch], a.op)  # type: ignore[attr-defined]
+        return [P.Instr(P.Op.WAIT_PACKETS, P.Mech.PACKET, group.size, buf=a.buf, peer=s.rank,
+                        offset=a.ph.window_offsets[s.rank][s.unit]) for s in group.remote]
+
+    def _sources(self, a: _At, group) -> list[P.Ref]:
+        srcs = []
+        for s in group.sources:
+            if s.unit is None:
+                srcs.append(P.Ref(a.source_space, a.rank, 0, 0, s.offset))
+            elif a.staged:
+                srcs.append(P.Ref(P.Space.STAGING, s.rank, a.buf, s.unit % a.slots, 0))
+            else:
+                srcs.append(P.Ref(P.Space.WINDOW, a.rank, a.buf, s.rank, a.ph.window_offsets[s.rank][s.unit]))
+        return srcs
+
+    def _copy(self, a: _At) -> list[P.Instr]:
+        group = a.group()
+        srcs = self._sources(a, group)
+        dst = P.Ref(P.Space.OUTPUT, a.rank, 0, 0, group.dst_offset)
+        return [P.Instr(P.Op.COPY, a.mech, group.size, dst=dst, srcs=tuple(srcs))]
+
+    def _reduce(self, a: _At) -> list[P.Instr]:
+        group = a.group()
+        srcs = self._sources(a, group)
+        dst = P.Ref(P.Space.OUTPUT, a.rank, 0, 0, group.dst_offset)
+        kind = a.ph.op.consume.kind
+        assert kind is not None
+        if a.mech == P.Mech.MULTIMEM and (
+            len({(r.space, r.slot, r.offset) for r in srcs}) != 1 or srcs[0].space != P.Space.STAGING
+        ):
+            raise PlanBuildError(
+                f"{where(a.op)}: multimem needs every source of group {group.index} on rank {a.rank} "
+                "at the same staging slot; stage the local contribution (stage_local)"
+            )
+        return [P.Instr(P.Op.REDUCE, a.mech, group.size, redop=_REDOP[kind], dst=dst, srcs=tuple(srcs))]
+
+    def _ack(self, a: _At) -> list[P.Instr]:
+        group = a.group()
+        e = self._sym(a.env[a.op.epoch], a.op)  # type: ignore[attr-defined]
+        return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=s.rank, slot=a.rank, base=e.base,
+                        rel=e.rel + s.unit + 1, order=a.order) for s in group.remote]
+
+    def _finish(self, a: _At) -> list[P.Instr]:
+        v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=d, slot=a.rank, base=v.base, rel=v.rel,
+                        order=a.order) for d in range(self.kernel.world_size) if d != a.rank]
+
+
+class _At:
+    """One atom op being expanded for one rank: its phase's plan, buffer and
+    signal indices, and the op's order and mechanism as plan values."""
+
+    def __init__(self, ex: _Expander, op: Operation, env: dict, rank: int):
+        ph = ex._phase(op)
+        self.op, self.env, self.rank, self.ph = op, env, rank, ph
+        self.buf = ex.buf_index[ph.buffer.sym_name.data]
+        self.ready, self.free = ex.sig_index[ph.ready], ex.sig_index[ph.free]
+        self.name = ph.op.sym_name.data
+        self.units, self.groups = ph.plan.units[rank], ph.plan.groups[rank]
+        self.slots = ph.buffer.slots.value.data
+        self.staged = ph.buffer.kind.data == snac.BufferKind.STAGING
+        self.order = _ORDER[op.order.data] if hasattr(op, "order") else P.Order.RELAXED  # type: ignore[attr-defined]
+        self.mech = _MECH[op.mech.data] if hasattr(op, "mech") else P.Mech.NONE  # type: ignore[attr-defined]
+        self.source_space = P.Space.INPUT if ph.op.source.data == snac.PhaseSource.INPUT else P.Space.OUTPUT
+
+    def index(self, v: SSAValue, limit: int, what: str) -> int:
+        i = self.env[v]
+        if not isinstance(i, int) or not 0 <= i < limit:
+            raise PlanBuildError(
+                f"{where(self.op)}: rank {self.rank} has {limit} {what}s in phase '{self.name}', no {i}"
+            )
+        return i
+
+    def unit(self):
+        return self.units[self.index(self.op.unit, len(self.units), "unit")]  # type: ignore[attr-defined]
+
+    def group(self):
+        return self.groups[self.index(self.op.group, len(self.groups), "group")]  # type: ignore[attr-defined]
+
+
+# The plan instructions of each atom op, by its class.
+_EXPAND: dict[type[Operation], Callable[[_Expander, _At], list[P.Instr]]] = {
+    atom.WaitFreeOp: _Expander._wait_free,
+    atom.StageOp: _Expander._stage,
+    atom.PutOp: _Expander._put,
+    atom.NotifyOp: _Expander._notify,
+    atom.WaitReadyOp: _Expander._wait_ready,
+    atom.WaitPacketsOp: _Expander._wait_packets,
+    atom.CopyOp: _Expander._copy,
+    atom.ReduceOp: _Expander._reduce,
+    atom.AckOp: _Expander._ack,
+    atom.FinishOp: _Expander._finish,
+}

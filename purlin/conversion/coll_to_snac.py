@@ -53,131 +53,167 @@ def _bytes_per_rank(layout: Layout, itemsize: int) -> int | None:
     return layout.max_extent() * itemsize
 
 
+@dataclass(frozen=True)
+class Lowering:
+    """What the pass decided for one collective: regime, strategy, unit sizes."""
+
+    regime: snac.Regime
+    strategy: snac.Strategy
+    chunk: int  # elements per staged unit
+    slots: int
+    blocks: int
+    src: Layout  # the exchange's layouts, coalesced unless composed
+    dst: Layout
+
+
 class LowerCollective(RewritePattern):
     def __init__(self, opts: ConvertCollToSnacPass):
         self.opts = opts
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: CollectiveOp, rewriter: PatternRewriter) -> None:
-        o = self.opts
         if op.groups is not None:
             raise PassFailedException(op_error(
                 op, f"'{op.name}': has groups, whose layouts name group-local ranks; run "
                 "coll-expand before convert-coll-to-snac"))
         inp, out = op.layouts()
-        world = op.world
-        assert isinstance(op.input.type, MemRefType)
-        elem = op.input.type.element_type
-        itemsize = element_bytes(elem)
-        reducing = op.consume.kind is not None
-        dynamic = inp.is_dynamic or out.is_dynamic
         # In place: every phase that reads the input stages the rank's own
         # contribution too, so that a slice is overwritten only after it was read.
         in_place = op.input == op.output
         if in_place and (why := _in_place_refusal(inp, out)):
             raise PassFailedException(op_error(op, why))
-        choice = choose(
-            o.arch,
-            world,
-            _bytes_per_rank(inp, itemsize),
-            None if dynamic else sum(out.name_sizes.values()) * itemsize,
-            reducing,
-            dynamic,
-            _bytes_per_rank(out, itemsize),
-        )
-        regime = choice.regime if o.regime == "auto" else snac.Regime(o.regime)
-        strategy = choice.strategy
-        if o.strategy != "auto":
-            strategy = snac.Strategy(o.strategy)
-            if reducing == (strategy == snac.Strategy.COPY):
-                raise PassFailedException(
-                    op_error(op, f"strategy '{o.strategy}' does not apply to a "
-                             f"{'reduction' if reducing else 'copy'} collective")
-                )
-        shared = not dynamic and any(
-            len(out.slices_named(n)) > 1 for n in out.name_sizes
-        )
-        if strategy == snac.Strategy.COMPOSED and not shared:
-            if o.strategy == "composed":
-                raise PassFailedException(
-                    op_error(op, "the composed strategy needs static counts and a slice that "
-                             "several ranks receive; use strategy=direct")
-                )
-            strategy = snac.Strategy.DIRECT
-        # One exchange moves names that travel together as one: fewer units,
-        # signals and groups (the composed phases need the names for owners).
-        src, dst = inp, out
-        if strategy != snac.Strategy.COMPOSED:
-            src, dst = coalesced(inp, out) or (inp, out)
-        chunk_bytes = o.chunk_bytes if o.chunk_bytes > 0 else choice.chunk_bytes
-        slots = o.slots if o.slots > 0 else choice.slots
-        chunk = max(1, chunk_bytes // itemsize)
-        if not dynamic:
-            # No unit is larger than the largest slice: staging need not be either.
-            chunk = min(chunk, max(max(src.name_sizes.values(), default=1), 1))
-        if regime == snac.Regime.LATENCY:
-            if chunk_bytes % PACKET_DATA_BYTES:
-                raise PassFailedException(
-                    op_error(op, f"packets carry {PACKET_DATA_BYTES}-byte payloads; "
-                             f"chunk-bytes {chunk_bytes} is not a multiple")
-                )
-
-        phases: list[PhaseSpec]
-        if strategy == snac.Strategy.COMPOSED:
-            phases = [
-                PhaseSpec("reduce", snac.PhaseSource.INPUT, inp, out, op.consume,
-                          snac.Route.TO_OWNER),
-                PhaseSpec("forward", snac.PhaseSource.OUTPUT, out, out, ConsumeAttr.copy(),
-                          snac.Route.FROM_OWNER),
-            ]
-        else:
-            phases = [PhaseSpec("exchange", snac.PhaseSource.INPUT, src, dst, op.consume)]
-
+        low = _decide(self.opts, op, inp, out)
         body = Block()
         b = Builder(InsertPoint.at_end(body))
-        decl: list[tuple[PhaseSpec, str]] = []
+        phases = _phases(low, op, inp, out)
         for p in phases:
-            buf = f"{p.name}_buf"
-            if regime == snac.Regime.LATENCY:
-                elems = _window_elems(p, op, world, packet_elems(itemsize))
-                b.insert(snac.BufferOp(buf, snac.BufferKind.PACKETS, 2, world, elems, elem))
-            else:
-                b.insert(snac.BufferOp(buf, snac.BufferKind.STAGING, 2, slots, chunk, elem))
-            b.insert(snac.SignalsOp(f"{p.name}_ready", world))
-            b.insert(snac.SignalsOp(f"{p.name}_free", world))
-            phase = snac.PhaseOp(
-                p.name, p.source, LayoutAttr.from_layout(p.src), LayoutAttr.from_layout(p.dst),
-                p.consume, chunk if regime == snac.Regime.THROUGHPUT else 0,
-                buf, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
-                p.route,
-            )
-            if in_place and p.source == snac.PhaseSource.INPUT:
-                phase.properties["stage_local"] = UnitAttr()
-            b.insert(phase)
-            decl.append((p, buf))
-
-        gen = _Gen(b, regime, o.blocks if o.blocks > 0 else choice.blocks(regime))
-        gen.prologue([p.name for p in phases])
-        if regime == snac.Regime.LATENCY and len(phases) == 1:
-            gen.fused_role("exchange", handshake=not _mutual(phases[0], world))
-        elif strategy == snac.Strategy.COMPOSED:
-            gen.producer_role("reduce")
-            gen.consumer_role("reduce", snac.RoleKind.REDUCER, forward="forward")
-            gen.consumer_role("forward", snac.RoleKind.CONSUMER)
-        else:
-            gen.producer_role("exchange")
-            # A copy's own slice needs no wait: a role of its own copies it
-            # while the consumer pulls the peers' units.
-            local = strategy == snac.Strategy.COPY and regime == snac.Regime.THROUGHPUT
-            gen.consumer_role("exchange", snac.RoleKind.CONSUMER, local_blocks=max(1, gen.blocks // 4) if local else 0)
-        b.insert(snac.AdvanceOp(gen.adv))
-
+            _declare_phase(b, p, low, op, in_place)
+        _emit_roles(_Gen(b, low.regime, low.blocks), phases, low, op.world)
         program = snac.ProgramOp(
-            op.input, op.output, op.counts, world, regime, strategy, Region(body)
+            op.input, op.output, op.counts, op.world, low.regime, low.strategy, Region(body)
         )
         program.location = op.location
         program.attributes.update(op.attributes)
         rewriter.replace(op, program)
+
+
+def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout) -> Lowering:
+    """The cost model's choice for `op`, overridden by the pass options."""
+    assert isinstance(op.input.type, MemRefType)
+    itemsize = element_bytes(op.input.type.element_type)
+    reducing = op.consume.kind is not None
+    dynamic = inp.is_dynamic or out.is_dynamic
+    choice = choose(
+        o.arch,
+        op.world,
+        _bytes_per_rank(inp, itemsize),
+        None if dynamic else sum(out.name_sizes.values()) * itemsize,
+        reducing,
+        dynamic,
+        _bytes_per_rank(out, itemsize),
+    )
+    regime = choice.regime if o.regime == "auto" else snac.Regime(o.regime)
+    strategy = _strategy(o, op, choice.strategy, out, reducing, dynamic)
+    # One exchange moves names that travel together as one: fewer units,
+    # signals and groups (the composed phases need the names for owners).
+    src, dst = inp, out
+    if strategy != snac.Strategy.COMPOSED:
+        src, dst = coalesced(inp, out) or (inp, out)
+    chunk_bytes = o.chunk_bytes if o.chunk_bytes > 0 else choice.chunk_bytes
+    chunk = max(1, chunk_bytes // itemsize)
+    if not dynamic:
+        # No unit is larger than the largest slice: staging need not be either.
+        chunk = min(chunk, max(max(src.name_sizes.values(), default=1), 1))
+    if regime == snac.Regime.LATENCY and chunk_bytes % PACKET_DATA_BYTES:
+        raise PassFailedException(
+            op_error(op, f"packets carry {PACKET_DATA_BYTES}-byte payloads; "
+                     f"chunk-bytes {chunk_bytes} is not a multiple")
+        )
+    return Lowering(
+        regime, strategy, chunk,
+        o.slots if o.slots > 0 else choice.slots,
+        o.blocks if o.blocks > 0 else choice.blocks(regime),
+        src, dst,
+    )
+
+
+def _strategy(o: ConvertCollToSnacPass, op: CollectiveOp, chosen: snac.Strategy, out: Layout,
+              reducing: bool, dynamic: bool) -> snac.Strategy:
+    """The forced strategy if it applies, else the cost model's; composed
+    falls back to direct where no slice has several receivers."""
+    strategy = chosen
+    if o.strategy != "auto":
+        strategy = snac.Strategy(o.strategy)
+        if reducing == (strategy == snac.Strategy.COPY):
+            raise PassFailedException(
+                op_error(op, f"strategy '{o.strategy}' does not apply to a "
+                         f"{'reduction' if reducing else 'copy'} collective")
+            )
+    shared = not dynamic and any(
+        len(out.slices_named(n)) > 1 for n in out.name_sizes
+    )
+    if strategy == snac.Strategy.COMPOSED and not shared:
+        if o.strategy == "composed":
+            raise PassFailedException(
+                op_error(op, "the composed strategy needs static counts and a slice that "
+                         "several ranks receive; use strategy=direct")
+            )
+        strategy = snac.Strategy.DIRECT
+    return strategy
+
+
+def _phases(low: Lowering, op: CollectiveOp, inp: Layout, out: Layout) -> list[PhaseSpec]:
+    if low.strategy == snac.Strategy.COMPOSED:
+        return [
+            PhaseSpec("reduce", snac.PhaseSource.INPUT, inp, out, op.consume,
+                      snac.Route.TO_OWNER),
+            PhaseSpec("forward", snac.PhaseSource.OUTPUT, out, out, ConsumeAttr.copy(),
+                      snac.Route.FROM_OWNER),
+        ]
+    return [PhaseSpec("exchange", snac.PhaseSource.INPUT, low.src, low.dst, op.consume)]
+
+
+def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in_place: bool) -> None:
+    """The phase's buffer, its ready and free signals, and the phase itself."""
+    assert isinstance(op.input.type, MemRefType)
+    elem = op.input.type.element_type
+    world = op.world
+    buf = f"{p.name}_buf"
+    if low.regime == snac.Regime.LATENCY:
+        elems = _window_elems(p, op, world, packet_elems(element_bytes(elem)))
+        b.insert(snac.BufferOp(buf, snac.BufferKind.PACKETS, 2, world, elems, elem))
+    else:
+        b.insert(snac.BufferOp(buf, snac.BufferKind.STAGING, 2, low.slots, low.chunk, elem))
+    b.insert(snac.SignalsOp(f"{p.name}_ready", world))
+    b.insert(snac.SignalsOp(f"{p.name}_free", world))
+    phase = snac.PhaseOp(
+        p.name, p.source, LayoutAttr.from_layout(p.src), LayoutAttr.from_layout(p.dst),
+        p.consume, low.chunk if low.regime == snac.Regime.THROUGHPUT else 0,
+        buf, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
+        p.route,
+    )
+    if in_place and p.source == snac.PhaseSource.INPUT:
+        phase.properties["stage_local"] = UnitAttr()
+    b.insert(phase)
+
+
+def _emit_roles(gen: _Gen, phases: list[PhaseSpec], low: Lowering, world: int) -> None:
+    """The epoch prologue, the roles that run the phases, and the advance."""
+    gen.prologue([p.name for p in phases])
+    if low.regime == snac.Regime.LATENCY and len(phases) == 1:
+        gen.fused_role("exchange", handshake=not _mutual(phases[0], world))
+    elif low.strategy == snac.Strategy.COMPOSED:
+        gen.producer_role("reduce")
+        gen.consumer_role("reduce", snac.RoleKind.REDUCER, forward="forward")
+        gen.consumer_role("forward", snac.RoleKind.CONSUMER)
+    else:
+        gen.producer_role("exchange")
+        # A copy's own slice needs no wait: a role of its own copies it
+        # while the consumer pulls the peers' units.
+        local = low.strategy == snac.Strategy.COPY and low.regime == snac.Regime.THROUGHPUT
+        gen.consumer_role("exchange", snac.RoleKind.CONSUMER,
+                          local_blocks=max(1, gen.blocks // 4) if local else 0)
+    gen.b.insert(snac.AdvanceOp(gen.adv))
 
 
 def _in_place_refusal(inp: Layout, out: Layout) -> str | None:

@@ -11,6 +11,7 @@ stay (they name nothing the coll ops need).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -80,69 +81,115 @@ class _Importer:
         explicit = None if groups == [list(range(world))] else groups
         t_in, t_out = op.input.type, op.result.type
         assert isinstance(t_in, TensorType) and isinstance(t_out, TensorType)
-        s_in, s_out = list(t_in.get_shape()), list(t_out.get_shape())
+        c = _Operand(op, src, dst, world, g, explicit, list(t_in.get_shape()), list(t_out.get_shape()), t_in)
+        return _CONVERT[type(op)](c)
 
-        def need(ok: bool, what: str) -> None:
-            if not ok:
-                raise _fail(op, what)
 
-        def axis(attr_name: str) -> int:
-            a = getattr(op, attr_name).value.data
-            need(0 <= a < len(s_in), f"{attr_name} {a} is not a dimension of the operand (0 to {len(s_in) - 1})")
-            return a
+@dataclass(frozen=True)
+class _Operand:
+    """A shard collective being imported: its operands, its group (size `g`,
+    `explicit` unless the whole world), and the checks its conversion makes."""
 
-        def reduction() -> coll.ReduceKind:
-            kind = op.reduction.data
-            need(kind in _REDUCTIONS, f"reduction '{kind.value}' is not supported, expected one of "
-                 + ", ".join(k.value for k in _REDUCTIONS))
-            red = _REDUCTIONS[kind]
-            dtype = coll.dtype_name(t_in.element_type) or ""
-            if why := coll.check_reduce_dtype(red, dtype):
-                raise _fail(op, why)
-            return red
+    op: Operation
+    src: SSAValue
+    dst: SSAValue
+    world: int
+    g: int
+    explicit: list[list[int]] | None
+    s_in: list[int]
+    s_out: list[int]
+    t_in: TensorType
 
-        def shaped(want: list[int]) -> None:
-            need(s_out == want, f"result shape {s_out} must be {want}")
+    def need(self, ok: bool, what: str) -> None:
+        if not ok:
+            raise _fail(self.op, what)
 
-        def generic(layouts, kind) -> coll.CollectiveOp:
-            consume = coll.ConsumeAttr.copy() if kind is None else coll.ConsumeAttr.reduction(kind)
-            return coll.CollectiveOp(src, dst, coll.LayoutAttr.from_layout(layouts[0]),
-                                     coll.LayoutAttr.from_layout(layouts[1]), consume,
-                                     world=world if explicit else None, groups=explicit)
+    def axis(self, attr_name: str) -> int:
+        a = getattr(self.op, attr_name).value.data
+        self.need(0 <= a < len(self.s_in),
+                  f"{attr_name} {a} is not a dimension of the operand (0 to {len(self.s_in) - 1})")
+        return a
 
-        if isinstance(op, xshard.AllReduceOp):
-            kind = reduction()
-            shaped(s_in)
-            return [coll.AllReduceOp(src, dst, world, kind, groups=explicit)]
-        if isinstance(op, shard.AllGatherOp):
-            d = axis("gather_axis")
-            want = list(s_in)
-            want[d] *= g
-            shaped(want)
-            if tl.leading(s_in, d):
-                return [coll.AllGatherOp(src, dst, world, groups=explicit)]
-            return [generic(tl.gather(s_in, d, g), None)]
-        if isinstance(op, (shard.ReduceScatterOp, shard.AllSliceOp)):
-            d = axis("scatter_axis" if isinstance(op, shard.ReduceScatterOp) else "slice_axis")
-            need(s_in[d] % g == 0, f"dimension {d} of size {s_in[d]} is not divisible by the group size {g}")
-            want = list(s_in)
-            want[d] //= g
-            shaped(want)
-            if isinstance(op, shard.AllSliceOp):
-                return [generic(tl.slice_own(s_in, d, g), None)]
-            kind = reduction()
-            if tl.leading(s_in, d):
-                return [coll.ReduceScatterOp(src, dst, world, kind, groups=explicit)]
-            return [generic(tl.scatter(s_in, d, g), kind)]
-        split, concat = axis("split_axis"), axis("concat_axis")
-        need(s_in[split] % g == 0, f"dimension {split} of size {s_in[split]} is not divisible by the group size {g}")
-        want = list(s_in)
-        want[split] //= g
-        want[concat] *= g
-        shaped(want)
-        if split == concat and tl.leading(s_in, split):
-            return [coll.AllToAllOp(src, dst, world, groups=explicit)]
-        return [generic(tl.all_to_all(s_in, split, concat, g), None)]
+    def reduction(self) -> coll.ReduceKind:
+        kind = self.op.reduction.data  # type: ignore[attr-defined]
+        self.need(kind in _REDUCTIONS, f"reduction '{kind.value}' is not supported, expected one of "
+                  + ", ".join(k.value for k in _REDUCTIONS))
+        red = _REDUCTIONS[kind]
+        dtype = coll.dtype_name(self.t_in.element_type) or ""
+        if why := coll.check_reduce_dtype(red, dtype):
+            raise _fail(self.op, why)
+        return red
+
+    def shaped(self, want: list[int]) -> None:
+        self.need(self.s_out == want, f"result shape {self.s_out} must be {want}")
+
+    def generic(self, layouts, kind) -> coll.CollectiveOp:
+        consume = coll.ConsumeAttr.copy() if kind is None else coll.ConsumeAttr.reduction(kind)
+        return coll.CollectiveOp(self.src, self.dst, coll.LayoutAttr.from_layout(layouts[0]),
+                                 coll.LayoutAttr.from_layout(layouts[1]), consume,
+                                 world=self.world if self.explicit else None, groups=self.explicit)
+
+
+def _all_reduce(c: _Operand) -> list[Operation]:
+    kind = c.reduction()
+    c.shaped(c.s_in)
+    return [coll.AllReduceOp(c.src, c.dst, c.world, kind, groups=c.explicit)]
+
+
+def _all_gather(c: _Operand) -> list[Operation]:
+    d = c.axis("gather_axis")
+    want = list(c.s_in)
+    want[d] *= c.g
+    c.shaped(want)
+    if tl.leading(c.s_in, d):
+        return [coll.AllGatherOp(c.src, c.dst, c.world, groups=c.explicit)]
+    return [c.generic(tl.gather(c.s_in, d, c.g), None)]
+
+
+def _split(c: _Operand, attr_name: str) -> int:
+    """The dimension `attr_name` names, checked divisible; the result shape checked."""
+    d = c.axis(attr_name)
+    c.need(c.s_in[d] % c.g == 0, f"dimension {d} of size {c.s_in[d]} is not divisible by the group size {c.g}")
+    want = list(c.s_in)
+    want[d] //= c.g
+    c.shaped(want)
+    return d
+
+
+def _all_slice(c: _Operand) -> list[Operation]:
+    d = _split(c, "slice_axis")
+    return [c.generic(tl.slice_own(c.s_in, d, c.g), None)]
+
+
+def _reduce_scatter(c: _Operand) -> list[Operation]:
+    d = _split(c, "scatter_axis")
+    kind = c.reduction()
+    if tl.leading(c.s_in, d):
+        return [coll.ReduceScatterOp(c.src, c.dst, c.world, kind, groups=c.explicit)]
+    return [c.generic(tl.scatter(c.s_in, d, c.g), kind)]
+
+
+def _all_to_all(c: _Operand) -> list[Operation]:
+    split, concat = c.axis("split_axis"), c.axis("concat_axis")
+    c.need(c.s_in[split] % c.g == 0,
+           f"dimension {split} of size {c.s_in[split]} is not divisible by the group size {c.g}")
+    want = list(c.s_in)
+    want[split] //= c.g
+    want[concat] *= c.g
+    c.shaped(want)
+    if split == concat and tl.leading(c.s_in, split):
+        return [coll.AllToAllOp(c.src, c.dst, c.world, groups=c.explicit)]
+    return [c.generic(tl.all_to_all(c.s_in, split, concat, c.g), None)]
+
+
+# The conversion of each imported collective, by its class.
+_CONVERT: dict[type[Operation], Callable[[_Operand], list[Operation]]] = {
+    xshard.AllReduceOp: _all_reduce,
+    shard.AllGatherOp: _all_gather,
+    shard.AllSliceOp: _all_slice,
+    shard.ReduceScatterOp: _reduce_scatter,
+    shard.AllToAllOp: _all_to_all,
+}
 
 
 @dataclass(frozen=True)

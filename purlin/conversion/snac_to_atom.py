@@ -3,16 +3,19 @@
 Each snac.program becomes an atom.kernel for the generation: roles become
 block ranges, and every protocol step becomes the atom that performs it with
 the generation's mechanism (see purlin/atom/generations/). Orchestration
-(phases, loops, flag values) is carried over unchanged.
+(phases, loops, flag values) is carried over unchanged; a put's flag and the
+half of a put or stage must be the values the runtimes hard-code
+(purlin/conversion/runtime_convention.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, UnitAttr
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -20,12 +23,14 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.atom import dialect as atom
 from purlin.atom.generations import GENERATIONS, Datapath, Generation
 from purlin.coll.dialect import dtype_name, element_bytes
+from purlin.conversion.runtime_convention import convention_error
+from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import route_layouts
 
@@ -42,6 +47,9 @@ class LowerProgram(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: snac.ProgramOp, rewriter: PatternRewriter) -> None:
         gen = self.gen
+        for inner in op.body.walk():
+            if (why := convention_error(inner)) is not None:
+                raise PassFailedException(op_error(inner, why))
         body = op.body.clone()
         assert isinstance(op.input.type, MemRefType)
         elem = op.input.type.element_type
@@ -66,66 +74,101 @@ class LowerProgram(RewritePattern):
         for inner in list(body.walk()):
             if isinstance(inner, snac.RoleOp):
                 blocks = inner.blocks.value.data
-                self._swap(inner, atom.BlocksOp, {"first": _int(first)})
+                _swap(inner, atom.BlocksOp, {"first": _int(first)})
                 first += blocks
                 continue
-            phase = phases.get(getattr(inner, "phase", None) and inner.phase.string_value())
+            lower = _LOWER.get(type(inner))
+            if lower is None:
+                continue
+            phase = phases.get(inner.phase.string_value())  # type: ignore[attr-defined]
             if phase is None:
                 continue
-            buf = buffers[phase.buffer.string_value()]
-            unit_bytes = buf.elems.value.data * element_bytes(elem)
-            if isinstance(inner, snac.ReclaimOp):
-                self._swap(inner, atom.WaitFreeOp)
-            elif isinstance(inner, snac.StageOp):
-                self._swap(inner, atom.StageOp, self._path(gen.stage(unit_bytes)))
-            elif isinstance(inner, snac.PutOp):
-                self._swap(inner, atom.PutOp, self._path(gen.put()))
-            elif isinstance(inner, snac.NotifyOp):
-                Rewriter.insert_op(atom.FenceOp(inner.scope.data), _before(inner))
-                self._swap(inner, atom.NotifyOp)
-            elif isinstance(inner, snac.WaitOp):
-                packets = buf.kind.data == snac.BufferKind.PACKETS
-                self._swap(inner, atom.WaitPacketsOp if packets else atom.WaitReadyOp)
-            elif isinstance(inner, snac.ConsumeOp):
-                kind = phase.consume.kind
-                if kind is None:
-                    self._swap(inner, atom.CopyOp, self._path(gen.copy()))
-                else:
-                    # multimem.ld_reduce reads one symmetric address on every rank:
-                    # only staged phases, with the local contribution staged too.
-                    # The switch reduces in an order of its own: only where one rank
-                    # reduces each slice (others get its bits), never deterministic.
-                    staged = buf.kind.data == snac.BufferKind.STAGING
-                    switch = staged and phase.deterministic is None and _one_reducer(phase)
-                    path = gen.reduce(kind, dtype, self.multimem and switch)
-                    if path.mech == atom.Mechanism.MULTIMEM:
-                        phase.properties["stage_local"] = UnitAttr()
-                    self._swap(inner, atom.ReduceOp, self._path(path))
-            elif isinstance(inner, snac.AckOp):
-                self._swap(inner, atom.AckOp)
-            elif isinstance(inner, snac.FinishOp):
-                Rewriter.insert_op(atom.FenceOp(inner.scope.data), _before(inner))
-                self._swap(inner, atom.FinishOp)
+            lower(self, _Step(inner, phase, buffers[phase.buffer.string_value()], elem, dtype))
         rewriter.replace(op, kernel)
 
-    @staticmethod
-    def _path(p: Datapath) -> dict:
-        props = {"mech": atom.MechanismAttr(p.mech), "width": _int(p.width)}
-        if p.packed_f32x2:
-            props["packed_f32x2"] = UnitAttr()
-        return props
+    def _reclaim(self, s: _Step) -> None:
+        _swap(s.op, atom.WaitFreeOp)
 
-    @staticmethod
-    def _swap(old: Operation, cls: type[Operation], extra: dict | None = None) -> None:
-        new = cls.create(
-            operands=list(old.operands),
-            result_types=[r.type for r in old.results],
-            properties={**old.properties, **(extra or {})},
-            attributes=dict(old.attributes),
-            regions=[old.detach_region(r) for r in list(old.regions)],
-        )
-        new.location = old.location
-        Rewriter.replace_op(old, new)
+    def _stage(self, s: _Step) -> None:
+        unit_bytes = s.buf.elems.value.data * element_bytes(s.elem)
+        _swap(s.op, atom.StageOp, _path(self.gen.stage(unit_bytes)))
+
+    def _put(self, s: _Step) -> None:
+        _swap(s.op, atom.PutOp, _path(self.gen.put()))
+
+    def _notify(self, s: _Step) -> None:
+        Rewriter.insert_op(atom.FenceOp(s.op.scope.data), InsertPoint.before(s.op))  # type: ignore[attr-defined]
+        _swap(s.op, atom.NotifyOp)
+
+    def _wait(self, s: _Step) -> None:
+        packets = s.buf.kind.data == snac.BufferKind.PACKETS
+        _swap(s.op, atom.WaitPacketsOp if packets else atom.WaitReadyOp)
+
+    def _consume(self, s: _Step) -> None:
+        kind = s.phase.consume.kind
+        if kind is None:
+            _swap(s.op, atom.CopyOp, _path(self.gen.copy()))
+            return
+        # multimem.ld_reduce reads one symmetric address on every rank:
+        # only staged phases, with the local contribution staged too.
+        # The switch reduces in an order of its own: only where one rank
+        # reduces each slice (others get its bits), never deterministic.
+        staged = s.buf.kind.data == snac.BufferKind.STAGING
+        switch = staged and s.phase.deterministic is None and _one_reducer(s.phase)
+        path = self.gen.reduce(kind, s.dtype, self.multimem and switch)
+        if path.mech == atom.Mechanism.MULTIMEM:
+            s.phase.properties["stage_local"] = UnitAttr()
+        _swap(s.op, atom.ReduceOp, _path(path))
+
+    def _ack(self, s: _Step) -> None:
+        _swap(s.op, atom.AckOp)
+
+    def _finish(self, s: _Step) -> None:
+        Rewriter.insert_op(atom.FenceOp(s.op.scope.data), InsertPoint.before(s.op))  # type: ignore[attr-defined]
+        _swap(s.op, atom.FinishOp)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A protocol step of the program being lowered, with its phase and buffer."""
+
+    op: Operation
+    phase: snac.PhaseOp
+    buf: snac.BufferOp
+    elem: Attribute
+    dtype: str
+
+
+# The atom of each protocol step, by its snac op.
+_LOWER: dict[type[Operation], Callable[[LowerProgram, _Step], None]] = {
+    snac.ReclaimOp: LowerProgram._reclaim,
+    snac.StageOp: LowerProgram._stage,
+    snac.PutOp: LowerProgram._put,
+    snac.NotifyOp: LowerProgram._notify,
+    snac.WaitOp: LowerProgram._wait,
+    snac.ConsumeOp: LowerProgram._consume,
+    snac.AckOp: LowerProgram._ack,
+    snac.FinishOp: LowerProgram._finish,
+}
+
+
+def _path(p: Datapath) -> dict:
+    props = {"mech": atom.MechanismAttr(p.mech), "width": _int(p.width)}
+    if p.packed_f32x2:
+        props["packed_f32x2"] = UnitAttr()
+    return props
+
+
+def _swap(old: Operation, cls: type[Operation], extra: dict | None = None) -> None:
+    new = cls.create(
+        operands=list(old.operands),
+        result_types=[r.type for r in old.results],
+        properties={**old.properties, **(extra or {})},
+        attributes=dict(old.attributes),
+        regions=[old.detach_region(r) for r in list(old.regions)],
+    )
+    new.location = old.location
+    Rewriter.replace_op(old, new)
 
 
 def _one_reducer(phase: snac.PhaseOp) -> bool:
@@ -133,12 +176,6 @@ def _one_reducer(phase: snac.PhaseOp) -> bool:
     route = None if phase.route is None else phase.route.data.value
     _, dst = route_layouts(phase.src_layout.to_layout(), phase.dst_layout.to_layout(), route)
     return not dst.is_dynamic and all(len(dst.slices_named(n)) == 1 for n in dst.name_sizes)
-
-
-def _before(op: Operation):
-    from xdsl.rewriter import InsertPoint
-
-    return InsertPoint.before(op)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ named layout (`purlin.frontends.tensor_layouts`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 
@@ -154,96 +155,135 @@ class _Importer:
 
     def one(self, op: Operation, shape: list[int], out_shape: list[int], dtype: str,
             src: SSAValue, dst: SSAValue) -> list[Operation]:
-        w = self.grid.world
-        elems = prod(shape)
+        convert = _CONVERT.get(type(op))
+        if convert is None:
+            raise _fail(op, "is not a collective purlin imports")
+        return convert(self, _Operand(op, shape, out_shape, dtype, src, dst, self.grid.world))
 
-        def need(ok: bool, what: str) -> None:
-            if not ok:
-                raise _fail(op, what)
+    def _all_reduce(self, c: _Operand) -> list[Operation]:
+        kind = _reduction(c.op, c.dtype)
+        c.need(c.out_shape == c.shape, f"result shape {c.out_shape} must equal the operand's {c.shape}")
+        groups = self.groups(c.op, True)
+        return [coll.AllReduceOp(c.src, c.dst, c.w, kind, groups=_explicit(groups, c.w))]
 
-        def dim(name: str) -> int:
-            d = _int(shlo.field(op, name))
-            need(d is not None and 0 <= d < len(shape),
-                 f"{name} must be a dimension of the operand (0 to {len(shape) - 1}), got {d}")
-            return d  # type: ignore[return-value]
+    def _all_gather(self, c: _Operand) -> list[Operation]:
+        d = c.dim("all_gather_dim")
+        groups = self.groups(c.op, True)
+        g = c.equal(groups)
+        want = list(c.shape)
+        want[d] *= g
+        c.need(c.out_shape == want, f"result shape {c.out_shape} must be {want}: dimension {d} times the "
+               f"group size {g}")
+        if tl.leading(c.shape, d):
+            return [coll.AllGatherOp(c.src, c.dst, c.w, groups=_explicit(groups, c.w))]
+        return [_generic(c.src, c.dst, tl.gather(c.shape, d, g), None, c.w, groups)]
 
-        def equal(groups: list[list[int]]) -> int:
-            sizes = sorted({len(g) for g in groups})
-            need(len(sizes) == 1, f"its groups have sizes {sizes}; its result shape needs groups of one size")
-            return sizes[0]
+    def _reduce_scatter(self, c: _Operand) -> list[Operation]:
+        kind = _reduction(c.op, c.dtype)
+        d = c.dim("scatter_dimension")
+        groups = self.groups(c.op, True)
+        g = c.equal(groups)
+        c.need(c.shape[d] % g == 0, f"dimension {d} of size {c.shape[d]} is not divisible by the group size {g}")
+        want = list(c.shape)
+        want[d] //= g
+        c.need(c.out_shape == want, f"result shape {c.out_shape} must be {want}")
+        if tl.leading(c.shape, d):
+            return [coll.ReduceScatterOp(c.src, c.dst, c.w, kind, groups=_explicit(groups, c.w))]
+        return [_generic(c.src, c.dst, tl.scatter(c.shape, d, g), kind, c.w, groups)]
 
-        if isinstance(op, shlo.AllReduceOp):
-            kind = _reduction(op, dtype)
-            need(out_shape == shape, f"result shape {out_shape} must equal the operand's {shape}")
-            groups = self.groups(op, True)
-            return [coll.AllReduceOp(src, dst, w, kind, groups=_explicit(groups, w))]
-        if isinstance(op, shlo.AllGatherOp):
-            d = dim("all_gather_dim")
-            groups = self.groups(op, True)
-            g = equal(groups)
-            want = list(shape)
-            want[d] *= g
-            need(out_shape == want, f"result shape {out_shape} must be {want}: dimension {d} times the "
-                 f"group size {g}")
-            if tl.leading(shape, d):
-                return [coll.AllGatherOp(src, dst, w, groups=_explicit(groups, w))]
-            return [_generic(src, dst, tl.gather(shape, d, g), None, w, groups)]
-        if isinstance(op, shlo.ReduceScatterOp):
-            kind = _reduction(op, dtype)
-            d = dim("scatter_dimension")
-            groups = self.groups(op, True)
-            g = equal(groups)
-            need(shape[d] % g == 0, f"dimension {d} of size {shape[d]} is not divisible by the group size {g}")
-            want = list(shape)
-            want[d] //= g
-            need(out_shape == want, f"result shape {out_shape} must be {want}")
-            if tl.leading(shape, d):
-                return [coll.ReduceScatterOp(src, dst, w, kind, groups=_explicit(groups, w))]
-            return [_generic(src, dst, tl.scatter(shape, d, g), kind, w, groups)]
-        if isinstance(op, shlo.AllToAllOp):
-            split, concat = dim("split_dimension"), dim("concat_dimension")
-            groups = self.groups(op, False)
-            g = equal(groups)
-            count = _int(shlo.field(op, "split_count"))
-            need(count == g, f"split_count {count} must equal the group size {g}")
-            need(shape[split] % g == 0, f"dimension {split} of size {shape[split]} is not divisible by "
-                 f"split_count {g}")
-            want = list(shape)
-            want[split] //= g
-            want[concat] *= g
-            need(out_shape == want, f"result shape {out_shape} must be {want}")
-            if split == concat and tl.leading(shape, split):
-                return [coll.AllToAllOp(src, dst, w, groups=_explicit(groups, w))]
-            return [_generic(src, dst, tl.all_to_all(shape, split, concat, g), None, w, groups)]
-        need(out_shape == shape, f"result shape {out_shape} must equal the operand's {shape}")
-        if isinstance(op, shlo.CollectivePermuteOp):
-            channel = shlo.field(op, "channel_handle")
-            channel_id = channel.handle.data if isinstance(channel, shlo.ChannelHandleAttr) else 0
-            strategy = exchange_strategy(channel_id)
-            groups = permute_groups(strategy, self.grid.replicas, self.grid.partitions)
-            g = len(groups[0])
-            pairs = _dense_rows(op, "source_target_pairs")
-            need(pairs is not None and all(len(p) == 2 for p in pairs),
-                 "source_target_pairs must be an Nx2 dense tensor")
-            assert pairs is not None
-            what = "replica" if strategy == "cross_replica" else "partition"
-            for s, t in pairs:
-                need(0 <= s < g and 0 <= t < g, f"source_target_pairs names {what} {s if not 0 <= s < g else t}, "
-                     f"outside [0, {g})")
-            need(len({s for s, _ in pairs}) == len(pairs) and len({t for _, t in pairs}) == len(pairs),
-                 "source_target_pairs must name every source and every target at most once")
-            if not pairs:
-                return []
-            return [_generic(src, dst, tl.permute([tuple(p) for p in pairs], g, elems), None, w, groups)]
-        if isinstance(op, shlo.CollectiveBroadcastOp):
-            groups = self.groups(op, False)
-            made = []
-            # One collective per group size (ragged groups).
-            for g in sorted({len(x) for x in groups}):
-                same = [x for x in groups if len(x) == g]
-                made.append(_generic(src, dst, tl.broadcast(g, elems), None, w, same))
-            return made
-        raise _fail(op, "is not a collective purlin imports")
+    def _all_to_all(self, c: _Operand) -> list[Operation]:
+        split, concat = c.dim("split_dimension"), c.dim("concat_dimension")
+        groups = self.groups(c.op, False)
+        g = c.equal(groups)
+        count = _int(shlo.field(c.op, "split_count"))
+        c.need(count == g, f"split_count {count} must equal the group size {g}")
+        c.need(c.shape[split] % g == 0, f"dimension {split} of size {c.shape[split]} is not divisible by "
+               f"split_count {g}")
+        want = list(c.shape)
+        want[split] //= g
+        want[concat] *= g
+        c.need(c.out_shape == want, f"result shape {c.out_shape} must be {want}")
+        if split == concat and tl.leading(c.shape, split):
+            return [coll.AllToAllOp(c.src, c.dst, c.w, groups=_explicit(groups, c.w))]
+        return [_generic(c.src, c.dst, tl.all_to_all(c.shape, split, concat, g), None, c.w, groups)]
+
+    def _collective_permute(self, c: _Operand) -> list[Operation]:
+        c.need_same_shape()
+        channel = shlo.field(c.op, "channel_handle")
+        channel_id = channel.handle.data if isinstance(channel, shlo.ChannelHandleAttr) else 0
+        strategy = exchange_strategy(channel_id)
+        groups = permute_groups(strategy, self.grid.replicas, self.grid.partitions)
+        g = len(groups[0])
+        pairs = _dense_rows(c.op, "source_target_pairs")
+        c.need(pairs is not None and all(len(p) == 2 for p in pairs),
+               "source_target_pairs must be an Nx2 dense tensor")
+        assert pairs is not None
+        what = "replica" if strategy == "cross_replica" else "partition"
+        for s, t in pairs:
+            c.need(0 <= s < g and 0 <= t < g, f"source_target_pairs names {what} {s if not 0 <= s < g else t}, "
+                   f"outside [0, {g})")
+        c.need(len({s for s, _ in pairs}) == len(pairs) and len({t for _, t in pairs}) == len(pairs),
+               "source_target_pairs must name every source and every target at most once")
+        if not pairs:
+            return []
+        return [_generic(c.src, c.dst, tl.permute([tuple(p) for p in pairs], g, c.elems), None, c.w, groups)]
+
+    def _collective_broadcast(self, c: _Operand) -> list[Operation]:
+        c.need_same_shape()
+        groups = self.groups(c.op, False)
+        made: list[Operation] = []
+        # One collective per group size (ragged groups).
+        for g in sorted({len(x) for x in groups}):
+            same = [x for x in groups if len(x) == g]
+            made.append(_generic(c.src, c.dst, tl.broadcast(g, c.elems), None, c.w, same))
+        return made
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """One operand of a collective being imported, with the checks its
+    conversion makes (each a diagnostic naming the op)."""
+
+    op: Operation
+    shape: list[int]
+    out_shape: list[int]
+    dtype: str
+    src: SSAValue
+    dst: SSAValue
+    w: int
+
+    @property
+    def elems(self) -> int:
+        return prod(self.shape)
+
+    def need(self, ok: bool, what: str) -> None:
+        if not ok:
+            raise _fail(self.op, what)
+
+    def need_same_shape(self) -> None:
+        self.need(self.out_shape == self.shape, f"result shape {self.out_shape} must equal the operand's {self.shape}")
+
+    def dim(self, name: str) -> int:
+        d = _int(shlo.field(self.op, name))
+        self.need(d is not None and 0 <= d < len(self.shape),
+                  f"{name} must be a dimension of the operand (0 to {len(self.shape) - 1}), got {d}")
+        return d  # type: ignore[return-value]
+
+    def equal(self, groups: list[list[int]]) -> int:
+        sizes = sorted({len(g) for g in groups})
+        self.need(len(sizes) == 1, f"its groups have sizes {sizes}; its result shape needs groups of one size")
+        return sizes[0]
+
+
+# The conversion of each StableHLO collective, by its class.
+_CONVERT: dict[type[Operation], Callable[[_Importer, _Operand], list[Operation]]] = {
+    shlo.AllReduceOp: _Importer._all_reduce,
+    shlo.AllGatherOp: _Importer._all_gather,
+    shlo.ReduceScatterOp: _Importer._reduce_scatter,
+    shlo.AllToAllOp: _Importer._all_to_all,
+    shlo.CollectivePermuteOp: _Importer._collective_permute,
+    shlo.CollectiveBroadcastOp: _Importer._collective_broadcast,
+}
 
 
 def _explicit(groups: list[list[int]], world: int) -> list[list[int]] | None:

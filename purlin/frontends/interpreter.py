@@ -11,7 +11,7 @@ from xdsl.ir import Attribute, Dialect
 from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_prop_def, var_operand_def, var_result_def
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.frontends.stablehlo import field
+from purlin.frontends.op_definitions import field
 
 
 @irdl_op_definition

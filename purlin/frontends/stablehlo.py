@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -41,10 +41,8 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-
-def field(op: Operation, name: str) -> Attribute | None:
-    """An op's field `name`, given as a property or as an attribute."""
-    return op.properties.get(name, op.attributes.get(name))
+from purlin.frontends.op_definitions import DenseValueOp, define_op, parse_dense
+from purlin.frontends.op_definitions import field  # noqa: F401  (read as shlo.field by the importers)
 
 
 # -- attributes ----------------------------------------------------------------
@@ -246,37 +244,13 @@ class CollectiveBase(IRDLOperation):
             raise VerifyException(f"'{self.name}': takes no region")
 
 
-@irdl_op_definition
-class AllReduceOp(CollectiveBase):
-    name = "stablehlo.all_reduce"
-    REGION: ClassVar[bool] = True
-
-
-@irdl_op_definition
-class ReduceScatterOp(CollectiveBase):
-    name = "stablehlo.reduce_scatter"
-    REGION: ClassVar[bool] = True
-
-
-@irdl_op_definition
-class AllGatherOp(CollectiveBase):
-    name = "stablehlo.all_gather"
-
-
-@irdl_op_definition
-class AllToAllOp(CollectiveBase):
-    name = "stablehlo.all_to_all"
-
-
-@irdl_op_definition
-class CollectivePermuteOp(CollectiveBase):
-    name = "stablehlo.collective_permute"
-
-
-@irdl_op_definition
-class CollectiveBroadcastOp(CollectiveBase):
-    name = "stablehlo.collective_broadcast"
-
+AllReduceOp = define_op(CollectiveBase, __name__, "AllReduceOp", "stablehlo.all_reduce", REGION=True)
+ReduceScatterOp = define_op(CollectiveBase, __name__, "ReduceScatterOp", "stablehlo.reduce_scatter", REGION=True)
+AllGatherOp = define_op(CollectiveBase, __name__, "AllGatherOp", "stablehlo.all_gather")
+AllToAllOp = define_op(CollectiveBase, __name__, "AllToAllOp", "stablehlo.all_to_all")
+CollectivePermuteOp = define_op(CollectiveBase, __name__, "CollectivePermuteOp", "stablehlo.collective_permute")
+CollectiveBroadcastOp = define_op(CollectiveBase, __name__, "CollectiveBroadcastOp",
+                                  "stablehlo.collective_broadcast")
 
 COLLECTIVES: tuple[type[CollectiveBase], ...] = (
     AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp, CollectivePermuteOp, CollectiveBroadcastOp,
@@ -284,28 +258,19 @@ COLLECTIVES: tuple[type[CollectiveBase], ...] = (
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(DenseValueOp):
     """`stablehlo.constant dense<..> : tensor<..>`."""
 
     name = "stablehlo.constant"
     output = result_def(TensorType)
-    value_ = opt_prop_def(Attribute, prop_name="value")
 
     def __init__(self, value: DenseIntOrFPElementsAttr):
         super().__init__(result_types=[value.type], properties={"value": value})
 
-    @property
-    def value(self) -> Attribute | None:
-        return field(self, "value")
-
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
         attrs = parser.parse_optional_attr_dict()
-        start = parser.pos
-        value = parser.parse_attribute()
-        if not isinstance(value, DenseIntOrFPElementsAttr):
-            parser.raise_error("expected a dense<..> : tensor<..> constant", start, parser.pos)
-        op = cls(value)
+        op = cls(parse_dense(parser, "constant"))
         op.attributes.update(attrs)
         return op
 
@@ -314,8 +279,7 @@ class ConstantOp(IRDLOperation):
         printer.print_attribute(self.value)  # type: ignore[arg-type]
 
     def verify_(self) -> None:
-        if not isinstance(self.value, DenseIntOrFPElementsAttr) or self.value.type != self.output.type:
-            raise VerifyException(f"'{self.name}': needs a dense value of its result type {self.output.type}")
+        self.verify_value(self.output.type, "needs a dense value of its result type")
 
 
 class ElementwiseBinary(IRDLOperation):
@@ -346,47 +310,16 @@ class ElementwiseBinary(IRDLOperation):
         printer.print_attribute(self.output.type)
 
 
-@irdl_op_definition
-class AddOp(ElementwiseBinary):
-    name = "stablehlo.add"
-
-
-@irdl_op_definition
-class MaxOp(ElementwiseBinary):
-    name = "stablehlo.maximum"
-
-
-@irdl_op_definition
-class MinOp(ElementwiseBinary):
-    name = "stablehlo.minimum"
-
-
-@irdl_op_definition
-class MulOp(ElementwiseBinary):
-    name = "stablehlo.multiply"
-
-
-@irdl_op_definition
-class AndOp(ElementwiseBinary):
-    name = "stablehlo.and"
-
-
-@irdl_op_definition
-class OrOp(ElementwiseBinary):
-    name = "stablehlo.or"
-
-
-@irdl_op_definition
-class XorOp(ElementwiseBinary):
-    name = "stablehlo.xor"
-
-
-@irdl_op_definition
-class SubtractOp(ElementwiseBinary):
-    """Parsed so that a region using it is refused by the importer with a
-    diagnostic, not by the parser."""
-
-    name = "stablehlo.subtract"
+AddOp = define_op(ElementwiseBinary, __name__, "AddOp", "stablehlo.add")
+MaxOp = define_op(ElementwiseBinary, __name__, "MaxOp", "stablehlo.maximum")
+MinOp = define_op(ElementwiseBinary, __name__, "MinOp", "stablehlo.minimum")
+MulOp = define_op(ElementwiseBinary, __name__, "MulOp", "stablehlo.multiply")
+AndOp = define_op(ElementwiseBinary, __name__, "AndOp", "stablehlo.and")
+OrOp = define_op(ElementwiseBinary, __name__, "OrOp", "stablehlo.or")
+XorOp = define_op(ElementwiseBinary, __name__, "XorOp", "stablehlo.xor")
+SubtractOp = define_op(ElementwiseBinary, __name__, "SubtractOp", "stablehlo.subtract",
+                       """Parsed so that a region using it is refused by the importer with a
+    diagnostic, not by the parser.""")
 
 
 @irdl_op_definition

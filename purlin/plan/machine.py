@@ -1,4 +1,5 @@
-"""Executes a Plan for every rank on numpy buffers, with a seeded scheduler.
+"""Executes a Plan for every rank on numpy buffers, with the seeded scheduler
+of the snac machine (purlin.snac.scheduler).
 
 Each (rank, role) is a coroutine over its instruction list; waits yield until
 their condition holds, so interleavings vary with the seed. Memory is laid
@@ -11,7 +12,8 @@ out there).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import ml_dtypes  # noqa: F401  (registers bfloat16/float8 with numpy)
 import numpy as np
@@ -19,14 +21,13 @@ import numpy as np
 from purlin import plan as P
 from purlin.coll.reference import reduce_parts
 from purlin.dtypes import numpy_dtype
+from purlin.snac import scheduler
 from purlin.snac.protocol import PACKET_DATA_BYTES
+from purlin.snac.scheduler import Task
 
 
 class PlanExecutionError(Exception):
     """The plan deadlocked or was given buffers that do not fit it."""
-
-
-MAX_BURST = 8
 
 
 class PlanMachine:
@@ -55,31 +56,13 @@ class PlanMachine:
                     raise PlanExecutionError(
                         f"rank {r} {name}: {a.size} x {a.dtype}, the plan needs {need} x {self.dtype}"
                     )
-        rng = random.Random(seed)
-        threads = [
-            (r, k, self._role(r, k, body, inputs, outputs))
+        tasks = [
+            Task(self._role(r, k, body, inputs, outputs))
             for r in range(plan.world)
             for k, body in enumerate(plan.programs[r])
         ]
-        pending: dict[int, tuple] = {}
-        live = list(range(len(threads)))
-        while live:
-            runnable = [t for t in live if t not in pending or pending[t][0]()]
-            if not runnable:
-                raise PlanExecutionError("deadlock: " + "; ".join(pending[t][1]() for t in live))
-            t = rng.choice(runnable)
-            for _ in range(rng.randint(1, MAX_BURST)):
-                if t in pending:
-                    if not pending[t][0]():
-                        break
-                    del pending[t]
-                try:
-                    step = next(threads[t][2])
-                except StopIteration:
-                    live.remove(t)
-                    break
-                if step is not None:
-                    pending[t] = step
+        scheduler.run(tasks, random.Random(seed), lambda live: PlanExecutionError(
+            "deadlock: " + "; ".join(t.pending[1]() for t in live)))
         for r in range(plan.world):
             self.prev[r] = self.epoch[r]
             self.epoch[r] += plan.advance
@@ -97,50 +80,77 @@ class PlanMachine:
         return self.staging[ref.buf][ref.rank][half, ref.slot, ref.offset:]
 
     def _role(self, rank: int, role: int, body: list[P.Instr], inputs, outputs):
-        where = f"rank {rank} role {role}"
-        half = self.epoch[rank] % 2
+        at = _At(rank, f"rank {rank} role {role}", self.epoch[rank] % 2, inputs, outputs)
         for n, i in enumerate(body):
-            if i.op == P.Op.WAIT:
-                slots, need = self.signals[i.sig][rank], self._value(rank, i.base, i.rel)
-                if slots[i.slot] < need:
-                    yield (
-                        lambda s=slots, k=i.slot, v=need: s[k] >= v,
-                        lambda s=slots, k=i.slot, v=need, n=n, sig=i.sig: (
-                            f"{where} instruction {n} waits for {self.plan.signals[sig].name}[{k}] "
-                            f">= {v} (has {s[k]}, epoch {self.epoch[rank]})"
-                        ),
-                    )
-            elif i.op == P.Op.SIGNAL:
-                target = self.signals[i.sig][i.peer]
-                target[i.slot] = max(target[i.slot], self._value(rank, i.base, i.rel))
-                yield None
-            elif i.op in (P.Op.COPY, P.Op.REDUCE):
-                assert i.dst is not None
-                srcs = [self._mem(s, rank, inputs, outputs)[: i.elems] for s in i.srcs]
-                dst = self._mem(i.dst, rank, inputs, outputs)
-                if i.op == P.Op.COPY:
-                    dst[: i.elems] = srcs[0]
-                else:
-                    dst[: i.elems] = reduce_parts(srcs, i.redop.name.lower())
-                yield None
-            elif i.op == P.Op.PUT:
-                src = self._mem(i.srcs[0], rank, inputs, outputs)[: i.elems]
-                self.staging[i.buf][i.peer][half, rank, i.offset : i.offset + i.elems] = src
-                first = i.offset // self.per_packet
-                last = -(-(i.offset + i.elems) // self.per_packet)
-                self.flags[i.buf][i.peer][half, rank, first:last] = self.epoch[rank] + 1
-                yield None
-            elif i.op == P.Op.WAIT_PACKETS:
-                flags = self.flags[i.buf][rank][half, i.peer]
-                first = i.offset // self.per_packet
-                last = -(-(i.offset + i.elems) // self.per_packet)
-                need = self.epoch[rank] + 1
-                if i.elems and flags[first:last].min() < need:
-                    yield (
-                        lambda f=flags, a=first, b=last, v=need: f[a:b].min() >= v,
-                        lambda f=flags, a=first, b=last, v=need, n=n, src=i.peer: (
-                            f"{where} instruction {n} waits for packets from rank {src} "
-                            f"[{a}, {b}) to carry flag {v} (lowest {f[a:b].min()})"
-                        ),
-                    )
+            yield from _STEPS[i.op](self, at, n, i)
 
+    def _wait(self, at: _At, n: int, i: P.Instr):
+        rank = at.rank
+        slots, need = self.signals[i.sig][rank], self._value(rank, i.base, i.rel)
+        if slots[i.slot] < need:
+            yield (
+                lambda s=slots, k=i.slot, v=need: s[k] >= v,
+                lambda s=slots, k=i.slot, v=need, n=n, sig=i.sig: (
+                    f"{at.where} instruction {n} waits for {self.plan.signals[sig].name}[{k}] "
+                    f">= {v} (has {s[k]}, epoch {self.epoch[rank]})"
+                ),
+            )
+
+    def _signal(self, at: _At, n: int, i: P.Instr):
+        target = self.signals[i.sig][i.peer]
+        target[i.slot] = max(target[i.slot], self._value(at.rank, i.base, i.rel))
+        yield None
+
+    def _copy_or_reduce(self, at: _At, n: int, i: P.Instr):
+        assert i.dst is not None
+        srcs = [self._mem(s, at.rank, at.inputs, at.outputs)[: i.elems] for s in i.srcs]
+        dst = self._mem(i.dst, at.rank, at.inputs, at.outputs)
+        if i.op == P.Op.COPY:
+            dst[: i.elems] = srcs[0]
+        else:
+            dst[: i.elems] = reduce_parts(srcs, i.redop.name.lower())
+        yield None
+
+    def _put(self, at: _At, n: int, i: P.Instr):
+        src = self._mem(i.srcs[0], at.rank, at.inputs, at.outputs)[: i.elems]
+        self.staging[i.buf][i.peer][at.half, at.rank, i.offset : i.offset + i.elems] = src
+        first = i.offset // self.per_packet
+        last = -(-(i.offset + i.elems) // self.per_packet)
+        self.flags[i.buf][i.peer][at.half, at.rank, first:last] = self.epoch[at.rank] + 1
+        yield None
+
+    def _wait_packets(self, at: _At, n: int, i: P.Instr):
+        flags = self.flags[i.buf][at.rank][at.half, i.peer]
+        first = i.offset // self.per_packet
+        last = -(-(i.offset + i.elems) // self.per_packet)
+        need = self.epoch[at.rank] + 1
+        if i.elems and flags[first:last].min() < need:
+            yield (
+                lambda f=flags, a=first, b=last, v=need: f[a:b].min() >= v,
+                lambda f=flags, a=first, b=last, v=need, n=n, src=i.peer: (
+                    f"{at.where} instruction {n} waits for packets from rank {src} "
+                    f"[{a}, {b}) to carry flag {v} (lowest {f[a:b].min()})"
+                ),
+            )
+
+
+@dataclass(frozen=True)
+class _At:
+    """The role being run: its rank, its name in diagnostics, the call's half."""
+
+    rank: int
+    where: str
+    half: int
+    inputs: Sequence[np.ndarray]
+    outputs: Sequence[np.ndarray]
+
+
+# What each instruction does, by its opcode: a generator of the role's steps.
+_STEPS: dict[P.Op, Callable[[PlanMachine, _At, int, P.Instr], Iterator]] = {
+    P.Op.WAIT: PlanMachine._wait,
+    P.Op.SIGNAL: PlanMachine._signal,
+    P.Op.COPY: PlanMachine._copy_or_reduce,
+    P.Op.REDUCE: PlanMachine._copy_or_reduce,
+    P.Op.PUT: PlanMachine._put,
+    P.Op.WAIT_PACKETS: PlanMachine._wait_packets,
+}

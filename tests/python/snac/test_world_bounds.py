@@ -9,6 +9,7 @@ from purlin.coll.builder import SpecError
 from purlin.coll.layouts import MAX_WORLD, Layout, LayoutError, LayoutKind
 from purlin.pipeline import lower, parse_module
 from purlin.snac import machine as snac_exec
+from purlin.snac import symmetric_memory
 from purlin.snac.dialect import ProgramOpBase
 from purlin.testing.cases import Case
 from purlin.tools.opt import main as opt_main
@@ -79,7 +80,8 @@ def _signal_reads(monkeypatch, program) -> int:
         def value(self, v):
             self._value = v
 
-    monkeypatch.setattr(snac_exec, "Signal", Counting)
+    # World makes its signals from the memory module's class.
+    monkeypatch.setattr(symmetric_memory, "Signal", Counting)
     snac_exec.verify_program(program, calls=3, seeds=(0,))
     return Counting.reads
 
