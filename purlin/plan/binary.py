@@ -18,30 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from purlin.plan.model import (
-    ARCHS,
-    DTYPES,
-    HEADER_WORDS,
-    INSTR_WORDS,
-    MAGIC,
-    REF_WORDS,
-    VERSION,
-    Base,
-    BufferSpec,
-    BufKind,
-    Instr,
-    Mech,
-    Op,
-    Order,
-    PlanError,
-    RedOp,
-    Ref,
-    RoleKind,
-    RoleSpec,
-    Scope,
-    SignalSpec,
-    Space,
-)
+import purlin.plan.model as m
 from purlin.plan.validate import validate
 
 if TYPE_CHECKING:
@@ -59,7 +36,7 @@ class BinaryForm:
     def encode(self: Plan) -> np.ndarray:
         """The flat int64 form the runtimes read (see `decode` for the layout)."""
         words = [
-            MAGIC, self.version, self.world, ARCHS[self.arch], DTYPES[self.dtype][0],
+            m.MAGIC, self.version, self.world, m.ARCHS[self.arch], m.DTYPES[self.dtype][0],
             self.input_elems, self.output_elems, self.advance, self.threads,
             len(self.roles), len(self.buffers), len(self.signals), 0, 0, 0, 0,
         ]
@@ -93,16 +70,16 @@ class BinaryForm:
         w = _int64_words(words)
         arch, dtype = _read_header(w)
         world, n_roles = w[_WORLD], w[_ROLES]
-        r = _Reader(w, HEADER_WORDS)
+        r = _Reader(w, m.HEADER_WORDS)
         roles = [_read_role(r, k) for k in range(n_roles)]
         buffers = [_read_buffer(r, k) for k in range(w[_BUFFERS])]
-        signals = [SignalSpec(f"signals{k}", r.take(1, f"signal array {k}")[0]) for k in range(w[_SIGNALS])]
+        signals = [m.SignalSpec(f"signals{k}", r.take(1, f"signal array {k}")[0]) for k in range(w[_SIGNALS])]
         directory = r.take(world * n_roles * 2, "the directory")
         n_instrs, n_refs = r.take(2, "the table sizes")
-        tables = _Tables(r.take(n_instrs * INSTR_WORDS, "the instructions"), n_instrs,
-                         r.take(n_refs * REF_WORDS, "the refs"), n_refs)
+        tables = _Tables(r.take(n_instrs * m.INSTR_WORDS, "the instructions"), n_instrs,
+                         r.take(n_refs * m.REF_WORDS, "the refs"), n_refs)
         if r.at != len(w):
-            raise PlanError(f"plan has {len(w) - r.at} words after its last ref")
+            raise m.PlanError(f"plan has {len(w) - r.at} words after its last ref")
         entries = [directory[k : k + 2] for k in range(0, len(directory), 2)]
         programs = [[tables.program(rank, role, entries[rank * n_roles + role]) for role in range(n_roles)]
                     for rank in range(world)]
@@ -112,7 +89,7 @@ class BinaryForm:
         return plan
 
 
-def _encode_instr(i: Instr, refs: list[list[int]]) -> list[int]:
+def _encode_instr(i: m.Instr, refs: list[list[int]]) -> list[int]:
     """The instruction's 16 words; its refs go to the end of `refs`."""
     dst = -1
     if i.dst is not None:
@@ -131,35 +108,35 @@ def _enum(kind: type[IntEnum], value: int, what: str) -> IntEnum:
     try:
         return kind(value)
     except ValueError:
-        raise PlanError(f"{what}: {value} is not a valid {kind.__name__}") from None
+        raise m.PlanError(f"{what}: {value} is not a valid {kind.__name__}") from None
 
 
 def _int64_words(words: np.ndarray | bytes) -> list[int]:
     if isinstance(words, (bytes, bytearray, memoryview)):
         if len(words) % 8:
-            raise PlanError(f"plan of {len(words)} bytes is not a whole number of int64 words")
+            raise m.PlanError(f"plan of {len(words)} bytes is not a whole number of int64 words")
         words = np.frombuffer(words, dtype="<i8")
     return [int(x) for x in np.asarray(words, dtype=np.int64)]
 
 
 def _read_header(w: list[int]) -> tuple[str, str]:
     """Check the header; its arch and dtype by name."""
-    if len(w) < HEADER_WORDS:
-        raise PlanError(f"plan of {len(w)} words is shorter than its {HEADER_WORDS}-word header")
-    if w[0] != MAGIC:
-        raise PlanError(f"not a purlin plan (magic {w[0]:#x}, expected {MAGIC:#x})")
-    if w[1] != VERSION:
-        raise PlanError(f"plan format version {w[1]} is not supported (this reader reads {VERSION})")
-    arch = next((a for a, c in ARCHS.items() if c == w[_ARCH]), None)
-    dtype = next((d for d, (c, _) in DTYPES.items() if c == w[_DTYPE]), None)
+    if len(w) < m.HEADER_WORDS:
+        raise m.PlanError(f"plan of {len(w)} words is shorter than its {m.HEADER_WORDS}-word header")
+    if w[0] != m.MAGIC:
+        raise m.PlanError(f"not a purlin plan (magic {w[0]:#x}, expected {m.MAGIC:#x})")
+    if w[1] != m.VERSION:
+        raise m.PlanError(f"plan format version {w[1]} is not supported (this reader reads {m.VERSION})")
+    arch = next((a for a, c in m.ARCHS.items() if c == w[_ARCH]), None)
+    dtype = next((d for d, (c, _) in m.DTYPES.items() if c == w[_DTYPE]), None)
     if arch is None:
-        raise PlanError(f"unknown arch code {w[_ARCH]}")
+        raise m.PlanError(f"unknown arch code {w[_ARCH]}")
     if dtype is None:
-        raise PlanError(f"unknown dtype code {w[_DTYPE]}")
+        raise m.PlanError(f"unknown dtype code {w[_DTYPE]}")
     counts = (("world", w[_WORLD]), ("roles", w[_ROLES]), ("buffers", w[_BUFFERS]), ("signals", w[_SIGNALS]))
     for what, n in counts:
         if not 0 <= n <= 1 << 20 or (what in ("world", "roles") and n < 1):
-            raise PlanError(f"header: {what} = {n} is out of range")
+            raise m.PlanError(f"header: {what} = {n} is out of range")
     return arch, dtype
 
 
@@ -171,19 +148,19 @@ class _Reader:
 
     def take(self, n: int, what: str) -> list[int]:
         if n < 0 or self.at + n > len(self.w):
-            raise PlanError(f"plan is truncated: {what} runs past its end ({len(self.w)} words)")
+            raise m.PlanError(f"plan is truncated: {what} runs past its end ({len(self.w)} words)")
         self.at += n
         return self.w[self.at - n : self.at]
 
 
-def _read_role(r: _Reader, k: int) -> RoleSpec:
+def _read_role(r: _Reader, k: int) -> m.RoleSpec:
     kind, blocks = r.take(2, f"role {k}")
-    return RoleSpec(_enum(RoleKind, kind, f"role {k} kind"), blocks)
+    return m.RoleSpec(_enum(m.RoleKind, kind, f"role {k} kind"), blocks)
 
 
-def _read_buffer(r: _Reader, k: int) -> BufferSpec:
+def _read_buffer(r: _Reader, k: int) -> m.BufferSpec:
     kind, slots, elems = r.take(3, f"buffer {k}")
-    return BufferSpec(f"buffer{k}", _enum(BufKind, kind, f"buffer {k} kind"), slots, elems)
+    return m.BufferSpec(f"buffer{k}", _enum(m.BufKind, kind, f"buffer {k} kind"), slots, elems)
 
 
 class _Tables:
@@ -192,31 +169,31 @@ class _Tables:
     def __init__(self, instrs: list[int], n_instrs: int, refs: list[int], n_refs: int) -> None:
         self.instrs, self.n_instrs, self.refs, self.n_refs = instrs, n_instrs, refs, n_refs
 
-    def program(self, rank: int, role: int, entry: list[int]) -> list[Instr]:
+    def program(self, rank: int, role: int, entry: list[int]) -> list[m.Instr]:
         first, count = entry
         if first < 0 or count < 0 or first + count > self.n_instrs:
-            raise PlanError(
+            raise m.PlanError(
                 f"rank {rank} role {role}: instructions [{first}, {first + count}) are outside "
                 f"the table of {self.n_instrs}"
             )
         return [self.instr(k, f"rank {rank} role {role} instruction {k - first}")
                 for k in range(first, first + count)]
 
-    def instr(self, k: int, where: str) -> Instr:
-        f = self.instrs[k * INSTR_WORDS : (k + 1) * INSTR_WORDS]
+    def instr(self, k: int, where: str) -> m.Instr:
+        f = self.instrs[k * m.INSTR_WORDS : (k + 1) * m.INSTR_WORDS]
         dst = None if f[_DST] == -1 else self.ref(f[_DST], where)
         if not 0 <= f[_SRC_COUNT] <= 1 << 16:
-            raise PlanError(f"{where}: {f[_SRC_COUNT]} sources is out of range")
+            raise m.PlanError(f"{where}: {f[_SRC_COUNT]} sources is out of range")
         srcs = tuple(self.ref(f[_SRC_FIRST] + j, where) for j in range(f[_SRC_COUNT]))
-        return Instr(
-            _enum(Op, f[0], f"{where}: op"), _enum(Mech, f[1], f"{where}: mech"),
-            f[2], f[3], f[4], f[5], _enum(Base, f[6], f"{where}: base"), f[7],
-            _enum(Order, f[8], f"{where}: order"), _enum(Scope, f[9], f"{where}: scope"),
-            _enum(RedOp, f[10], f"{where}: redop"), f[11], f[12], dst, srcs,
+        return m.Instr(
+            _enum(m.Op, f[0], f"{where}: op"), _enum(m.Mech, f[1], f"{where}: mech"),
+            f[2], f[3], f[4], f[5], _enum(m.Base, f[6], f"{where}: base"), f[7],
+            _enum(m.Order, f[8], f"{where}: order"), _enum(m.Scope, f[9], f"{where}: scope"),
+            _enum(m.RedOp, f[10], f"{where}: redop"), f[11], f[12], dst, srcs,
         )
 
-    def ref(self, index: int, where: str) -> Ref:
+    def ref(self, index: int, where: str) -> m.Ref:
         if not 0 <= index < self.n_refs:
-            raise PlanError(f"{where}: ref {index} is outside the ref table ({self.n_refs} refs)")
-        space, rank, buf, slot, offset = self.refs[index * REF_WORDS : (index + 1) * REF_WORDS]
-        return Ref(_enum(Space, space, f"{where}: space"), rank, buf, slot, offset)
+            raise m.PlanError(f"{where}: ref {index} is outside the ref table ({self.n_refs} refs)")
+        space, rank, buf, slot, offset = self.refs[index * m.REF_WORDS : (index + 1) * m.REF_WORDS]
+        return m.Ref(_enum(m.Space, space, f"{where}: space"), rank, buf, slot, offset)

@@ -8,33 +8,14 @@ from dataclasses import asdict
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
-from purlin.plan.model import (
-    FORMAT,
-    INT64,
-    VERSION,
-    Base,
-    BufferSpec,
-    BufKind,
-    Instr,
-    Mech,
-    Op,
-    Order,
-    PlanError,
-    RedOp,
-    Ref,
-    RoleKind,
-    RoleSpec,
-    Scope,
-    SignalSpec,
-    Space,
-)
+import purlin.plan.model as m
 from purlin.plan.validate import validate
 
 if TYPE_CHECKING:
     from purlin.plan import Plan
 
-_DEFAULT = Instr(Op.WAIT)
-_INSTR_ENUMS = {"base": Base, "order": Order, "scope": Scope, "redop": RedOp}
+_DEFAULT = m.Instr(m.Op.WAIT)
+_INSTR_ENUMS = {"base": m.Base, "order": m.Order, "scope": m.Scope, "redop": m.RedOp}
 
 
 class JsonForm:
@@ -42,7 +23,7 @@ class JsonForm:
 
     def to_json(self: Plan) -> str:
         doc = {
-            "format": FORMAT,
+            "format": m.FORMAT,
             "version": self.version,
             "arch": self.arch,
             "world": self.world,
@@ -75,24 +56,24 @@ class JsonForm:
                 doc["arch"], _num(doc["world"], "world"), doc["dtype"], _num(doc["input_elems"], "input_elems"),
                 _num(doc["output_elems"], "output_elems"), _num(doc["advance"], "advance"),
                 _num(kernel["threads"], "threads"),
-                [RoleSpec(_enum(RoleKind, r["kind"], "role"), _num(r["blocks"], "role blocks"))
+                [m.RoleSpec(_enum(m.RoleKind, r["kind"], "role"), _num(r["blocks"], "role blocks"))
                  for r in kernel["roles"]],
-                [BufferSpec(b["name"], _enum(BufKind, b["kind"], "buffer"), _num(b["slots"], "buffer slots"),
+                [m.BufferSpec(b["name"], _enum(m.BufKind, b["kind"], "buffer"), _num(b["slots"], "buffer slots"),
                             _num(b["elems"], "buffer elems")) for b in doc["buffers"]],
-                [SignalSpec(s["name"], _num(s["slots"], "signal slots")) for s in doc["signals"]],
+                [m.SignalSpec(s["name"], _num(s["slots"], "signal slots")) for s in doc["signals"]],
                 [[[_instr(i, f"rank {r} role {k} instruction {n}") for n, i in enumerate(role)]
                   for k, role in enumerate(rank)] for r, rank in enumerate(doc["ranks"])],
                 in_place=doc.get("in_place", False) is True,
             )
-        except PlanError:
+        except m.PlanError:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise PlanError(f"malformed plan JSON: {type(e).__name__}: {e}") from None
+            raise m.PlanError(f"malformed plan JSON: {type(e).__name__}: {e}") from None
         validate(plan)
         return plan
 
 
-def _instr_doc(i: Instr) -> dict:
+def _instr_doc(i: m.Instr) -> dict:
     d = {"op": i.op.name.lower(), "mech": i.mech.name.lower()}
     for k, v in asdict(i).items():
         if k in ("op", "mech") or v == getattr(_DEFAULT, k):
@@ -104,7 +85,7 @@ def _instr_doc(i: Instr) -> dict:
 def _jsonable(v):
     if isinstance(v, IntEnum):
         return v.name.lower()
-    if isinstance(v, Ref):
+    if isinstance(v, m.Ref):
         return {"space": v.space.name.lower(), "rank": v.rank, "buf": v.buf, "slot": v.slot,
                 "offset": v.offset}
     if isinstance(v, tuple):
@@ -113,19 +94,19 @@ def _jsonable(v):
 
 
 def _check_format(doc: dict) -> None:
-    if doc.get("format") != FORMAT:
-        raise PlanError(f"not a purlin plan (format {doc.get('format')!r})")
-    if doc.get("version") != VERSION:
-        raise PlanError(
-            f"plan format version {doc.get('version')} is not supported (this reader reads {VERSION})"
+    if doc.get("format") != m.FORMAT:
+        raise m.PlanError(f"not a purlin plan (format {doc.get('format')!r})")
+    if doc.get("version") != m.VERSION:
+        raise m.PlanError(
+            f"plan format version {doc.get('version')} is not supported (this reader reads {m.VERSION})"
         )
 
 
 def _num(v: Any, what: str) -> int:
     # JSON numbers that are not int64 (floats, booleans, huge) would
     # slip past validate and break encode or a runtime.
-    if isinstance(v, bool) or not isinstance(v, int) or not INT64[0] <= v <= INT64[1]:
-        raise PlanError(f"{what}: {v!r} is not an int64")
+    if isinstance(v, bool) or not isinstance(v, int) or not m.INT64[0] <= v <= m.INT64[1]:
+        raise m.PlanError(f"{what}: {v!r} is not an int64")
     return v
 
 
@@ -133,15 +114,15 @@ def _enum(kind: type[IntEnum], name: Any, what: str) -> IntEnum:
     try:
         return kind[str(name).upper()]
     except KeyError:
-        raise PlanError(f"{what}: {name!r} is not a valid {kind.__name__}") from None
+        raise m.PlanError(f"{what}: {name!r} is not a valid {kind.__name__}") from None
 
 
-def _ref(d: dict, what: str) -> Ref:
-    return Ref(_enum(Space, d["space"], what), _num(d["rank"], what), _num(d.get("buf", 0), what),
+def _ref(d: dict, what: str) -> m.Ref:
+    return m.Ref(_enum(m.Space, d["space"], what), _num(d["rank"], what), _num(d.get("buf", 0), what),
                _num(d.get("slot", 0), what), _num(d.get("offset", 0), what))
 
 
-def _instr(d: dict, what: str) -> Instr:
+def _instr(d: dict, what: str) -> m.Instr:
     kw = {k: v for k, v in d.items() if k not in ("op", "mech")}
     for k in kw:
         if k in _INSTR_ENUMS:
@@ -152,4 +133,4 @@ def _instr(d: dict, what: str) -> Instr:
         kw["dst"] = _ref(kw["dst"], what)
     if "srcs" in kw:
         kw["srcs"] = tuple(_ref(s, what) for s in kw["srcs"])
-    return Instr(_enum(Op, d["op"], f"{what}: op"), _enum(Mech, d.get("mech", "none"), f"{what}: mech"), **kw)
+    return m.Instr(_enum(m.Op, d["op"], f"{what}: op"), _enum(m.Mech, d.get("mech", "none"), f"{what}: mech"), **kw)
