@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from purlin.coll.dialect import DTYPES
-from purlin.torch.groups import TORCH_OPS, GroupState
+from purlin.torch.groups import TORCH_OPS, GroupState, all_gather_single, reduce_scatter_single
 
 # Every purlin dtype this torch build has.
 TORCH_NAMES = {getattr(torch, d.array_name): d.name for d in DTYPES if hasattr(torch, d.array_name)}
@@ -67,7 +67,7 @@ def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
     nodes = st.nodes
     block = x.new_empty(nodes.local * x.numel())
     all_gather(nodes.intra, x, block, lowering)
-    dist.all_gather_into_tensor(y, block, group=nodes.inter)
+    all_gather_single(y, block, group=nodes.inter)
 
 
 def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, deterministic: bool,
@@ -84,7 +84,7 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
     by_local = x.view(nodes.count, nodes.local, m).transpose(0, 1).contiguous().view(-1)
     mine = x.new_empty(nodes.count * m)
     reduce_scatter(nodes.intra, by_local, mine, op, deterministic, lowering)
-    dist.reduce_scatter_tensor(y, mine, op=TORCH_OPS[op], group=nodes.inter)
+    reduce_scatter_single(y, mine, op=TORCH_OPS[op], group=nodes.inter)
 
 
 def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) -> None:

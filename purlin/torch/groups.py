@@ -25,6 +25,10 @@ TORCH_OPS = {
     "max": dist.ReduceOp.MAX, "and": dist.ReduceOp.BAND, "or": dist.ReduceOp.BOR, "xor": dist.ReduceOp.BXOR,
 }
 
+# torch 2.13 renames the single-tensor gather and scatter; older releases have the old names only.
+all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+
 
 @dataclass
 class Nodes:
