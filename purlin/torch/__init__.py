@@ -20,7 +20,7 @@ all_reduce, all_gather and reduce_scatter run purlin within each node and
 torch.distributed between nodes.
 """
 
-from purlin.torch import ops
+from purlin.torch import functional, ops
 from purlin.torch.collectives import (
     all_gather,
     all_gather_v,
@@ -34,6 +34,6 @@ from purlin.torch.groups import init
 from purlin.torch.process_group import PurlinProcessGroup, route
 
 __all__ = [
-    "PurlinProcessGroup", "all_gather", "all_gather_v", "all_reduce", "all_to_all", "all_to_all_v", "init", "ops",
+    "PurlinProcessGroup", "all_gather", "all_gather_v", "all_reduce", "all_to_all", "all_to_all_v", "functional", "init", "ops",
     "reduce_scatter", "reduce_scatter_v", "route",
 ]

@@ -27,7 +27,7 @@ def all_reduce(tensor: torch.Tensor, op: str = "sum", *, out: torch.Tensor | Non
         _ops.all_reduce_(tensor, op, g, deterministic, lowering)
         return tensor
     _dense(out, "out")
-    _check(out.numel() == tensor.numel() and out.dtype == tensor.dtype, "out must have the tensor's size and dtype")
+    check(out.numel() == tensor.numel() and out.dtype == tensor.dtype, "out must have the tensor's size and dtype")
     _ops.all_reduce_out(tensor, out, op, g, deterministic, lowering)
     return out
 
@@ -36,7 +36,7 @@ def all_gather(output: torch.Tensor, input: torch.Tensor, *, group: Any = None, 
     """Like torch.distributed.all_gather_into_tensor."""
     g = group_name(group)
     _pair(output, input)
-    _check(output.numel() == state(g).world * input.numel(), "output must hold world x input elements")
+    check(output.numel() == state(g).world * input.numel(), "output must hold world x input elements")
     _ops.all_gather_out(input, output, g, lowering)
     return output
 
@@ -46,7 +46,7 @@ def reduce_scatter(output: torch.Tensor, input: torch.Tensor, op: str = "sum", *
     """Like torch.distributed.reduce_scatter_tensor."""
     g = group_name(group)
     _pair(output, input)
-    _check(input.numel() == state(g).world * output.numel(), "input must hold world x output elements")
+    check(input.numel() == state(g).world * output.numel(), "input must hold world x output elements")
     _ops.reduce_scatter_out(input, output, op, g, deterministic, lowering)
     return output
 
@@ -56,7 +56,7 @@ def all_to_all(output: torch.Tensor, input: torch.Tensor, *, group: Any = None, 
     g = group_name(group)
     _pair(output, input)
     w = state(g).world
-    _check(input.numel() == output.numel() and input.numel() % w == 0,
+    check(input.numel() == output.numel() and input.numel() % w == 0,
            f"input and output must have the same size, divisible by world {w}")
     _ops.all_to_all_out(input, output, g, lowering)
     return output
@@ -67,7 +67,7 @@ def all_gather_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[int
     """Rank r contributes counts[r] elements; output holds them in rank order."""
     g = group_name(group)
     _pair(output, input)
-    rank = _counted(g, counts)
+    rank = counted(g, counts)
     _check_size(input, counts[rank], f"input of rank {rank}", f"counts[{rank}]")
     _check_size(output, sum(counts), "output", "sum(counts)")
     _ops.all_gather_v_out(input, output, list(counts), g, lowering)
@@ -79,7 +79,7 @@ def reduce_scatter_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence
     """Rank r receives the reduction of slice r (counts[r] elements) of every input."""
     g = group_name(group)
     _pair(output, input)
-    rank = _counted(g, counts)
+    rank = counted(g, counts)
     _check_size(input, sum(counts), "input", "sum(counts)")
     _check_size(output, counts[rank], f"output of rank {rank}", f"counts[{rank}]")
     _ops.reduce_scatter_v_out(input, output, list(counts), op, g, lowering)
@@ -91,8 +91,8 @@ def all_to_all_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[Seq
     """counts[s][d] elements go from rank s to rank d, packed in rank order on both sides."""
     g = group_name(group)
     _pair(output, input)
-    rank = _counted(g, counts)
-    _check(all(len(row) == len(counts) for row in counts), "counts must be a world x world matrix")
+    rank = counted(g, counts)
+    check(all(len(row) == len(counts) for row in counts), "counts must be a world x world matrix")
     _check_size(input, sum(counts[rank]), f"input of rank {rank}", f"sum(counts[{rank}])")
     _check_size(output, sum(row[rank] for row in counts), f"output of rank {rank}",
                 f"column {rank} of counts summed")
@@ -101,27 +101,27 @@ def all_to_all_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[Seq
 
 
 def _dense(t: torch.Tensor, what: str) -> None:
-    _check(t.is_contiguous() and t.device.type in ("cpu", "cuda"), f"{what} must be a contiguous CPU or CUDA tensor")
+    check(t.is_contiguous() and t.device.type in ("cpu", "cuda"), f"{what} must be a contiguous CPU or CUDA tensor")
 
 
 def _pair(output: torch.Tensor, input: torch.Tensor) -> None:
     _dense(input, "input")
     _dense(output, "output")
-    _check(output.dtype == input.dtype and output.device == input.device,
+    check(output.dtype == input.dtype and output.device == input.device,
            f"output ({output.dtype}, {output.device}) and input ({input.dtype}, {input.device}) must match")
 
 
-def _counted(g: str, counts: Sequence) -> int:
+def counted(g: str, counts: Sequence) -> int:
     st = state(g)
-    _check(len(counts) == st.world, f"counts must have one entry per rank ({st.world}), got {len(counts)}")
+    check(len(counts) == st.world, f"counts must have one entry per rank ({st.world}), got {len(counts)}")
     return st.rank
 
 
 def _check_size(t: torch.Tensor, need: int, what: str, rule: str) -> None:
     """A rank's tensor of a V collective holds at least what this rank moves (its plan extent)."""
-    _check(t.numel() >= need, f"{what} must hold {rule} = {need} elements, it has {t.numel()}")
+    check(t.numel() >= need, f"{what} must hold {rule} = {need} elements, it has {t.numel()}")
 
 
-def _check(ok: bool, message: str) -> None:
+def check(ok: bool, message: str) -> None:
     if not ok:
         raise ValueError(f"purlin.torch: {message}")

@@ -7,7 +7,8 @@ their shapes, and their mutations are declared:
     purlin::all_reduce_(Tensor(a!) tensor, ARGS)         in place
 
 ARGS carry the group as its torch group_name, and all_to_all_v's counts
-flattened row-major (counts[s][d] at s * world + d).
+flattened row-major (counts[s][d] at s * world + d). The functional forms
+return flat tensors and are differentiable for sums.
 """
 
 from __future__ import annotations
@@ -105,3 +106,52 @@ def _all_reduce_in_place(x: torch.Tensor, *values) -> None:
 
 _lib.impl("all_reduce_", _all_reduce_in_place, "CompositeExplicitAutograd")
 torch.library.register_fake("purlin::all_reduce_", lambda *a: None, lib=_lib)
+
+
+# -- autograd of the functional forms ------------------------------------------
+# The adjoint of each data movement, for sums: an all_reduce's gradient is
+# all-reduced, an all_gather's reduce-scattered and back, an all_to_all's
+# exchanged back with the counts transposed.
+
+
+def _adjoint(name: str, grad: torch.Tensor, args: tuple) -> torch.Tensor:
+    c = COLLECTIVES[name]
+    kw = {n: v for (_, n), v in zip(c.args, args)}
+    if kw.get("op", "sum") != "sum":
+        raise RuntimeError(f"purlin::{name} with op {kw['op']!r} has no gradient (only sums are differentiable)")
+    g, lowering = kw["group"], kw["lowering"]
+    ops = torch.ops.purlin
+    grad = grad.contiguous()
+    if name == "all_reduce":
+        return ops.all_reduce(grad, "sum", g, kw["deterministic"], lowering)
+    if name == "all_gather":
+        return ops.reduce_scatter(grad, "sum", g, False, lowering)
+    if name == "reduce_scatter":
+        return ops.all_gather(grad, g, lowering)
+    if name == "all_to_all":
+        return ops.all_to_all(grad, g, lowering)
+    if name == "all_gather_v":
+        return ops.reduce_scatter_v(grad, kw["counts"], "sum", g, lowering)
+    if name == "reduce_scatter_v":
+        return ops.all_gather_v(grad, kw["counts"], g, lowering)
+    w = state(g).world
+    counts = kw["counts"]
+    return ops.all_to_all_v(grad, [counts[s * w + d] for d in range(w) for s in range(w)], g, lowering)
+
+
+def _register_autograd(name: str) -> None:
+    def setup_context(ctx, inputs, output) -> None:
+        ctx.shape, ctx.args = inputs[0].shape, inputs[1:]
+
+    def backward(ctx, grad):
+        g = _adjoint(name, grad, ctx.args)
+        # A V input may be longer than what its rank sends: the rest has no gradient.
+        rest = ctx.shape.numel() - g.numel()
+        g = torch.cat([g, g.new_zeros(rest)]) if rest else g
+        return (g.view(ctx.shape), *([None] * len(ctx.args)))
+
+    torch.library.register_autograd(f"purlin::{name}", backward, setup_context=setup_context, lib=_lib)
+
+
+for _name in COLLECTIVES:
+    _register_autograd(_name)

@@ -209,6 +209,56 @@ def _functional_collectives_routed(rank: int) -> None:
     torch.testing.assert_close(z, torch.full((2,), (world - 1) / 2))
 
 
+def _gradients(rank: int) -> None:
+    import purlin.torch as pt
+    from purlin.torch import functional as F
+
+    pt.init()
+    world = dist.get_world_size()
+    torch.manual_seed(50 + rank)
+    x = torch.randn(2 * world, 3, requires_grad=True)
+    weights = {k: torch.randn(shape) for k, shape in
+               (("ar", (2 * world, 3)), ("ag", (2 * world * world, 3)), ("rs", (2, 3)), ("a2a", (2 * world, 3)))}
+
+    def loss(x):
+        return ((F.all_reduce(x) * weights["ar"]).sum() + (F.all_gather(x) * weights["ag"]).sum()
+                + (F.reduce_scatter(x) * weights["rs"]).sum() + (F.all_to_all(x) * weights["a2a"]).sum())
+
+    # Each collective's gradient is its adjoint applied to the loss's weights, on torch.distributed.
+    want = weights["ar"].clone()
+    dist.all_reduce(want)
+    part = torch.empty(2 * world, 3)
+    reduce_scatter_single(part, weights["ag"])
+    want += part
+    whole = torch.empty(2 * world, 3)
+    all_gather_single(whole, weights["rs"])
+    want += whole
+    back = torch.empty(2 * world, 3)
+    dist.all_to_all_single(back, weights["a2a"])
+    want += back
+    for fn in (loss, torch.compile(loss, fullgraph=True, backend="aot_eager")):
+        x.grad = None
+        fn(x).backward()
+        torch.testing.assert_close(x.grad, want)
+
+    # The V forms' adjoints, against the forward V collectives (checked above).
+    counts = [r + 1 for r in range(world)]
+    v = torch.randn(counts[rank] + 2, requires_grad=True)  # longer than it sends
+    g = torch.randn(sum(counts))
+    (F.all_gather_v(v, counts) * g).sum().backward()
+    want_v = torch.zeros(counts[rank] + 2)
+    pt.reduce_scatter_v(want_v[:counts[rank]], g, counts)
+    torch.testing.assert_close(v.grad, want_v)
+    matrix = [[(s + 2 * d) % 3 + 1 for d in range(world)] for s in range(world)]
+    u = torch.randn(sum(matrix[rank]), requires_grad=True)
+    h = torch.randn(sum(row[rank] for row in matrix))
+    (F.all_to_all_v(u, matrix) * h).sum().backward()
+    transposed = [[matrix[d][s] for d in range(world)] for s in range(world)]
+    torch.testing.assert_close(u.grad, pt.all_to_all_v(torch.empty(sum(matrix[rank])), h, transposed))
+    with pytest.raises(RuntimeError, match="op 'max' has no gradient"):
+        F.all_reduce(x, "max").sum().backward()
+
+
 def _two_nodes(rank: int) -> None:
     import purlin.torch as pt
     from purlin.torch.groups import group_name, state
@@ -250,6 +300,10 @@ def test_out_in_place_and_v_forms_match(world):
 
 def test_fake_tensors_give_shapes_and_bad_calls_are_errors():
     spawn(2, _fake_shapes_and_errors)
+
+
+def test_functional_forms_have_the_adjoint_collectives_as_gradients():
+    spawn(3, _gradients)
 
 
 def test_functional_collectives_of_a_routed_group_run_on_purlin():
