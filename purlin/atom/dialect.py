@@ -24,7 +24,6 @@ from xdsl.dialects.builtin import I64, IntegerAttr, MemRefType, UnitAttr
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Dialect, Operation, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
-    IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     opt_prop_def,

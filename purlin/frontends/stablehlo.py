@@ -41,9 +41,12 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.frontends.op_definitions import DenseValueOp, define_op, parse_dense
-from purlin.frontends.op_definitions import field  # noqa: F401  (read as shlo.field by the importers)
-
+from purlin.frontends.op_definitions import (
+    DenseValueOp,
+    define_op,
+    field,  # noqa: F401  (read as shlo.field by the importers)
+    parse_dense,
+)
 
 # -- attributes ----------------------------------------------------------------
 

@@ -46,10 +46,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from purlin.plan import model
 from purlin.plan.binary import BinaryForm
 from purlin.plan.json_form import JsonForm
-from purlin.plan import model
 from purlin.plan.model import *  # noqa: F403 (re-exported: model.__all__)
+from purlin.plan.model import DTYPES, VERSION, BufferSpec, Instr, Op, PlanError, RoleSpec, SignalSpec, Space
 from purlin.plan.validate import validate
 
 __all__ = [*model.__all__, "Plan", "decode", "from_json", "plans_from_json", "plans_to_json", "validate"]

@@ -6,6 +6,7 @@ reference of each named collective, for every strategy and generation."""
 
 import numpy as np
 import pytest
+from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.dialects.func import ReturnOp
 
@@ -25,8 +26,6 @@ from purlin.snac.interpreter import arg_index, counts_of, run_programs
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
 from purlin.tools.levels import LEVELS
-
-from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
 
 LEVEL_RUNNERS = {"atom": run_atom, "plan": run_plan}
 ARCHS = ("sm_80", "sm_90", "sm_100")

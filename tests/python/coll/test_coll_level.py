@@ -3,6 +3,7 @@ agree with the independent numpy reference of each named collective."""
 
 import numpy as np
 import pytest
+from collective_cases import OPS, REDUCING, make_case
 
 from purlin.coll.builder import COLLECTIVES
 from purlin.coll.interpreter import run
@@ -12,8 +13,6 @@ from purlin.pipeline import parse_module
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
 from purlin.tools.levels import LEVELS, get_level
-
-from collective_cases import OPS, REDUCING, make_case
 
 WORLDS = (2, 3, 4, 8, 16)
 # Per-rank unit: empty, one element, odd, and a few KiB.

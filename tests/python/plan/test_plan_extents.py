@@ -9,6 +9,7 @@ import types
 
 import numpy as np
 import pytest
+from collective_cases import LOWERINGS, VARIABLE, default_op, strategies
 
 from purlin import _runtime
 from purlin.atom import dialect as atom
@@ -35,8 +36,6 @@ from purlin.runtime import Communicator, backend
 from purlin.snac.interpreter import counts_of
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare, filler, random_array
-
-from collective_cases import LOWERINGS, VARIABLE, default_op, strategies
 
 
 def lowered(case: Case, strategy: str) -> Plan:

@@ -6,6 +6,7 @@ ranks, and 100 calls in a row on one communicator."""
 from __future__ import annotations
 
 import pytest
+from collective_cases import LOWERINGS, PAIRS, REDUCING_PAIRS, WORLDS, make_case, strategies
 
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES, SpecError
@@ -16,8 +17,6 @@ from purlin.runtime import Communicator
 from purlin.snac.interpreter import arg_index, counts_of
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
-
-from collective_cases import LOWERINGS, PAIRS, REDUCING_PAIRS, WORLDS, make_case, strategies
 
 
 def communicators(case: Case, strategy: str, arch: str, args) -> list[tuple[Communicator, int, int]]:

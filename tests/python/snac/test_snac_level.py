@@ -5,6 +5,7 @@ collective, for every strategy the pass offers."""
 
 import numpy as np
 import pytest
+from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.utils.exceptions import PassFailedException
 
@@ -20,8 +21,6 @@ from purlin.snac.protocol import PhasePlan
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
 from purlin.tools.levels import LEVELS
-
-from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
 
 
 def check(case, strategy, seed=0, calls=1, module=None):
