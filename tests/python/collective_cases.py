@@ -4,6 +4,7 @@ strategies each collective takes, and the sizes, worlds and ops to run."""
 
 from purlin.coll.builder import COLLECTIVES
 from purlin.testing.cases import Case, counts_for
+from purlin.testing.data import compare
 
 # 16-byte chunks and two slots per half: a few hundred bytes already go round
 # the slots several times, so slot reuse is exercised at every world size.
@@ -50,3 +51,14 @@ def make_case(name, world, dtype="f32", op=None, count=37, seed=0, dynamic=False
         return Case(name, world, dtype, op, counts=counts_for(name, world, count * world, seed),
                     dynamic=dynamic)
     return Case(name, world, dtype, op, count)
+
+
+def check_level(run, case: Case, label: str = "", seed: int = 0, options: dict | None = None, module=None) -> None:
+    """`case` through a level's interpreter `run`: outputs match the reference, inputs are untouched."""
+    args = case.make_args(seed)
+    inputs = [a.copy() for a in args[0]]
+    expected = case.expected(args)
+    run(module or case.build_module(), args, world=case.world, seed=seed, options=options)
+    mismatch = compare(args[1], expected, case.dtype, case.op, case.contributions, 8.0, "%out")
+    assert mismatch is None, f"{case} {label}: {mismatch}"
+    assert compare(args[0], inputs, case.dtype, what="%in") is None

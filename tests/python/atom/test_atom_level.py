@@ -6,7 +6,19 @@ reference of each named collective, for every strategy and generation."""
 
 import numpy as np
 import pytest
-from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
+from collective_cases import (
+    LOWERINGS,
+    OPS,
+    PAIRS,
+    REDUCING,
+    SIZES,
+    VARIABLE,
+    WORLDS,
+    check_level,
+    default_op,
+    make_case,
+    strategies,
+)
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.dialects.func import ReturnOp
 
@@ -32,14 +44,8 @@ ARCHS = ("sm_80", "sm_90", "sm_100")
 
 
 def check(case, strategy, level, arch, seed=0, calls=1, module=None):
-    args = case.make_args(seed)
-    inputs = [a.copy() for a in args[0]]
-    expected = case.expected(args)
     options = {"lowering": LOWERINGS[strategy], "calls": calls, "arch": arch}
-    LEVEL_RUNNERS[level](module or case.build_module(), args, world=case.world, seed=seed, options=options)
-    mismatch = compare(args[1], expected, case.dtype, case.op, case.contributions, 8.0, "%out")
-    assert mismatch is None, f"{case} {strategy} {level} {arch}: {mismatch}"
-    assert compare(args[0], inputs, case.dtype, what="%in") is None
+    check_level(LEVEL_RUNNERS[level], case, f"{strategy} {level} {arch}", seed, options, module)
 
 
 @pytest.mark.parametrize("count", SIZES)

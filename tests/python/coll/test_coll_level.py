@@ -3,7 +3,7 @@ agree with the independent numpy reference of each named collective."""
 
 import numpy as np
 import pytest
-from collective_cases import OPS, REDUCING, make_case
+from collective_cases import OPS, REDUCING, check_level, make_case
 
 from purlin.coll.builder import COLLECTIVES
 from purlin.coll.interpreter import run
@@ -11,7 +11,6 @@ from purlin.dtypes import DTYPE_NAMES, numpy_dtype
 from purlin.interpret import SimError
 from purlin.pipeline import parse_module
 from purlin.testing.cases import Case
-from purlin.testing.data import compare
 from purlin.tools.levels import LEVELS, get_level
 
 WORLDS = (2, 3, 4, 8, 16)
@@ -20,13 +19,7 @@ SIZES = (0, 1, 37, 1000)
 
 
 def check(case, seed=0):
-    args = case.make_args(seed)
-    inputs = [a.copy() for a in args[0]]
-    expected = case.expected(args)
-    run(case.build_module(), args, world=case.world, seed=seed)
-    mismatch = compare(args[1], expected, case.dtype, case.op, case.contributions, 8.0, "%out")
-    assert mismatch is None, f"{case}: {mismatch}"
-    assert compare(args[0], inputs, case.dtype, what="%in") is None
+    check_level(run, case, seed=seed)
 
 
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)

@@ -5,7 +5,19 @@ collective, for every strategy the pass offers."""
 
 import numpy as np
 import pytest
-from collective_cases import LOWERINGS, OPS, PAIRS, REDUCING, SIZES, VARIABLE, WORLDS, default_op, make_case, strategies
+from collective_cases import (
+    LOWERINGS,
+    OPS,
+    PAIRS,
+    REDUCING,
+    SIZES,
+    VARIABLE,
+    WORLDS,
+    check_level,
+    default_op,
+    make_case,
+    strategies,
+)
 from xdsl.dialects.builtin import UnitAttr
 from xdsl.utils.exceptions import PassFailedException
 
@@ -24,14 +36,7 @@ from purlin.tools.levels import LEVELS
 
 
 def check(case, strategy, seed=0, calls=1, module=None):
-    args = case.make_args(seed)
-    inputs = [a.copy() for a in args[0]]
-    expected = case.expected(args)
-    options = {"lowering": LOWERINGS[strategy], "calls": calls}
-    run(module or case.build_module(), args, world=case.world, seed=seed, options=options)
-    mismatch = compare(args[1], expected, case.dtype, case.op, case.contributions, 8.0, "%out")
-    assert mismatch is None, f"{case} {strategy}: {mismatch}"
-    assert compare(args[0], inputs, case.dtype, what="%in") is None
+    check_level(run, case, strategy, seed, {"lowering": LOWERINGS[strategy], "calls": calls}, module)
 
 
 @pytest.mark.parametrize("count", SIZES)
