@@ -116,6 +116,12 @@ class Execution(IndexEvaluator, ProtocolSteps):
                         (2, buf.slots.value.data, buf.elems.value.data), dtype=self.dtype
                     )
 
+    def rebind(self, phases: dict[str, PhaseState]) -> None:
+        """The next calls' phases, bound to other counts (the compiled steps
+        hold the phases they look up)."""
+        self._declare(None, phases)
+        self._blocks.clear()
+
     # -- running -----------------------------------------------------------
 
     def run_call(self, threads_per_rank: int, base_tid: list[int], clocks: list[list[int]],

@@ -37,7 +37,7 @@ from purlin.snac.symmetric_memory import Signal, World
 
 __all__ = [
     "Deadlock", "PhaseState", "ProtocolViolation", "Signal", "SnacExecutionError", "World",
-    "execute", "phase_states", "sample_counts", "verify_program",
+    "execute", "phase_states", "sample_counts", "verify_changing_counts", "verify_program",
 ]
 
 
@@ -51,24 +51,31 @@ def execute(
     world_state: World | None = None,
     shrink: bool = False,
     phases: dict[str, PhaseState] | None = None,
+    counts_per_call: Sequence[Sequence] | None = None,
 ) -> None:
     """Run `program` on every rank `calls` times; data moves when `args` is given.
 
     `args` maps the program's input/output SSA values to one array per rank.
     `phases` are `phase_states(program, world, counts, shrink)` when already
-    computed (they only depend on those). Raises Deadlock, ProtocolViolation
-    or SnacExecutionError.
+    computed (they only depend on those). `counts_per_call`: call k runs with
+    counts_per_call[k] instead of `counts`, as a kernel that reads its counts
+    on the device does. Raises Deadlock, ProtocolViolation or SnacExecutionError.
     """
     world = program.world_size
     state = world_state or World(world, data=args is not None)
     if shrink and args is not None:
         raise SnacExecutionError("only a run without data can shrink slices")
-    ex = Execution(program, state, args, counts, random.Random(seed), shrink, phases)
+    if counts_per_call is not None and len(counts_per_call) < calls:
+        raise SnacExecutionError(f"{calls} calls need as many counts, got {len(counts_per_call)}")
+    first = counts if counts_per_call is None else counts_per_call[0]
+    ex = Execution(program, state, args, first, random.Random(seed), shrink, phases)
     roles = sum(isinstance(op, snac.RoleOpBase) for op in program.body.block.ops)
     nthreads = world * max(roles, 1)
     base = [r * max(roles, 1) for r in range(world)]
     clocks = [[0] * nthreads for _ in range(world)]
-    for _ in range(calls):
+    for k in range(calls):
+        if counts_per_call is not None and k > 0:
+            ex.rebind(phase_states(program, world, counts_per_call[k], shrink))
         clocks = ex.run_call(max(roles, 1), base, clocks, nthreads)
 
 
@@ -78,6 +85,17 @@ def verify_program(program: snac.ProgramOpBase, calls: int = 3, seeds: Sequence[
     phases = phase_states(program, program.world_size, counts, shrink=True)
     for seed in seeds:
         execute(program, counts=counts, calls=calls, seed=seed, shrink=True, phases=phases)
+
+
+def verify_changing_counts(program: snac.ProgramOpBase, seeds: Sequence[int] = (0, 1, 2)) -> None:
+    """Check a dynamic program whose counts change from call to call (each
+    sample after each other one), as a kernel reading them on the device runs."""
+    samples = sample_counts(program)
+    if samples == [None]:
+        return
+    order = [samples[k % len(samples)] for k in range(2 * len(samples) + 1)]
+    for seed in seeds:
+        execute(program, calls=len(order), seed=seed, shrink=True, counts_per_call=order)
 
 
 def sample_counts(program: snac.ProgramOpBase) -> list[Sequence | None]:
@@ -90,5 +108,6 @@ def sample_counts(program: snac.ProgramOpBase) -> list[Sequence | None]:
         return [None]
     w = program.world_size
     if dyn.matrix_counts:
-        return [[[1] * w for _ in range(w)], [[(s + d) % 3 for d in range(w)] for s in range(w)]]
-    return [[1] * w, [(r % 3) * 2 for r in range(w)]]
+        return [[[1] * w for _ in range(w)], [[(s + d) % 3 for d in range(w)] for s in range(w)],
+                [[5 * (d == 0) for d in range(w)] for _ in range(w)]]
+    return [[1] * w, [(r % 3) * 2 for r in range(w)], [5 * (r == 0) for r in range(w)]]

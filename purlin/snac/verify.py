@@ -1,7 +1,9 @@
 """`snac-verify`: prove each snac.program's protocol for its world size.
 
 Runs the program on every rank without data for three calls in a row (so
-staging halves are reused) under several schedules, and fails on a missing
+staging halves are reused) under several schedules (a dynamic program with
+each sample of counts, then with counts that change from call to call), and
+fails on a missing
 notify, a read before its wait, a half rewritten while read, ranks whose
 epochs advance differently, or a cycle of waits.
 """
@@ -14,7 +16,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.snac.dialect import ProgramOpBase
-from purlin.snac.machine import SnacExecutionError, sample_counts, verify_program
+from purlin.snac.machine import SnacExecutionError, sample_counts, verify_changing_counts, verify_program
 
 
 @dataclass(frozen=True)
@@ -36,3 +38,7 @@ class SnacVerifyPass(ModulePass):
                 except SnacExecutionError as e:
                     where = "" if counts is None else f" (with counts {counts})"
                     raise PassFailedException(f"snac-verify{where}: {e}") from None
+            try:
+                verify_changing_counts(program, range(self.seeds))
+            except SnacExecutionError as e:
+                raise PassFailedException(f"snac-verify (counts changing from call to call): {e}") from None
