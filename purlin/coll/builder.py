@@ -183,9 +183,11 @@ class CollectiveSpec:
 
     # -- IR -------------------------------------------------------------------
 
-    def build_module(self) -> ModuleOp:
+    def build_module(self, sizes: tuple[int, int] | None = None) -> ModuleOp:
+        """The module of the collective; `sizes`: the input and output buffers'
+        elements, if not the smallest (a bound for dynamic counts)."""
         elem = element_type(self.dtype)
-        n_in, n_out = self.buffer_sizes()
+        n_in, n_out = sizes or self.buffer_sizes()
         types = [MemRefType(elem, [n_in]), MemRefType(elem, [n_out])]
         if self.dynamic:
             shape = [self.world] * (2 if self.info.matrix else 1)

@@ -124,6 +124,9 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
     if not dynamic:
         # No unit is larger than the largest slice: staging need not be either.
         chunk = min(chunk, max(max(src.name_sizes.values(), default=1), 1))
+    elif (bound := _static_bound(op)) is not None:
+        # Nor larger than the buffers, whatever the counts.
+        chunk = min(chunk, max(bound, 1))
     if regime == snac.Regime.LATENCY and chunk_bytes % PACKET_DATA_BYTES:
         raise PassFailedException(
             op_error(op, f"packets carry {PACKET_DATA_BYTES}-byte payloads; "
@@ -135,6 +138,13 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         o.blocks if o.blocks > 0 else choice.blocks(regime),
         src, dst,
     )
+
+
+def _static_bound(op: CollectiveOp) -> int | None:
+    """The larger of the op's buffers, when both sizes are static."""
+    assert isinstance(op.input.type, MemRefType) and isinstance(op.output.type, MemRefType)
+    sizes = (op.input.type.get_shape()[0], op.output.type.get_shape()[0])
+    return None if min(sizes) < 0 else max(sizes)
 
 
 def _strategy(o: ConvertCollToSnacPass, op: CollectiveOp, chosen: snac.Strategy, out: Layout,
