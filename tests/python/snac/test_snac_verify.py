@@ -5,6 +5,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from purlin.pipeline import lower, make_context, parse_module
 from purlin.snac import dialect as snac
+from purlin.snac import errors as snac_errors
 from purlin.snac.verify import SnacVerifyPass
 
 ALL_GATHER_V = """
@@ -53,3 +54,30 @@ def test_dynamic_counts_are_verified_with_sample_counts():
 def test_bad_options_are_diagnosed():
     with pytest.raises(PassFailedException, match="calls and seeds must be at least 1"):
         SnacVerifyPass(calls=0).apply(make_context(), _lowered(ALL_GATHER_V))
+
+
+DYNAMIC_ALL_TO_ALL_V = """
+func.func @f(%in: memref<12xf32>, %out: memref<12xf32>, %c: memref<3x3xi64>) {
+  coll.all_to_all_v %in, %out world 3 counts %c : memref<12xf32>, memref<12xf32>, memref<3x3xi64>
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("options", ["regime=throughput chunk-bytes=8 slots=2", "regime=latency"])
+def test_counts_changing_from_call_to_call_move_each_call_s_data(options):
+    import numpy as np
+
+    from purlin.coll.reference import all_to_all_v
+    from purlin.snac.machine import execute
+
+    (program,) = [op for op in _lowered(DYNAMIC_ALL_TO_ALL_V, options).walk() if isinstance(op, snac.ProgramOp)]
+    calls = [[[1, 2, 3], [0, 0, 4], [2, 2, 2]], [[0, 0, 0], [5, 0, 0], [0, 6, 0]], [[4, 0, 0], [0, 4, 0], [0, 0, 4]]]
+    ins = [np.arange(12, dtype=np.float32) + 100 * r for r in range(3)]
+    for seed in range(3):
+        outs = [np.full(12, -1, np.float32) for _ in range(3)]
+        execute(program, args={program.input: ins, program.output: outs}, counts_per_call=calls, calls=3, seed=seed)
+        for r, want in enumerate(all_to_all_v(ins, calls[-1])):
+            np.testing.assert_array_equal(outs[r][: len(want)], want)
+    with pytest.raises(snac_errors.SnacExecutionError, match="3 calls need as many counts, got 2"):
+        execute(program, counts_per_call=calls[:2], calls=3)
