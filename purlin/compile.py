@@ -6,17 +6,29 @@
 The path is the pipeline's: CollectiveSpec -> coll module -> coll-expand,
 convert-coll-to-snac{lowering}, convert-snac-to-atom{arch} -> build_plan.
 Counts are static (V forms take `counts`), so the plan is built at once.
+
+    coll = compile_device_counts("all_to_all_v", world=8, dtype="bf16", input_elems=n, output_elems=m)
+
+is a V collective whose counts are known only when it is called: its buffers
+are bounds, its CUDA kernel (`coll.cuda`) reads every call's counts on the
+device, and `coll.bind(counts)` is the plan of one set of counts (what the CPU
+backend runs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
 
 from xdsl.dialects.builtin import UnitAttr
 
 from purlin.atom import dialect as atom
-from purlin.coll.builder import CollectiveSpec
+from purlin.coll.builder import COLLECTIVES, CollectiveSpec
+from purlin.coll.dialect import element_bytes
 from purlin.conversion.atom_to_plan import build_plan
+from purlin.cuda.codegen import count_words
+from purlin.cuda.program import CudaProgram
 from purlin.pipeline import entry_function, lower, pipeline_spec
 from purlin.plan import ARCHS, Plan
 
@@ -48,6 +60,11 @@ def compile_plan(collective: str, world: int, dtype: str, op: str | None, count:
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
     module = CollectiveSpec(collective, world, dtype, op, count, counts=counts).build_module()
+    return build_plan(_kernel(collective, module, arch, lowering, deterministic, in_place))
+
+
+def _kernel(collective: str, module, arch: str, lowering: str, deterministic: bool = False,
+            in_place: bool = False) -> atom.KernelOp:
     for named in module.walk():
         if named.name == f"coll.{collective}":
             if deterministic:
@@ -58,4 +75,63 @@ def compile_plan(collective: str, world: int, dtype: str, op: str | None, count:
     kernels = [k for k in func.body.ops if isinstance(k, atom.KernelOp)]
     if len(kernels) != 1:
         raise RuntimeError(f"{collective}: lowering gave {len(kernels)} atom.kernel ops, expected one")
-    return build_plan(kernels[0])
+    return kernels[0]
+
+
+@dataclass(frozen=True)
+class DeviceCountsCollective:
+    """A V collective lowered with dynamic counts over buffers of fixed size."""
+
+    collective: str
+    world: int
+    dtype: str
+    kernel: atom.KernelOp
+    input_elems: int
+    output_elems: int
+
+    @property
+    def elem_bytes(self) -> int:
+        return element_bytes(self.kernel.input.type.element_type)
+
+    @property
+    def count_words(self) -> int:
+        """Counts each rank passes per call: its row of the matrix (all_to_all_v's
+        sends), or its own count (all_gather_v, reduce_scatter_v)."""
+        return count_words(self.kernel)
+
+    @cached_property
+    def cuda(self) -> CudaProgram:
+        """The kernel that reads every call's counts on the device."""
+        return CudaProgram(self.kernel)
+
+    def bind(self, counts: Sequence) -> Plan:
+        """The plan for `counts`: the full list, or matrix (row = sender)."""
+        return build_plan(self.kernel, counts)
+
+    def full_counts(self, rows: Sequence[Sequence[int]]) -> list:
+        """The collective's counts from every rank's own (what each passes)."""
+        if len(rows) != self.world or any(len(r) != self.count_words for r in rows):
+            raise ValueError(f"{self.collective}: expected {self.world} ranks' counts of {self.count_words} each")
+        if COLLECTIVES[self.collective].matrix:
+            return [list(map(int, r)) for r in rows]
+        return [int(r[0]) for r in rows]
+
+
+def compile_device_counts(collective: str, world: int, dtype: str, op: str | None = None, *, input_elems: int,
+                          output_elems: int, arch: str = CPU_ARCH, lowering: str = "") -> DeviceCountsCollective:
+    """The V collective `collective` over buffers of `input_elems` and
+    `output_elems` elements per rank (every call's counts must fit them),
+    its counts given at each call."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
+    info = COLLECTIVES.get(collective)
+    if info is None or not info.variable:
+        raise ValueError(f"{collective!r} is not a V collective; device counts are for "
+                         f"{', '.join(n for n, c in COLLECTIVES.items() if c.variable)}")
+    if input_elems < 0 or output_elems < 0:
+        raise ValueError(f"{collective}: buffer sizes must be non-negative, got {input_elems} and {output_elems}")
+    # Any counts of the right shape: the module's layouts are dynamic.
+    zeros = [[0] * world for _ in range(world)] if info.matrix else [0] * world
+    spec = CollectiveSpec(collective, world, dtype, op, counts=zeros, dynamic=True)
+    kernel = _kernel(collective, spec.build_module((input_elems, output_elems)), arch, lowering)
+    return DeviceCountsCollective(collective, world, spec.dtype, kernel, input_elems, output_elems)

@@ -1,11 +1,14 @@
 // purlin._runtime: the plan decoder and the CPU backend; the CUDA backend
 // registers itself here when the module is built with it.
+#include <array>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "cpu/communicator.h"
 #include "cpu/process.h"
+#include "purlin/counts_tables.h"
 #include "purlin/plan.h"
 
 #ifdef PURLIN_WITH_CUDA
@@ -93,6 +96,35 @@ PYBIND11_MODULE(_runtime, m) {
       .def_property_readonly("instructions", [](const purlin::Plan& p) { return p.instrs.size(); });
 
   m.def("decode", &decode, py::arg("words"), "Decode and check a binary plan (ValueError when it is invalid)");
+
+  m.def(
+      "counts_tables",
+      [](const std::vector<std::array<purlin::i64, 7>>& shapes, int64_t world, int64_t row,
+         const std::vector<purlin::i64>& counts, int64_t rank, int64_t eb, std::vector<purlin::i64> tables,
+         int64_t input_elems, int64_t output_elems, const std::vector<purlin::i64>& buffer_elems) {
+        if (int64_t(counts.size()) != world * row || buffer_elems.size() != shapes.size() || rank < 0 ||
+            rank >= world || eb < 1 || eb > purlin::kPacketDataBytes || int64_t(tables.size()) < purlin::abi::kGlobalWords)
+          throw std::invalid_argument("counts_tables: inconsistent arguments");
+        std::vector<purlin::counts::PhaseShape> phases;
+        for (const auto& a : shapes) phases.push_back({a[0], a[1], a[2], a[3], a[4], a[5], a[6]});
+        const purlin::counts::Counts n{counts.data(), world, row};
+        const int64_t align = purlin::kPacketDataBytes / eb;
+        purlin::counts::Problem p = purlin::counts::check(n, phases.data(), int64_t(phases.size()), input_elems,
+                                                          output_elems, buffer_elems.data(), align);
+        const int64_t capacity = tables[purlin::abi::kTableCapacity];
+        int64_t at = int64_t(tables.size());
+        tables.resize(size_t(capacity > at ? capacity : at));
+        for (size_t k = 0; k < phases.size() && p.code == 0; ++k) {
+          at = purlin::counts::build_phase(n, phases[k], int64_t(k), rank, eb, align, tables.data(), at, capacity);
+          if (at < 0) p = {int64_t(purlin::abi::CountsError::Tables), rank, 0, capacity};
+        }
+        tables.resize(p.code == 0 ? size_t(at) : 0);
+        return py::make_tuple(py::make_tuple(p.code, p.rank, p.need, p.have), tables);
+      },
+      py::arg("shapes"), py::arg("world"), py::arg("row"), py::arg("counts"), py::arg("rank"), py::arg("eb"),
+      py::arg("tables"), py::arg("input_elems"), py::arg("output_elems"), py::arg("buffer_elems"),
+      "What a device-counts kernel computes in each block (purlin/counts_tables.h), on the host: "
+      "((CountsError, rank, need, have), rank's tables: `tables`, its static words, with the records after them).");
 
   py::class_<purlin::cpu::Communicator>(m, "CpuCommunicator",
                                         "A plan run by one thread per (rank, role) over shared host memory")

@@ -12,6 +12,8 @@ ABI_HEADER = INCLUDE_DIR / "purlin" / "abi.h"
 # Global words, then one symmetric base address per rank, then phase headers.
 COUNTER_STRIDE = 0
 PHASE_COUNT = 1
+COUNTS_WINDOW = 2
+TABLE_CAPACITY = 3
 GLOBAL_WORDS = 4
 
 PH_UNITS = 0
@@ -54,13 +56,20 @@ SHARED_TABLE_WORDS = 4096
 
 # abi::Header: every field 8 bytes.
 HEADER_FIELDS = ("rank", "input", "output", "blocks", "arrivals", "error", "error_claim", "abort",
-                 "timeout_ns", "tables", "table_words")
+                 "timeout_ns", "tables", "table_words", "counts", "recv_counts")
 HEADER_BYTES = 8 * len(HEADER_FIELDS)
 BLOCK_STATE_BYTES = 16
 
+# abi::LayoutKind and abi::CountsError.
+LAYOUT_KINDS = {"packed": 0, "scattered": 1, "addressed": 2, "transposed": 3}
+COUNTS_ERRORS = {"None": 0, "Negative": 1, "Input": 2, "Output": 3, "Buffer": 4, "Tables": 5}
+# ErrorRecord.packets of a counts error.
+BAD_COUNTS = 2
+
 # The C++ names of the constants above.
 CONSTANTS = {
-    "kCounterStride": COUNTER_STRIDE, "kPhaseCount": PHASE_COUNT, "kGlobalWords": GLOBAL_WORDS,
+    "kCounterStride": COUNTER_STRIDE, "kPhaseCount": PHASE_COUNT, "kCountsWindow": COUNTS_WINDOW,
+    "kTableCapacity": TABLE_CAPACITY, "kGlobalWords": GLOBAL_WORDS,
     "kPhUnits": PH_UNITS, "kPhGroups": PH_GROUPS, "kPhStaged": PH_STAGED, "kPhMaxUnits": PH_MAX_UNITS,
     "kPhUnitsAt": PH_UNITS_AT, "kPhGroupsAt": PH_GROUPS_AT, "kPhBuffer": PH_BUFFER,
     "kPhHalfBytes": PH_HALF_BYTES, "kPhSlotBytes": PH_SLOT_BYTES, "kPhSlots": PH_SLOTS,

@@ -10,6 +10,11 @@ tables (purlin/cuda/tables.py) at run time, so one compiled kernel serves
 every rank and every size whose structure is the same. Nothing here reads a
 layout's counts or a buffer's size.
 
+A kernel with a `counts` operand (dynamic V layouts) reads its counts on the
+device: its prologue (include/purlin/counts.cuh) exchanges every rank's
+counts and builds the rank's units and groups in shared memory; the shapes
+of its phases (layout kinds, chunk, buffer kind) are folded in here.
+
 Two peepholes keep the latency path as short as a hand-fused kernel:
 - a `wait_packets` whose token feeds only the copy/reduce right after it
   becomes one `poll_consume`: each thread polls its packets and combines the
@@ -27,7 +32,9 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.atom import dialect as atom
-from purlin.coll.dialect import DTYPES, ReduceKind, dtype_name
+from purlin.coll.dialect import DTYPES, ReduceKind, dtype_name, element_bytes
+from purlin.coll.layouts import LayoutKind
+from purlin.cuda.abi import LAYOUT_KINDS
 from purlin.diagnostics import where
 from purlin.snac import dialect as snac
 
@@ -44,6 +51,9 @@ _BINARY = {
     arith.AndIOp: "{} & {}", arith.XOrIOp: "{} ^ {}", arith.RemUIOp: "{} % {}", arith.DivUIOp: "{} / {}",
     arith.MaxUIOp: "max_u({}, {})", arith.MinUIOp: "min_u({}, {})",
 }
+# Counts a device-counts kernel gathers in each block's static shared memory.
+MAX_GATHERED_COUNTS = 1024
+_MATRIX = (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED)
 # Threads per SM on sm_80, sm_90 and sm_100: __launch_bounds__ cannot ask for more.
 MAX_THREADS_PER_SM = 2048
 
@@ -66,6 +76,7 @@ class KernelSource:
     blocks_per_sm: int
     sites: tuple[str, ...]  # per site index: the op that waits or signals there
     multimem: bool
+    count_words: int = 0  # device counts: words of counts each rank passes (0: none)
 
 
 def _error(op: Operation, msg: str) -> CodegenError:
@@ -342,10 +353,95 @@ def grid_of(kernel: atom.KernelOp) -> int:
     return sum(b.blocks.value.data for b in kernel.body.block.ops if isinstance(b, atom.BlocksOp))
 
 
-def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: int = 1) -> KernelSource:
+def count_words(kernel: atom.KernelOp) -> int:
+    """Counts each rank contributes to a device-counts kernel: a row of the
+    matrix (all_to_all_v's sends), or its own count; 0 for static counts."""
+    if kernel.counts is None:
+        return 0
+    kinds = {ph.src_layout.to_layout().kind for ph in kernel.body.block.ops if isinstance(ph, snac.PhaseOp)}
+    return kernel.world_size if kinds & set(_MATRIX) else 1
+
+
+def _static_elems(kernel: atom.KernelOp, v: SSAValue, what: str) -> int:
+    assert isinstance(v.type, MemRefType)
+    n = v.type.get_shape()[0]
+    if n < 0:
+        raise _error(kernel, f"device counts need a static {what} size (the bound the counts must fit), "
+                             f"got {v.type}")
+    return n
+
+
+@dataclass(frozen=True)
+class CountsShape:
+    """What a device-counts kernel folds in of its phases: per phase the
+    fields of include/purlin/counts_tables.h's PhaseShape and the elements of
+    its staging slot or per-source packet region; and the buffers' bounds."""
+
+    phases: tuple[tuple[int, ...], ...]
+    names: tuple[str, ...]
+    buffer_elems: tuple[int, ...]
+    input_elems: int
+    output_elems: int
+    row: int  # counts per rank
+
+
+def counts_shape(kernel: atom.KernelOp) -> CountsShape:
+    """The device-counts shape of `kernel`, or CodegenError where the prologue
+    cannot build its tables."""
+    row, world = count_words(kernel), kernel.world_size
+    if row == 0:
+        raise _error(kernel, "device counts need a kernel with a counts operand")
+    if world * row > MAX_GATHERED_COUNTS:
+        raise _error(kernel, f"device counts of world {world} are {world * row} words, more than the "
+                             f"{MAX_GATHERED_COUNTS} a block gathers")
+    ops = kernel.body.block.ops
+    buffers = {op.sym_name.data: op for op in ops if isinstance(op, snac.BufferOp)}
+    phases, names, elems = [], [], []
+    for ph in (op for op in ops if isinstance(op, snac.PhaseOp)):
+        src, dst = ph.src_layout.to_layout(), ph.dst_layout.to_layout()
+        if ph.route is not None:
+            raise _error(ph, "device counts: a routed (composed) phase is not generated; lower with strategy=direct")
+        if not (src.is_dynamic and dst.is_dynamic) or (src.kind in _MATRIX) != (dst.kind in _MATRIX):
+            raise _error(ph, f"device counts need two dynamic V layouts of one kind of counts, got "
+                             f"{src.kind.value} and {dst.kind.value}")
+        buf = buffers[ph.buffer.string_value()]
+        from_output = int(ph.source.data == snac.PhaseSource.OUTPUT)
+        # Forwarding phases keep unread slices (PhasePlan.keep_unread).
+        phases.append((LAYOUT_KINDS[src.kind.value], LAYOUT_KINDS[dst.kind.value], ph.chunk.value.data,
+                       int(ph.stage_local is not None), from_output,
+                       int(buf.kind.data == snac.BufferKind.PACKETS), from_output))
+        names.append(ph.sym_name.data)
+        elems.append(buf.elems.value.data)
+    return CountsShape(tuple(phases), tuple(names), tuple(elems), _static_elems(kernel, kernel.input, "input"),
+                       _static_elems(kernel, kernel.output, "output"), row)
+
+
+def _counts_prologue(e: _Emitter) -> list[str]:
+    """The call that gathers the counts and builds this rank's tables."""
+    kernel = e.kernel
+    shape = counts_shape(kernel)
+    assert isinstance(kernel.input.type, MemRefType)
+    site = len(e.sites)
+    e.sites.append(f"the counts exchange of 'atom.kernel' at {where(kernel)}")
+    return [
+        "  // Device counts: each rank's, gathered, then this rank's tables.",
+        "  constexpr counts::PhaseShape kShapes[] = {",
+        *(f"      {{{', '.join(map(str, p))}}},  // @{n}" for p, n in zip(shape.phases, shape.names)),
+        "  };",
+        f"  constexpr i64 kBufferElems[] = {{{', '.join(map(str, shape.buffer_elems))}}};",
+        f"  if (!device_counts<{shape.row}>(k, reinterpret_cast<i64*>(smem + kSmem), kShapes, kBufferElems, "
+        f"{shape.input_elems}, {shape.output_elems}, {element_bytes(kernel.input.type.element_type)}, {site})) "
+        "return;",
+    ]
+
+
+def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: int = 1,
+              device_counts: bool | None = None) -> KernelSource:
     """The translation unit of `kernel`: each block copies the tables into
     shared memory first (`shared_tables`) or reads them from global memory;
-    registers sized for `blocks_per_sm` resident blocks per SM."""
+    registers sized for `blocks_per_sm` resident blocks per SM.
+    `device_counts` (default: whether the kernel has a counts operand): the
+    kernel reads its counts on the device; else the host binds them in the tables."""
     threads = kernel.threads.value.data
     if blocks_per_sm < 1 or blocks_per_sm * threads > MAX_THREADS_PER_SM:
         raise CodegenError(
@@ -354,6 +450,12 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         )
     e = _Emitter(kernel)
     e.top()
+    dynamic = kernel.counts is not None if device_counts is None else device_counts
+    if dynamic and kernel.counts is None:
+        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': device counts need a kernel with a counts operand")
+    if dynamic and not shared_tables:
+        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': device counts build the tables in shared memory")
+    prologue = _counts_prologue(e) if dynamic else []
     name = kernel_name(kernel)
     world = kernel.world_size
     grid = grid_of(kernel)
@@ -361,7 +463,7 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
     head = [
         f"// purlin: {kernel.regime.data.value} {kernel.strategy.data.value} collective, world {world}, "
         f"{kernel.arch.value}, generated from the atom.kernel at {where(kernel)}",
-        "#include <purlin/kernel.cuh>",
+        f"#include <purlin/{'counts' if dynamic else 'kernel'}.cuh>",
         "",
         "namespace {",
         "using namespace purlin;",
@@ -379,6 +481,6 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         "  extern __shared__ __align__(128) char smem[];",
         "  K k(p, reinterpret_cast<i64*>(smem + kSmem));",
     ]
-    text = "\n".join(head + e.lines + ["}", ""])
+    text = "\n".join(head + prologue + e.lines + ["}", ""])
     return KernelSource(text, name, kernel.arch.value, threads, grid, smem, shared_tables, blocks_per_sm,
-                        tuple(e.sites), kernel.multimem is not None)
+                        tuple(e.sites), kernel.multimem is not None, count_words(kernel) if dynamic else 0)

@@ -1,6 +1,8 @@
 """A lowered collective as the CUDA runtime runs it: the generated kernel
 (codegen), its per-rank tables (tables) and NVRTC's cubin (nvrtc), built on
-first use from the atom.kernel and the call's counts.
+first use from the atom.kernel and the call's counts. A kernel with dynamic
+counts and none bound here reads them on the device at every call
+(`device_counts`): its tables hold only what no count changes.
 
 `purlin.conversion.atom_to_plan.build_plan` attaches one to every plan it builds
 (`plan.cuda`); `purlin.runtime.Communicator(plan, backend="cuda")` runs it.
@@ -13,9 +15,9 @@ from functools import cached_property
 
 from purlin.atom import dialect as atom
 from purlin.cuda.abi import SHARED_TABLE_WORDS
-from purlin.cuda.codegen import CodegenError, KernelSource, emit_cuda, grid_of
+from purlin.cuda.codegen import CodegenError, KernelSource, count_words, emit_cuda, grid_of
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
-from purlin.cuda.tables import TableError, Tables, build_tables
+from purlin.cuda.tables import TableError, Tables, build_counts_tables, build_tables
 from purlin.diagnostics import where
 from purlin.snac.machine import SnacExecutionError, phase_states
 
@@ -36,9 +38,16 @@ class CudaProgram:
         self.threads = kernel.threads.value.data
         self._sources: dict[int, KernelSource] = {}
 
+    @property
+    def device_counts(self) -> bool:
+        """Whether the kernel reads its counts on the device at each call."""
+        return self.kernel.counts is not None and self.counts is None
+
     @cached_property
     def tables(self) -> Tables:
         try:
+            if self.device_counts:
+                return build_counts_tables(self.kernel, count_words(self.kernel))
             return build_tables(self.kernel, phase_states(self.kernel, self.world, self.counts))
         except (TableError, SnacExecutionError) as e:
             raise ProgramError(f"{where(self.kernel)}: error: 'atom.kernel': {e}") from None
@@ -46,17 +55,16 @@ class CudaProgram:
     @cached_property
     def shared_tables(self) -> bool:
         """Whether each block copies the tables into shared memory (when they are
-        small enough); a code-shape constant of the kernel. Dynamic counts not
-        bound yet: assumed small (the bound program decides again)."""
-        if self.kernel.counts is not None and self.counts is None:
-            return True
-        return self.tables.words <= SHARED_TABLE_WORDS
+        small enough); a code-shape constant of the kernel. Device counts build
+        them there."""
+        return self.device_counts or self.tables.words <= SHARED_TABLE_WORDS
 
     def source(self, blocks_per_sm: int = 1) -> KernelSource:
         """The generated translation unit, registers sized for `blocks_per_sm`."""
         if blocks_per_sm not in self._sources:
             try:
-                self._sources[blocks_per_sm] = emit_cuda(self.kernel, self.shared_tables, blocks_per_sm)
+                self._sources[blocks_per_sm] = emit_cuda(self.kernel, self.shared_tables, blocks_per_sm,
+                                                         self.device_counts)
             except CodegenError as e:
                 raise ProgramError(str(e)) from None
         return self._sources[blocks_per_sm]
@@ -94,4 +102,5 @@ class CudaProgram:
         s.input_bytes = list(input_bytes)
         s.output_bytes = list(output_bytes)
         s.multimem = src.multimem
+        s.count_words = src.count_words
         return s

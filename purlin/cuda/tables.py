@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import MemRefType
 
 from purlin.atom import dialect as atom
 from purlin.coll.dialect import element_bytes
+from purlin.coll.layouts import LayoutKind
 from purlin.cuda import abi
 from purlin.snac import dialect as snac
 from purlin.snac.machine import PhaseState
@@ -27,26 +28,31 @@ class TableError(Exception):
     """The kernel's phases cannot be laid out for the runtime."""
 
 
+# Words of shared memory a device-counts kernel may build its tables in.
+MAX_COUNTS_TABLE_WORDS = 12288
+
+
 @dataclass(frozen=True)
 class Tables:
     ranks: tuple[np.ndarray, ...]  # int64 words per rank; symmetric bases left 0 for the host
     symmetric_bytes: int
     counter_stride: int  # arrival counters per signal site
+    capacity: int = 0  # device counts: the words each block's tables may grow to
 
     @property
     def words(self) -> int:
-        return max(len(t) for t in self.ranks)
+        """Words of each block's copy of the tables."""
+        return max([self.capacity, *(len(t) for t in self.ranks)])
 
 
 def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def build_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState]) -> Tables:
-    """The tables of `kernel` for every rank, from its bound phase plans."""
+def _symmetric_layout(kernel: atom.KernelOp, eb: int) -> tuple[int, dict[str, int], dict[str, tuple[int, int]]]:
+    """Where each buffer and signal array sits in the symmetric allocation:
+    (bytes after them, offsets, buffer: (half bytes, slot or region bytes))."""
     world = kernel.world_size
-    assert isinstance(kernel.input.type, MemRefType)
-    eb = element_bytes(kernel.input.type.element_type)
     per_packet = PACKET_DATA_BYTES // eb
     at = 0
     offsets: dict[str, int] = {}
@@ -65,6 +71,19 @@ def build_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState]) -> Tables
         elif isinstance(op, snac.SignalsOp):
             offsets[op.sym_name.data] = at
             at = _align(at + 8 * op.slots.value.data)
+    return at, offsets, sizes
+
+
+def _elem_bytes(kernel: atom.KernelOp) -> int:
+    assert isinstance(kernel.input.type, MemRefType)
+    return element_bytes(kernel.input.type.element_type)
+
+
+def build_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState]) -> Tables:
+    """The tables of `kernel` for every rank, from its bound phase plans."""
+    world = kernel.world_size
+    eb = _elem_bytes(kernel)
+    at, offsets, sizes = _symmetric_layout(kernel, eb)
     symmetric = max(at, ALIGN)
     ordered = [phases[op.sym_name.data] for op in kernel.body.block.ops if isinstance(op, snac.PhaseOp)]
     stride = max([1] + [max(len(ph.plan.units[r]), len(ph.plan.groups[r]))
@@ -88,10 +107,7 @@ def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offse
         fields = {
             abi.PH_UNITS: len(units), abi.PH_GROUPS: len(groups),
             abi.PH_STAGED: ph.plan.staged_groups(rank), abi.PH_MAX_UNITS: ph.plan.max_units,
-            abi.PH_BUFFER: offsets[buf], abi.PH_HALF_BYTES: half_bytes, abi.PH_SLOT_BYTES: slot_bytes,
-            abi.PH_SLOTS: ph.buffer.slots.value.data, abi.PH_READY: offsets[ph.ready.lstrip("@")],
-            abi.PH_FREE: offsets[ph.free.lstrip("@")],
-            abi.PH_SOURCE: int(ph.op.source.data == snac.PhaseSource.OUTPUT), abi.PH_MULTICAST: 0,
+            **_static_fields(ph.op, ph.buffer, offsets, sizes),
         }
         for f, v in fields.items():
             words[head + f] = v
@@ -123,3 +139,71 @@ def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offse
                     source_words += [s.rank, s.unit, 0 if staged else window[s.rank][s.unit] * eb]
         words += group_words + source_words
     return np.asarray(words, dtype=np.int64)
+
+
+def _static_fields(phase: snac.PhaseOp, buffer: snac.BufferOp, offsets: dict[str, int],
+                   sizes: dict[str, tuple[int, int]]) -> dict[int, int]:
+    """A phase header's words that no count changes."""
+    buf = buffer.sym_name.data
+    half_bytes, slot_bytes = sizes[buf]
+    return {
+        abi.PH_BUFFER: offsets[buf], abi.PH_HALF_BYTES: half_bytes, abi.PH_SLOT_BYTES: slot_bytes,
+        abi.PH_SLOTS: buffer.slots.value.data, abi.PH_READY: offsets[phase.ready.string_value()],
+        abi.PH_FREE: offsets[phase.free.string_value()],
+        abi.PH_SOURCE: int(phase.source.data == snac.PhaseSource.OUTPUT), abi.PH_MULTICAST: 0,
+    }
+
+
+def build_counts_tables(kernel: atom.KernelOp, count_words: int) -> Tables:
+    """The static part of a device-counts kernel's tables (global words and
+    the phases' buffers and signals), the counts window after the buffers, and
+    room for the units and groups the kernel builds (include/purlin/counts.cuh)
+    for any counts that fit its buffers."""
+    world = kernel.world_size
+    eb = _elem_bytes(kernel)
+    at, offsets, sizes = _symmetric_layout(kernel, eb)
+    window = at
+    at = _align(at + 2 * world * count_words * PACKET_BYTES)
+    ops = kernel.body.block.ops
+    buffers = {op.sym_name.data: op for op in ops if isinstance(op, snac.BufferOp)}
+    phases = [op for op in ops if isinstance(op, snac.PhaseOp)]
+    header = abi.GLOBAL_WORDS + world + abi.PHASE_WORDS * len(phases)
+    elems = [_bound(kernel.input), _bound(kernel.output)]
+    capacity, stride = header, 1
+    for ph in phases:
+        units = _records_bound(ph.src_layout.to_layout().kind, world, ph.chunk.value.data, max(elems))
+        groups = _records_bound(ph.dst_layout.to_layout().kind, world, ph.chunk.value.data, elems[1])
+        capacity += units * (abi.UNIT_WORDS + world) + groups * (abi.GROUP_WORDS + abi.SOURCE_WORDS * world)
+        stride = max(stride, units, groups)
+    if capacity > MAX_COUNTS_TABLE_WORDS:
+        raise TableError(
+            f"device counts: the tables of buffers of {elems[0]} and {elems[1]} elements may need {capacity} "
+            f"words, more than the {MAX_COUNTS_TABLE_WORDS} a block holds in shared memory; lower with a "
+            "larger chunk-bytes or smaller buffers"
+        )
+    words = [0] * header
+    words[abi.COUNTER_STRIDE] = stride
+    words[abi.PHASE_COUNT] = len(phases)
+    words[abi.COUNTS_WINDOW] = window
+    words[abi.TABLE_CAPACITY] = capacity
+    for k, ph in enumerate(phases):
+        head = abi.GLOBAL_WORDS + world + k * abi.PHASE_WORDS
+        for f, v in _static_fields(ph, buffers[ph.buffer.string_value()], offsets, sizes).items():
+            words[head + f] = v
+    table = np.asarray(words, dtype=np.int64)
+    return Tables(tuple(table.copy() for _ in range(world)), max(at, ALIGN), stride, capacity)
+
+
+def _bound(v) -> int:
+    assert isinstance(v.type, MemRefType)
+    n = v.type.get_shape()[0]
+    if n < 0:
+        raise TableError(f"device counts need static buffer sizes (the bound the counts must fit), got {v.type}")
+    return n
+
+
+def _records_bound(kind: LayoutKind, world: int, chunk: int, elems: int) -> int:
+    """The most units (or groups) of a rank's slices of a V layout of `kind`
+    that fit in `elems` elements: every slice may end in a partial chunk."""
+    slices = 1 if kind == LayoutKind.PACKED else world
+    return slices + (elems // chunk if chunk > 0 else 0)

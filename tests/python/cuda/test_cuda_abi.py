@@ -72,3 +72,12 @@ def test_dtype_sizes_agree_with_the_kernel_abi():
     by_code = {code: size for code, size in P.DTYPES.values()}
     assert [int(v) for v in sizes.split(",")] == [by_code[c] for c in range(len(by_code))]
     assert f"constexpr int kDTypeCount = {len(P.DTYPES)};" in HEADER
+
+
+def test_device_counts_enums_agree():
+    from purlin.coll.layouts import LayoutKind
+
+    assert cpp_enum("LayoutKind") == {k.capitalize(): v for k, v in abi.LAYOUT_KINDS.items()}
+    assert set(abi.LAYOUT_KINDS) == {k.value for k in LayoutKind} - {"named"}
+    assert cpp_enum("CountsError") == abi.COUNTS_ERRORS
+    assert re.search(rf"2: bad counts", HEADER) and abi.BAD_COUNTS == 2

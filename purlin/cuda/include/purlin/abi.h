@@ -34,6 +34,8 @@ namespace abi {
 // addresses it; the host fills these in), then one header per phase.
 constexpr int kCounterStride = 0;  // arrival counters per signal site
 constexpr int kPhaseCount = 1;
+constexpr int kCountsWindow = 2;   // device counts: their packet window in the symmetric allocation
+constexpr int kTableCapacity = 3;  // device counts: words of room for the tables in shared memory
 constexpr int kGlobalWords = 4;
 // = kGlobalWords + world: where the phase headers start.
 
@@ -75,6 +77,13 @@ constexpr int kSUnit = 1;          // the unit on that rank, -1 when read locall
 constexpr int kSOffset = 2;        // local: offset in the source buffer; window: in the source's region
 constexpr int kSourceWords = 3;
 
+// The V layouts whose counts a kernel may read on the device
+// (purlin/coll/layouts.py's LayoutKind, less `named`).
+enum class LayoutKind : i64 { Packed = 0, Scattered = 1, Addressed = 2, Transposed = 3 };
+
+// What a device-counts kernel found wrong with the counts it was given.
+enum class CountsError : i64 { None = 0, Negative = 1, Input = 2, Output = 3, Buffer = 4, Tables = 5 };
+
 // Each block's epochs, kept on the device so that graph replays continue them.
 struct BlockState {
   u64 epoch, prev;
@@ -85,7 +94,7 @@ struct ErrorRecord {
   i32 valid;
   i32 site;     // the wait's index in the kernel (purlin/cuda/codegen.py names it)
   i32 rank, block;
-  i32 packets;  // 0: a signal wait, 1: a packet poll
+  i32 packets;  // 0: a signal wait, 1: a packet poll, 2: bad counts (packet: the CountsError)
   i32 slot;     // the signal slot, or the rank whose packets were awaited
   i64 packet;   // the packet's index in the group, -1 for signals
   u64 awaited, seen, epoch;
@@ -105,6 +114,8 @@ struct Header {
   u64 timeout_ns;
   const i64* tables;        // this rank's tables, in global memory
   i64 table_words;          // their length; a block copies them to shared memory when they fit
+  const i64* counts;        // device counts: this rank's (a count, or a row of the matrix)
+  i64* recv_counts;         // device counts: where the counts this rank receives go, or null
 };
 
 }  // namespace abi

@@ -1,0 +1,86 @@
+// The prologue of a kernel whose V counts are a device tensor: the ranks
+// exchange their counts as packets, then every block computes its rank's
+// tables (purlin/counts_tables.h) into shared memory, after the static
+// header the host uploaded. No host round trip, so a call can be captured
+// in a CUDA graph with counts written by an earlier kernel.
+//
+// The counts window holds two halves (epoch parity) of one region per source
+// rank. A rank writes half h again two calls later, after it read every
+// peer's counts of the call in between, which each peer published only after
+// its kernel of this call (which read half h) had finished: no handshake is
+// needed, and a packet's flag (epoch + 1) tells this call's counts from
+// older ones.
+#pragma once
+
+#include "purlin/counts_tables.h"
+#include "purlin/kernel.cuh"
+
+namespace purlin::cuda {
+
+// Row: counts per rank (the world for a matrix, else 1). `shared`: the
+// block's tables, `phases` the kernel's phase shapes; false when this block
+// must stop (a peer's counts did not arrive, or the counts are wrong).
+template <int Row, int Phases, class K>
+__device__ bool device_counts(K& k, i64* shared, const counts::PhaseShape (&phases)[Phases],
+                              const i64 (&buffer_elems)[Phases], i64 input_elems, i64 output_elems, int eb,
+                              int site) {
+  constexpr int W = K::world, N = W * Row;
+  __shared__ i64 all[N];
+  __shared__ int bad;
+  const u64 half = k.epoch & 1, need = k.epoch + 1;
+  const i64 window = k.t(abi::kCountsWindow);
+  auto line = [&](i64 on, i64 from, int q) {
+    return k.sym(on) + window + ((i64(half) * W + from) * Row + q) * kPacketBytes;
+  };
+  if (blockIdx.x == 0)
+    for (int j = threadIdx.x; j < N; j += blockDim.x) {
+      const int to = j / Row, q = j % Row;
+      if (to != k.rank()) st_packet(line(to, k.rank(), q), u64(k.h.counts[q]), need);
+    }
+  bool ok = true;
+  for (int j = threadIdx.x; j < N && ok; j += blockDim.x) {
+    const int from = j / Row, q = j % Row;
+    if (from == k.rank()) {
+      all[j] = k.h.counts[q];
+      continue;
+    }
+    u64 data, flag;
+    Deadline deadline;
+    for (ld_packet(line(k.rank(), from, q), data, flag); flag < need; ld_packet(line(k.rank(), from, q), data, flag)) {
+      if (deadline.expired(k)) {
+        if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 1, from, q, need, flag);
+        ok = false;
+        break;
+      }
+    }
+    all[j] = i64(data);
+  }
+  if (__syncthreads_or(!ok)) {
+    k.failed = true;
+    return false;
+  }
+  if (threadIdx.x == 0) {
+    const counts::Counts n{all, W, Row};
+    counts::Problem p = counts::check(n, phases, Phases, input_elems, output_elems, buffer_elems,
+                                      kPacketDataBytes / eb);
+    i64 at = k.h.table_words;
+    for (int ph = 0; ph < Phases && p.code == 0; ++ph) {
+      at = counts::build_phase(n, phases[ph], ph, k.rank(), eb, kPacketDataBytes / eb, shared, at,
+                               k.t(abi::kTableCapacity));
+      if (at < 0) p = {i64(abi::CountsError::Tables), k.rank(), 0, k.t(abi::kTableCapacity)};
+    }
+    bad = p.code != 0;
+    if (bad && blockIdx.x == 0) record_timeout(k.h, k.epoch, site, 2, int(p.rank), p.code, p.have, p.need);
+  }
+  __syncthreads();
+  if (bad) {
+    k.failed = true;
+    return false;
+  }
+  if (blockIdx.x == 0 && k.h.recv_counts)
+    for (int j = threadIdx.x; j < W; j += blockDim.x)
+      k.h.recv_counts[j] = Row == 1 ? all[j] : all[j * Row + k.rank()];
+  return true;
+}
+
+}  // namespace purlin::cuda
