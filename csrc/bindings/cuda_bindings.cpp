@@ -14,6 +14,7 @@ namespace purlin::cuda {
 void register_bindings(py::module_& m) {
   py::register_exception<TimeoutError>(m, "CudaTimeoutError", PyExc_TimeoutError);
   py::register_exception<CudaError>(m, "CudaBackendError", PyExc_RuntimeError);
+  py::register_exception<BadCountsError>(m, "BadCountsError", PyExc_ValueError);
   py::class_<KernelSpec>(m, "KernelSpec", "A compiled collective as the CUDA runtime launches it")
       .def(py::init<>())
       .def_property(
@@ -32,13 +33,21 @@ void register_bindings(py::module_& m) {
       .def_readwrite("input_bytes", &KernelSpec::input_bytes)
       .def_readwrite("output_bytes", &KernelSpec::output_bytes)
       .def_readwrite("site_names", &KernelSpec::site_names)
-      .def_readwrite("multimem", &KernelSpec::multimem);
+      .def_readwrite("multimem", &KernelSpec::multimem)
+      .def_readwrite("count_words", &KernelSpec::count_words);
   py::class_<Communicator>(m, "CudaCommunicator",
                            "One process driving every rank (a GPU may host several): one compiled kernel per rank.")
       .def(py::init<KernelSpec, std::vector<int>, double, std::string>(), py::arg("spec"), py::arg("devices"),
            py::arg("timeout"), py::arg("name"))
-      .def("run", &Communicator::run, py::arg("inputs"), py::arg("outputs"), py::arg("streams"),
-           "Launch on every rank's stream (device pointers and cudaStream_t handles as ints); no host sync.")
+      .def(
+          "run",
+          [](Communicator& c, const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
+             const std::vector<uintptr_t>& streams, const std::vector<uintptr_t>& counts,
+             const std::vector<uintptr_t>& recv_counts) { c.run(inputs, outputs, streams, {counts, recv_counts}); },
+          py::arg("inputs"), py::arg("outputs"), py::arg("streams"), py::arg("counts") = std::vector<uintptr_t>{},
+          py::arg("recv_counts") = std::vector<uintptr_t>{},
+          "Launch on every rank's stream (device pointers and cudaStream_t handles as ints); no host sync. "
+          "Device counts: each rank's int64 counts and where its received counts go (0: nowhere).")
       .def("synchronize", &Communicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())
@@ -55,7 +64,9 @@ void register_bindings(py::module_& m) {
       .def("connect", &ProcessCommunicator::connect, py::arg("handles"),
            "Map the peers' memory: every rank's ipc_handle() in rank order, this rank's included.")
       .def("run", &ProcessCommunicator::run, py::arg("input"), py::arg("output"), py::arg("stream"),
-           "Launch this rank's kernel on the stream (device pointers and a cudaStream_t as ints); no host sync.")
+           py::arg("counts") = 0, py::arg("recv_counts") = 0,
+           "Launch this rank's kernel on the stream (device pointers and a cudaStream_t as ints); no host sync. "
+           "Device counts: this rank's int64 counts and where its received counts go (0: nowhere).")
       .def("synchronize", &ProcessCommunicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for this rank's GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &ProcessCommunicator::epoch, py::call_guard<py::gil_scoped_release>())

@@ -36,19 +36,7 @@ class Buffers:
     def check(self, buffers: Sequence[tuple[int, int, int, int]]) -> None:
         """`buffers[r]` = (input address, input bytes, output address, output bytes)
         of rank r, all in one address space; raises AliasingError for a wrong overlap."""
-        spans = sorted((lo, lo + n, r, writes) for r, (ip, ib, op, ob) in enumerate(buffers)
-                       for lo, n, writes in ((ip, ib, False), (op, ob, True)) if n)
-        active: list[tuple[int, int, bool]] = []  # (end, rank, writes) of spans still open
-        for lo, hi, r, writes in spans:
-            active = [a for a in active if a[0] > lo]
-            for _, other, other_writes in active:
-                if other != r and (writes or other_writes):
-                    what = lambda w: "output" if w else "input"  # noqa: E731
-                    raise AliasingError(
-                        f"{self.name}: the {what(other_writes)} of rank {other} overlaps the {what(writes)} "
-                        f"of rank {r}: each rank needs buffers of its own (only inputs may be shared)"
-                    )
-            active.append((hi, r, writes))
+        check_ranks_apart(self.name, buffers)
         for r, (ip, ib, op, ob) in enumerate(buffers):
             if ib and ob and ip < op + ob and op < ip + ib:
                 key = (r, op - ip)
@@ -56,6 +44,24 @@ class Buffers:
                     self._own[key] = _own_overlap(self.plan, r, op - ip)
                 if self._own[key]:
                     raise AliasingError(f"{self.name}: rank {r}'s input and output overlap {self._own[key]}")
+
+
+def check_ranks_apart(name: str, buffers: Sequence[tuple[int, int, int, int]]) -> None:
+    """No rank's buffer overlaps another rank's, but inputs shared for reading
+    (`buffers` as in Buffers.check)."""
+    spans = sorted((lo, lo + n, r, writes) for r, (ip, ib, op, ob) in enumerate(buffers)
+                   for lo, n, writes in ((ip, ib, False), (op, ob, True)) if n)
+    active: list[tuple[int, int, bool]] = []  # (end, rank, writes) of spans still open
+    for lo, hi, r, writes in spans:
+        active = [a for a in active if a[0] > lo]
+        for _, other, other_writes in active:
+            if other != r and (writes or other_writes):
+                what = lambda w: "output" if w else "input"  # noqa: E731
+                raise AliasingError(
+                    f"{name}: the {what(other_writes)} of rank {other} overlaps the {what(writes)} "
+                    f"of rank {r}: each rank needs buffers of its own (only inputs may be shared)"
+                )
+        active.append((hi, r, writes))
 
 
 def _own_overlap(plan: Plan, rank: int, delta: int) -> str | None:

@@ -41,6 +41,25 @@ AddressRangeFn address_range_fn() {
   return fn;
 }
 
+// What a device-counts kernel found wrong (abi::CountsError), in words.
+std::string counts_problem(int code, int rank, int64_t need, int64_t have) {
+  using std::to_string;
+  const std::string who = "rank " + to_string(rank) + "'s counts ";
+  switch (abi::CountsError(code)) {
+    case abi::CountsError::Negative: return who + "hold a negative count, " + to_string(need);
+    case abi::CountsError::Input:
+      return who + "need " + to_string(need) + " input elements, the kernel was built for " + to_string(have);
+    case abi::CountsError::Output:
+      return who + "need " + to_string(need) + " output elements, the kernel was built for " + to_string(have);
+    case abi::CountsError::Buffer:
+      return who + "need " + to_string(need) + " elements of a staging slot or packet window, it holds " +
+             to_string(have);
+    case abi::CountsError::Tables:
+      return "the tables of these counts need more than the " + to_string(have) + " words of shared memory";
+    default: return "counts error " + to_string(code);
+  }
+}
+
 // Dynamic shared memory a kernel gets without opting in.
 constexpr int kDefaultSmem = 48 * 1024;
 // The error claim word sits after the block epochs, padded to 16 bytes.
@@ -226,16 +245,27 @@ void Executor::check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const 
 }
 
 void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-                   const std::vector<uintptr_t>& streams) {
+                   const std::vector<uintptr_t>& streams, const CallCounts& counts) {
   if (failed_)
     throw CudaError(name_ + ": this communicator timed out earlier and its epochs are inconsistent; create a new one");
   check_recorded_errors();
+  const bool device_counts = spec_.count_words > 0;
+  if (!device_counts && !(counts.counts.empty() && counts.recv.empty()))
+    throw std::invalid_argument(name_ + ": this kernel's counts are fixed; it takes no device counts");
+  if (device_counts && (counts.counts.size() != ranks_.size() || counts.recv.size() != ranks_.size()))
+    throw std::invalid_argument(name_ + ": this kernel reads its counts on the device: one counts tensor (and one "
+                                "for the received counts, or none) per rank expected");
   DeviceRestore restore;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
     // Each rank's own extent: a V collective's smaller ranks pass smaller buffers.
     check_pointer(ranks_[i], inputs[i], spec_.input_bytes[ranks_[i].rank], "input");
     check_pointer(ranks_[i], outputs[i], spec_.output_bytes[ranks_[i].rank], "output");
+    if (!device_counts) continue;
+    if (!counts.counts[i])
+      throw std::invalid_argument(name_ + ": rank " + std::to_string(ranks_[i].rank) + " passed no counts");
+    check_pointer(ranks_[i], counts.counts[i], int64_t(spec_.count_words) * 8, "counts");
+    if (counts.recv[i]) check_pointer(ranks_[i], counts.recv[i], int64_t(spec_.world) * 8, "received counts");
   }
   // A rank whose (device, stream) an earlier rank uses runs on its own stream,
   // forked before any launch (the earlier rank's kernel waits for it) and
@@ -255,6 +285,10 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
     abi::Header h = r.params;
     h.input = reinterpret_cast<char*>(inputs[i]);
     h.output = reinterpret_cast<char*>(outputs[i]);
+    if (device_counts) {
+      h.counts = reinterpret_cast<const i64*>(counts.counts[i]);
+      h.recv_counts = reinterpret_cast<i64*>(counts.recv[i]);
+    }
     void* args[] = {&h};
     const cudaStream_t s = forked[i] ? r.side : reinterpret_cast<cudaStream_t>(streams[i]);
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
@@ -289,9 +323,15 @@ void Executor::check_recorded_errors() {
   using std::to_string;
   std::string msg;
   int found = 0;
+  std::string counts_msg;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     const volatile abi::ErrorRecord& e = errors_[i];
     if (!e.valid) continue;
+    if (e.packets == 2) {
+      counts_msg += (counts_msg.empty() ? "" : "\n") + name_ + ": rank " + to_string(int(e.rank)) + ": " +
+                    counts_problem(int(e.packet), int(e.slot), int64_t(e.seen), int64_t(e.awaited));
+      continue;
+    }
     char seconds[32];
     std::snprintf(seconds, sizeof(seconds), "%g", timeout_ns_ / 1e9);
     const int site = e.site;
@@ -310,7 +350,9 @@ void Executor::check_recorded_errors() {
              to_string(uint64_t(e.awaited));
     msg += " (epoch " + to_string(uint64_t(e.epoch)) + ")";
   }
-  failed_ |= found > 0;
+  failed_ |= found > 0 || !counts_msg.empty();
+  if (!counts_msg.empty() && !found)
+    throw BadCountsError(counts_msg + "\nno rank moved any data; this communicator cannot be used again");
   if (found)
     throw TimeoutError(msg +
                        "\nthe peer never signalled: it hung, was not launched, ran another kernel or call sequence, "
@@ -378,12 +420,12 @@ void Communicator::enable_peer_access(const std::vector<int>& devices) {
 }
 
 void Communicator::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-                       const std::vector<uintptr_t>& streams) {
+                       const std::vector<uintptr_t>& streams, const CallCounts& counts) {
   const size_t w = exec_.ranks().size();
   if (inputs.size() != w || outputs.size() != w || streams.size() != w)
     throw std::invalid_argument(exec_.name() + ": run needs one input, output and stream per rank (" +
                                 std::to_string(w) + ")");
-  exec_.run(inputs, outputs, streams);
+  exec_.run(inputs, outputs, streams, counts);
 }
 
 uint64_t Communicator::epoch(int rank) {
@@ -521,11 +563,13 @@ void ProcessCommunicator::connect(const std::vector<std::string>& handles) {
   connected_ = true;
 }
 
-void ProcessCommunicator::run(uintptr_t input, uintptr_t output, uintptr_t stream) {
+void ProcessCommunicator::run(uintptr_t input, uintptr_t output, uintptr_t stream, uintptr_t counts,
+                              uintptr_t recv_counts) {
   if (!connected_)
     throw std::logic_error(exec_.name() + ": rank " + std::to_string(rank_) +
                            " is not connected: call connect() with every rank's ipc_handle() first");
-  exec_.run({input}, {output}, {stream});
+  exec_.run({input}, {output}, {stream},
+            exec_.spec().count_words > 0 || counts || recv_counts ? CallCounts{{counts}, {recv_counts}} : CallCounts{});
 }
 
 }  // namespace purlin::cuda

@@ -22,6 +22,12 @@ class TimeoutError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Device counts that do not fit the buffers the kernel was built for.
+class BadCountsError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 // A CUDA call that failed, or a device that cannot run the kernel.
 class CudaError : public std::runtime_error {
  public:
@@ -43,6 +49,13 @@ struct KernelSpec {
   std::vector<int64_t> input_bytes, output_bytes;    // per rank: what its kernel touches
   std::vector<std::string> site_names;               // per site: the IR op, for timeout reports
   bool multimem = false;
+  int count_words = 0;  // device counts: int64 words of counts each rank passes (0: none)
+};
+
+// Per rank, the device counts of a call (see KernelSpec::count_words): its
+// counts and where the counts it receives go (0: nowhere). Empty: none.
+struct CallCounts {
+  std::vector<uintptr_t> counts, recv;
 };
 
 namespace detail {
@@ -78,7 +91,7 @@ class Executor {
   void upload(const std::vector<char*>& symmetric);
   // One launch per local rank, after the pointer checks; no host sync.
   void run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-           const std::vector<uintptr_t>& streams);
+           const std::vector<uintptr_t>& streams, const CallCounts& counts);
   // Waits for every local GPU and raises TimeoutError for recorded timeouts.
   void synchronize();
   uint64_t epoch(size_t local);
@@ -117,7 +130,7 @@ class Communicator {
   // already uses that stream, on the rank's own stream forked from and joined
   // back into it. No host sync, so it can be captured into CUDA graphs.
   void run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-           const std::vector<uintptr_t>& streams);
+           const std::vector<uintptr_t>& streams, const CallCounts& counts = {});
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch(int rank);
   int world() const { return exec_.spec().world; }
@@ -143,7 +156,7 @@ class ProcessCommunicator {
   // size and the CUDA IPC handle of this rank's symmetric memory.
   const std::string& ipc_handle() const { return handle_; }
   void connect(const std::vector<std::string>& handles);
-  void run(uintptr_t input, uintptr_t output, uintptr_t stream);
+  void run(uintptr_t input, uintptr_t output, uintptr_t stream, uintptr_t counts = 0, uintptr_t recv_counts = 0);
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch() { return exec_.epoch(0); }
   int rank() const { return rank_; }
