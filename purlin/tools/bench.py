@@ -337,33 +337,25 @@ class _Bench(_Recorder):
             self.purlin(coll, nbytes, lambda lw: pt.all_reduce(x, out=y, lowering=lw), ref)
             if nbytes <= SYMM_MAX_BYTES:
                 self.symmetric_memory(n, nbytes, ref)
-        elif coll in ("all_gather", "all_gather_v"):
+            return
+        # The rest write `ref` out of place: NCCL's first call makes the reference.
+        if coll in ("all_gather", "all_gather_v"):
             x = self.values(counts[self.rank], 1)
             y, ref = t.empty(n, dtype=t.bfloat16, device="cuda"), t.empty(n, dtype=t.bfloat16, device="cuda")
             if coll == "all_gather":
                 nccl = lambda: dist.all_gather_into_tensor(ref, x)  # noqa: E731
-                mine = lambda lw: pt.all_gather(y, x, lowering=lw)  # noqa: E731
             else:
                 parts = list(ref.split(counts))
                 nccl = lambda: dist.all_gather(parts, x)  # noqa: E731
-                mine = lambda lw: pt.all_gather_v(y, x, counts, lowering=lw)  # noqa: E731
-            nccl()
-            self.record(coll, "nccl", nbytes, None, nccl)
-            self.purlin(coll, nbytes, mine, ref)
         elif coll in ("reduce_scatter", "reduce_scatter_v"):
             x = self.values(n, 2)
             y = t.empty(counts[self.rank], dtype=t.bfloat16, device="cuda")
             ref = t.empty_like(y)
             if coll == "reduce_scatter":
                 nccl = lambda: dist.reduce_scatter_tensor(ref, x)  # noqa: E731
-                mine = lambda lw: pt.reduce_scatter(y, x, lowering=lw)  # noqa: E731
             else:
                 parts = list(x.split(counts))
                 nccl = lambda: dist.reduce_scatter(ref, parts)  # noqa: E731
-                mine = lambda lw: pt.reduce_scatter_v(y, x, counts, lowering=lw)  # noqa: E731
-            nccl()
-            self.record(coll, "nccl", nbytes, None, nccl)
-            self.purlin(coll, nbytes, mine, ref)
         else:
             sends = counts[self.rank]
             recvs = [counts[s][self.rank] for s in range(w)]
@@ -372,13 +364,14 @@ class _Bench(_Recorder):
             ref = t.empty_like(y)
             if coll == "all_to_all":
                 nccl = lambda: dist.all_to_all_single(ref, x)  # noqa: E731
-                mine = lambda lw: pt.all_to_all(y, x, lowering=lw)  # noqa: E731
             else:
                 nccl = lambda: dist.all_to_all_single(ref, x, recvs, sends)  # noqa: E731
-                mine = lambda lw: pt.all_to_all_v(y, x, counts, lowering=lw)  # noqa: E731
-            nccl()
-            self.record(coll, "nccl", nbytes, None, nccl)
-            self.purlin(coll, nbytes, mine, ref)
+        # purlin.torch names each function as the collective; the V forms take the counts too.
+        purlin_fn = getattr(pt, coll)
+        v_counts = (counts,) if coll.endswith("_v") else ()
+        nccl()
+        self.record(coll, "nccl", nbytes, None, nccl)
+        self.purlin(coll, nbytes, lambda lw: purlin_fn(y, x, *v_counts, lowering=lw), ref)
 
     def symmetric_memory(self, n: int, nbytes: int, ref) -> None:
         import torch.distributed as dist

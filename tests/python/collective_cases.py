@@ -2,7 +2,12 @@
 plan) and the runtime tests: the lowerings each strategy names, which
 strategies each collective takes, and the sizes, worlds and ops to run."""
 
+import numpy as np
+from xdsl.dialects.builtin import UnitAttr
+
 from purlin.coll.builder import COLLECTIVES
+from purlin.coll.dialect import NamedCollective
+from purlin.coll.reference import reduce_parts
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare
 
@@ -32,6 +37,9 @@ PAIRS = [(n, s) for n in COLLECTIVES for s in strategies(n)]
 REDUCING = [n for n, c in COLLECTIVES.items() if c.reduces]
 VARIABLE = [n for n, c in COLLECTIVES.items() if c.variable]
 REDUCING_PAIRS = [(n, s) for n, s in PAIRS if n in REDUCING]
+VARIABLE_PAIRS = [(n, s) for n, s in PAIRS if n in VARIABLE]
+# The V forms with each strategy that takes counts bound at run time.
+DYNAMIC_PAIRS = [(n, s) for n in VARIABLE for s in strategies(n, dynamic=True)]
 WORLDS = (2, 3, 4, 8)  # world 16 is slow: a subset of its own where needed
 # Per-rank unit: empty, one element, odd (cycles the slots), a few hundred bytes.
 SIZES = (0, 1, 37, 300)
@@ -62,3 +70,23 @@ def check_level(run, case: Case, label: str = "", seed: int = 0, options: dict |
     mismatch = compare(args[1], expected, case.dtype, case.op, case.contributions, 8.0, "%out")
     assert mismatch is None, f"{case} {label}: {mismatch}"
     assert compare(args[0], inputs, case.dtype, what="%in") is None
+
+
+def deterministic_module(case: Case):
+    """`case`'s module with its collective marked deterministic."""
+    module = case.build_module()
+    (op,) = [o for o in module.walk() if isinstance(o, NamedCollective)]
+    op.properties["deterministic"] = UnitAttr()
+    return module
+
+
+def order_sensitive_args(case: Case) -> list[list[np.ndarray]]:
+    """`case`'s arguments with f32 inputs of mixed magnitudes: their f32 sum
+    depends on the order."""
+    args = case.make_args(0)
+    rng = np.random.default_rng(0)
+    for a in args[0]:
+        a[:] = rng.standard_normal(a.size) * np.exp2(rng.integers(-24, 24, a.size))
+    # The inputs must tell rank order from another order, or a bit-exact result proves nothing.
+    assert not np.array_equal(reduce_parts(args[0], "sum"), reduce_parts(args[0][::-1], "sum"))
+    return args

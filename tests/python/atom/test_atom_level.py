@@ -4,30 +4,28 @@ scheduler (atom), and the plans atom-to-plan expands it into, executed by the
 plan machine the way a runtime would (plan), agree with the independent numpy
 reference of each named collective, for every strategy and generation."""
 
-import numpy as np
 import pytest
 from collective_cases import (
+    DYNAMIC_PAIRS,
     LOWERINGS,
     OPS,
     PAIRS,
-    REDUCING,
+    REDUCING_PAIRS,
     SIZES,
-    VARIABLE,
+    VARIABLE_PAIRS,
     WORLDS,
     check_level,
     default_op,
+    deterministic_module,
     make_case,
-    strategies,
+    order_sensitive_args,
 )
-from xdsl.dialects.builtin import UnitAttr
 from xdsl.dialects.func import ReturnOp
 
 from purlin import plan as P
 from purlin.atom import dialect as atom
 from purlin.atom.interpreter import run_atom, run_plan
-from purlin.coll import reference
 from purlin.coll.builder import COLLECTIVES
-from purlin.coll.dialect import NamedCollective
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.dtypes import DTYPE_NAMES
 from purlin.interpret import SimError
@@ -92,15 +90,13 @@ REDUCTION_CASES = [
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("op, dtype", REDUCTION_CASES)
-@pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in REDUCING])
+@pytest.mark.parametrize("name, strategy", REDUCING_PAIRS)
 def test_reductions_match_reference(name, strategy, op, dtype, arch):
     check(make_case(name, 3, dtype, op, 37, seed=3), strategy, "plan", arch, seed=3)
 
 
 @pytest.mark.parametrize("world", (2, 3, 8, 16))
-@pytest.mark.parametrize(
-    "name, strategy", [(n, s) for n in VARIABLE for s in strategies(n, dynamic=True)]
-)
+@pytest.mark.parametrize("name, strategy", DYNAMIC_PAIRS)
 @pytest.mark.parametrize("level", LEVEL_RUNNERS)
 def test_dynamic_counts_match_reference(level, name, strategy, world):
     case = make_case(name, world, "bf16", default_op(name), 23, seed=world, dynamic=True)
@@ -109,7 +105,7 @@ def test_dynamic_counts_match_reference(level, name, strategy, world):
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in VARIABLE])
+@pytest.mark.parametrize("name, strategy", VARIABLE_PAIRS)
 @pytest.mark.parametrize("level", LEVEL_RUNNERS)
 def test_v_forms_with_one_rank_holding_everything(level, name, strategy, arch):
     op = default_op(name)
@@ -148,24 +144,11 @@ def test_plan_scheduler_seeds(name, strategy, seed):
 # -- deterministic reductions ------------------------------------------------------
 
 
-def deterministic_module(case):
-    module = case.build_module()
-    (op,) = [o for o in module.walk() if isinstance(o, NamedCollective)]
-    op.properties["deterministic"] = UnitAttr()
-    return module
-
-
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in REDUCING])
+@pytest.mark.parametrize("name, strategy", REDUCING_PAIRS)
 def test_deterministic_reductions_are_bit_exact_in_the_plan(name, strategy, arch):
     case = make_case(name, 8, "f32", "sum", 37, seed=8)
-    args = case.make_args(0)
-    rng = np.random.default_rng(0)
-    for a in args[0]:
-        a[:] = rng.standard_normal(a.size) * np.exp2(rng.integers(-24, 24, a.size))
-    inputs = [a.copy() for a in args[0]]
-    assert not np.array_equal(reference.reduce_parts(inputs, "sum"),
-                              reference.reduce_parts(inputs[::-1], "sum"))
+    args = order_sensitive_args(case)
     expected = case.expected(args)
     run_plan(deterministic_module(case), args, world=8, seed=3,
              options={"lowering": LOWERINGS[strategy], "arch": arch})
@@ -230,7 +213,7 @@ def run_multimem(case, strategy, arch="sm_90", seed=0, calls=1):
 
 MULTIMEM_CASES = [
     (n, s, dtype, op)
-    for n, s in PAIRS if n in REDUCING and not s.startswith("latency")
+    for n, s in REDUCING_PAIRS if not s.startswith("latency")
     for dtype, op in (("bf16", "sum"), ("bf16", "max"), ("f16", "min"), ("f32", "sum"))
 ]
 

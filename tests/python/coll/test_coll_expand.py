@@ -119,15 +119,22 @@ def test_all_to_all(w, n):
 V_COUNTS = [[3], [0, 5], [2, 0, 4], [1, 0, 0, 7], [4, 4, 4, 4, 0]]
 
 
+def _v_layouts(name: str, counts: list, a: int, b: int, in_kind: LayoutKind, out_kind: LayoutKind,
+               op: str = "") -> tuple[Layout, Layout]:
+    """The layouts of `_named(name, ..., a, b)` over `counts` (a list, or a
+    matrix the attribute lists row by row), checked to be `in_kind` and
+    `out_kind` vectors of exactly those counts."""
+    w = len(counts)
+    listed = [c for row in counts for c in row] if isinstance(counts[0], list) else counts
+    inp, out = _named(name, w, a, b, op=op, rest=f" counts {listed}").layouts()
+    assert (inp, out) == (Layout.vector(in_kind, w, counts), Layout.vector(out_kind, w, counts))
+    return inp, out
+
+
 @pytest.mark.parametrize("counts", V_COUNTS)
 def test_all_gather_v(counts):
     w, total, big = len(counts), sum(counts), max(counts)
-    op = _named("all_gather_v", w, big, total, rest=f" counts {counts}")
-    inp, out = op.layouts()
-    assert (inp, out) == (
-        Layout.vector(LayoutKind.PACKED, w, counts),
-        Layout.vector(LayoutKind.SCATTERED, w, counts),
-    )
+    inp, out = _v_layouts("all_gather_v", counts, big, total, LayoutKind.PACKED, LayoutKind.SCATTERED)
     data = _inputs(w, big)
     for got in _run(inp, out, False, data, total):
         np.testing.assert_array_equal(got, np.concatenate([data[i][: counts[i]] for i in range(w)]))
@@ -136,12 +143,7 @@ def test_all_gather_v(counts):
 @pytest.mark.parametrize("counts", V_COUNTS)
 def test_reduce_scatter_v(counts):
     w, total, big = len(counts), sum(counts), max(counts)
-    op = _named("reduce_scatter_v", w, total, big, op="sum", rest=f" counts {counts}")
-    inp, out = op.layouts()
-    assert (inp, out) == (
-        Layout.vector(LayoutKind.SCATTERED, w, counts),
-        Layout.vector(LayoutKind.PACKED, w, counts),
-    )
+    inp, out = _v_layouts("reduce_scatter_v", counts, total, big, LayoutKind.SCATTERED, LayoutKind.PACKED, op="sum")
     data = _inputs(w, total)
     summed = np.sum(data, axis=0)
     starts = np.cumsum([0, *counts])
@@ -152,14 +154,8 @@ def test_reduce_scatter_v(counts):
 @pytest.mark.parametrize("matrix", [[[2]], [[1, 2], [0, 3]], [[0, 1, 2], [3, 0, 0], [1, 1, 1]]])
 def test_all_to_all_v(matrix):
     w = len(matrix)
-    flat = [c for row in matrix for c in row]
     n = max(max(sum(row) for row in matrix), max(sum(col) for col in zip(*matrix)))
-    op = _named("all_to_all_v", w, n, n, rest=f" counts {flat}")
-    inp, out = op.layouts()
-    assert (inp, out) == (
-        Layout.vector(LayoutKind.ADDRESSED, w, matrix),
-        Layout.vector(LayoutKind.TRANSPOSED, w, matrix),
-    )
+    inp, out = _v_layouts("all_to_all_v", matrix, n, n, LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED)
     data = _inputs(w, n)
     for rank, got in enumerate(_run(inp, out, False, data, n)):
         # Rank r receives, in sender order, what each sender addressed to r.

@@ -3,27 +3,25 @@ convert-coll-to-snac derives, executed rank by rank under the seeded
 scheduler, agrees with the independent numpy reference of each named
 collective, for every strategy the pass offers."""
 
-import numpy as np
 import pytest
 from collective_cases import (
+    DYNAMIC_PAIRS,
     LOWERINGS,
     OPS,
     PAIRS,
-    REDUCING,
+    REDUCING_PAIRS,
     SIZES,
-    VARIABLE,
+    VARIABLE_PAIRS,
     WORLDS,
     check_level,
     default_op,
+    deterministic_module,
     make_case,
-    strategies,
+    order_sensitive_args,
 )
-from xdsl.dialects.builtin import UnitAttr
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.coll import reference
 from purlin.coll.builder import COLLECTIVES
-from purlin.coll.dialect import NamedCollective
 from purlin.dtypes import DTYPE_NAMES
 from purlin.interpret import SimError
 from purlin.pipeline import lower, pipeline_spec
@@ -73,22 +71,20 @@ REDUCTION_CASES = [
 
 
 @pytest.mark.parametrize("world, op, dtype", REDUCTION_CASES)
-@pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in REDUCING])
+@pytest.mark.parametrize("name, strategy", REDUCING_PAIRS)
 def test_reductions_match_reference(name, strategy, world, op, dtype):
     check(make_case(name, world, dtype, op, 37, seed=world), strategy, seed=world)
 
 
 @pytest.mark.parametrize("world", (2, 3, 8, 16))
-@pytest.mark.parametrize(
-    "name, strategy", [(n, s) for n in VARIABLE for s in strategies(n, dynamic=True)]
-)
+@pytest.mark.parametrize("name, strategy", DYNAMIC_PAIRS)
 def test_dynamic_counts_match_reference(name, strategy, world):
     case = make_case(name, world, "bf16", default_op(name), 23, seed=world, dynamic=True)
     assert 0 in case.flat_counts(), "the V cases must include zero-size ranks"
     check(case, strategy, seed=world)
 
 
-@pytest.mark.parametrize("name, strategy", [(n, s) for n, s in PAIRS if n in VARIABLE])
+@pytest.mark.parametrize("name, strategy", VARIABLE_PAIRS)
 def test_v_forms_with_one_rank_holding_everything(name, strategy):
     op = default_op(name)
     if COLLECTIVES[name].matrix:
@@ -150,31 +146,11 @@ def test_sizes_go_round_the_slots(name, strategy, world):
 # -- deterministic reductions ------------------------------------------------------
 
 
-def deterministic_module(case):
-    module = case.build_module()
-    (op,) = [o for o in module.walk() if isinstance(o, NamedCollective)]
-    op.properties["deterministic"] = UnitAttr()
-    return module
-
-
-def order_sensitive(args, rng):
-    """f32 inputs of mixed magnitudes: their f32 sum depends on the order."""
-    for a in args[0]:
-        a[:] = rng.standard_normal(a.size) * np.exp2(rng.integers(-24, 24, a.size))
-
-
 @pytest.mark.parametrize("seed", (0, 3))
-@pytest.mark.parametrize(
-    "name, strategy", [(n, s) for n, s in PAIRS if n in REDUCING]
-)
+@pytest.mark.parametrize("name, strategy", REDUCING_PAIRS)
 def test_deterministic_reductions_are_bit_exact(name, strategy, seed):
     case = make_case(name, 8, "f32", "sum", 37, seed=8)
-    args = case.make_args(0)
-    order_sensitive(args, np.random.default_rng(0))
-    inputs = [a.copy() for a in args[0]]
-    # The inputs must tell rank order from another order, or this proves nothing.
-    assert not np.array_equal(reference.reduce_parts(inputs, "sum"),
-                              reference.reduce_parts(inputs[::-1], "sum"))
+    args = order_sensitive_args(case)
     expected = case.expected(args)
     options = {"lowering": LOWERINGS[strategy]}
     run(deterministic_module(case), args, world=8, seed=seed, options=options)
@@ -188,8 +164,7 @@ def test_without_deterministic_the_same_bits_too(strategy):
     # Every reduction combines in rank order: the flag is not needed for
     # bit-exact results (it keeps the multicast switch out; see test_atom_level).
     case = make_case("all_reduce", 8, "f32", "sum", 37, seed=8)
-    args = case.make_args(0)
-    order_sensitive(args, np.random.default_rng(0))
+    args = order_sensitive_args(case)
     expected = case.expected(args)
     run(case.build_module(), args, world=8, options={"lowering": LOWERINGS[strategy]})
     assert compare(args[1], expected, "f32", None) is None
