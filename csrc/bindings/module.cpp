@@ -109,13 +109,20 @@ PYBIND11_MODULE(_runtime, m) {
         for (const auto& a : shapes) phases.push_back({a[0], a[1], a[2], a[3], a[4], a[5], a[6]});
         const purlin::counts::Counts n{counts.data(), world, row};
         const int64_t align = purlin::kPacketDataBytes / eb;
+        std::vector<purlin::i64> scratch(phases.size() * purlin::counts::index_words(world));
+        std::vector<purlin::counts::Index> index;
+        for (size_t k = 0; k < phases.size(); ++k) {
+          index.push_back({scratch.data() + k * purlin::counts::index_words(world), world});
+          purlin::counts::prepare(n, phases[k], align, index[k], 0, 1);
+        }
         purlin::counts::Problem p = purlin::counts::check(n, phases.data(), int64_t(phases.size()), input_elems,
-                                                          output_elems, buffer_elems.data(), align);
+                                                          output_elems, buffer_elems.data(), index.data());
         const int64_t capacity = tables[purlin::abi::kTableCapacity];
         int64_t at = int64_t(tables.size());
         tables.resize(size_t(capacity > at ? capacity : at));
         for (size_t k = 0; k < phases.size() && p.code == 0; ++k) {
-          at = purlin::counts::build_phase(n, phases[k], int64_t(k), rank, eb, align, tables.data(), at, capacity);
+          at = purlin::counts::build_phase(n, phases[k], index[k], int64_t(k), rank, eb, align, tables.data(), at,
+                                           capacity);
           if (at < 0) p = {int64_t(purlin::abi::CountsError::Tables), rank, 0, capacity};
         }
         tables.resize(p.code == 0 ? size_t(at) : 0);

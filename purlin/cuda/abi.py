@@ -15,6 +15,7 @@ PHASE_COUNT = 1
 COUNTS_WINDOW = 2
 TABLE_CAPACITY = 3
 GLOBAL_WORDS = 4
+COUNTS_SCRATCH_ROWS = 3
 
 PH_UNITS = 0
 PH_GROUPS = 1
@@ -69,7 +70,7 @@ BAD_COUNTS = 2
 # The C++ names of the constants above.
 CONSTANTS = {
     "kCounterStride": COUNTER_STRIDE, "kPhaseCount": PHASE_COUNT, "kCountsWindow": COUNTS_WINDOW,
-    "kTableCapacity": TABLE_CAPACITY, "kGlobalWords": GLOBAL_WORDS,
+    "kTableCapacity": TABLE_CAPACITY, "kGlobalWords": GLOBAL_WORDS, "kCountsScratchRows": COUNTS_SCRATCH_ROWS,
     "kPhUnits": PH_UNITS, "kPhGroups": PH_GROUPS, "kPhStaged": PH_STAGED, "kPhMaxUnits": PH_MAX_UNITS,
     "kPhUnitsAt": PH_UNITS_AT, "kPhGroupsAt": PH_GROUPS_AT, "kPhBuffer": PH_BUFFER,
     "kPhHalfBytes": PH_HALF_BYTES, "kPhSlotBytes": PH_SLOT_BYTES, "kPhSlots": PH_SLOTS,

@@ -38,11 +38,12 @@ class Tables:
     symmetric_bytes: int
     counter_stride: int  # arrival counters per signal site
     capacity: int = 0  # device counts: the words each block's tables may grow to
+    scratch: int = 0  # device counts: words of the phases' prefix sums after them
 
     @property
     def words(self) -> int:
-        """Words of each block's copy of the tables."""
-        return max([self.capacity, *(len(t) for t in self.ranks)])
+        """Words of each block's copy of the tables (and scratch)."""
+        return max([self.capacity, *(len(t) for t in self.ranks)]) + self.scratch
 
 
 def _align(n: int) -> int:
@@ -191,7 +192,8 @@ def build_counts_tables(kernel: atom.KernelOp, count_words: int) -> Tables:
         for f, v in _static_fields(ph, buffers[ph.buffer.string_value()], offsets, sizes).items():
             words[head + f] = v
     table = np.asarray(words, dtype=np.int64)
-    return Tables(tuple(table.copy() for _ in range(world)), max(at, ALIGN), stride, capacity)
+    scratch = len(phases) * abi.COUNTS_SCRATCH_ROWS * world * (world + 1)
+    return Tables(tuple(table.copy() for _ in range(world)), max(at, ALIGN), stride, capacity, scratch)
 
 
 def _bound(v) -> int:

@@ -37,6 +37,9 @@ constexpr int kPhaseCount = 1;
 constexpr int kCountsWindow = 2;   // device counts: their packet window in the symmetric allocation
 constexpr int kTableCapacity = 3;  // device counts: words of room for the tables in shared memory
 constexpr int kGlobalWords = 4;
+// Device counts: after that room, each phase's prefix sums (counts_tables.h's
+// Index), this many rows of world x (world + 1) words.
+constexpr int kCountsScratchRows = 3;
 // = kGlobalWords + world: where the phase headers start.
 
 // A phase header (kPhaseWords words); offsets and sizes in bytes.

@@ -18,7 +18,8 @@
 namespace purlin::cuda {
 
 // Row: counts per rank (the world for a matrix, else 1). `shared`: the
-// block's tables, `phases` the kernel's phase shapes; false when this block
+// block's tables, their room (kTableCapacity words), then the phases'
+// prefix sums; `phases` the kernel's phase shapes; false when this block
 // must stop (a peer's counts did not arrive, or the counts are wrong).
 template <int Row, int Phases, class K>
 __device__ bool device_counts(K& k, i64* shared, const counts::PhaseShape (&phases)[Phases],
@@ -59,15 +60,23 @@ __device__ bool device_counts(K& k, i64* shared, const counts::PhaseShape (&phas
     k.failed = true;
     return false;
   }
+  // Each phase's prefix sums after the tables' room, a rank per thread; then
+  // one thread checks the counts and writes the records.
+  const counts::Counts n{all, W, Row};
+  const i64 capacity = k.t(abi::kTableCapacity);
+  counts::Index index[Phases];
+  for (int ph = 0; ph < Phases; ++ph) {
+    index[ph] = {shared + capacity + ph * counts::index_words(W), W};
+    counts::prepare(n, phases[ph], kPacketDataBytes / eb, index[ph], threadIdx.x, blockDim.x);
+  }
+  __syncthreads();
   if (threadIdx.x == 0) {
-    const counts::Counts n{all, W, Row};
-    counts::Problem p = counts::check(n, phases, Phases, input_elems, output_elems, buffer_elems,
-                                      kPacketDataBytes / eb);
+    counts::Problem p = counts::check(n, phases, Phases, input_elems, output_elems, buffer_elems, index);
     i64 at = k.h.table_words;
     for (int ph = 0; ph < Phases && p.code == 0; ++ph) {
-      at = counts::build_phase(n, phases[ph], ph, k.rank(), eb, kPacketDataBytes / eb, shared, at,
-                               k.t(abi::kTableCapacity));
-      if (at < 0) p = {i64(abi::CountsError::Tables), k.rank(), 0, k.t(abi::kTableCapacity)};
+      at = counts::build_phase(n, phases[ph], index[ph], ph, k.rank(), eb, kPacketDataBytes / eb, shared, at,
+                               capacity);
+      if (at < 0) p = {i64(abi::CountsError::Tables), k.rank(), 0, capacity};
     }
     bad = p.code != 0;
     if (bad && blockIdx.x == 0) record_timeout(k.h, k.epoch, site, 2, int(p.rank), p.code, p.have, p.need);

@@ -46,46 +46,40 @@ struct Name {
   i64 a, b;
 };
 
-struct Slice {
-  Name name;
-  i64 offset, size;
-};
-
 PURLIN_HD inline i64 slices_of(i64 kind, i64 world) { return kind == i64(abi::LayoutKind::Packed) ? 1 : world; }
+// Words of one phase's Index: rows of world x (world + 1).
+PURLIN_HD inline i64 index_words(i64 world) { return abi::kCountsScratchRows * world * (world + 1); }
 
-// Slice k of `rank`'s buffer, in name order.
-PURLIN_HD inline Slice slice(const Counts& n, i64 kind, i64 rank, i64 k) {
-  Slice s{{0, -1}, 0, 0};
+// The size of slice k of `rank`'s buffer, and its name (slices are in name order).
+PURLIN_HD inline i64 slice_size(const Counts& n, i64 kind, i64 rank, i64 k) {
   switch (abi::LayoutKind(kind)) {
-    case abi::LayoutKind::Packed:
-      s = {{rank, -1}, 0, n.at(rank, 0)};
-      break;
-    case abi::LayoutKind::Scattered:
-      s = {{k, -1}, 0, n.at(k, 0)};
-      for (i64 i = 0; i < k; ++i) s.offset += n.at(i, 0);
-      break;
-    case abi::LayoutKind::Addressed:
-      s = {{rank, k}, 0, n.at(rank, k)};
-      for (i64 j = 0; j < k; ++j) s.offset += n.at(rank, j);
-      break;
-    case abi::LayoutKind::Transposed:
-      s = {{k, rank}, 0, n.at(k, rank)};
-      for (i64 i = 0; i < k; ++i) s.offset += n.at(i, rank);
-      break;
+    case abi::LayoutKind::Packed: return n.at(rank, 0);
+    case abi::LayoutKind::Scattered: return n.at(k, 0);
+    case abi::LayoutKind::Addressed: return n.at(rank, k);
+    default: return n.at(k, rank);
   }
-  return s;
+}
+PURLIN_HD inline Name slice_name(i64 kind, i64 rank, i64 k) {
+  switch (abi::LayoutKind(kind)) {
+    case abi::LayoutKind::Packed: return {rank, -1};
+    case abi::LayoutKind::Scattered: return {k, -1};
+    case abi::LayoutKind::Addressed: return {rank, k};
+    default: return {k, rank};
+  }
 }
 
-// How many ranks hold `name`, the h-th of them (in rank order), and the
-// position of the name among that rank's slices.
-PURLIN_HD inline i64 holders(i64 kind, i64 world) { return kind == i64(abi::LayoutKind::Scattered) ? world : 1; }
-PURLIN_HD inline i64 holder(i64 kind, Name name, i64 h) {
+// The holder of `name` (every rank, for a scattered layout: -1), and the
+// position of the name among the holder's slices.
+PURLIN_HD inline i64 holder(i64 kind, Name name) {
   switch (abi::LayoutKind(kind)) {
-    case abi::LayoutKind::Scattered: return h;
+    case abi::LayoutKind::Scattered: return -1;
     case abi::LayoutKind::Transposed: return name.b;
     default: return name.a;
   }
 }
+PURLIN_HD inline i64 holders(i64 kind, i64 world) { return kind == i64(abi::LayoutKind::Scattered) ? world : 1; }
+// The h-th holder of `name`, in rank order.
+PURLIN_HD inline i64 holder_at(i64 kind, Name name, i64 h) { return kind == i64(abi::LayoutKind::Scattered) ? h : holder(kind, name); }
 PURLIN_HD inline i64 position(i64 kind, Name name) {
   switch (abi::LayoutKind(kind)) {
     case abi::LayoutKind::Packed: return 0;
@@ -99,52 +93,62 @@ PURLIN_HD inline i64 round_up(i64 n, i64 align) { return (n + align - 1) / align
 
 // Ranks that read `src_rank`'s slice of `name` from symmetric memory, and the r-th of them.
 PURLIN_HD inline i64 readers(const PhaseShape& p, i64 world, Name name, i64 src_rank) {
-  i64 n = 0;
-  for (i64 h = 0; h < holders(p.dst, world); ++h) n += holder(p.dst, name, h) != src_rank || p.stage_local;
-  return n;
+  const i64 d = holder(p.dst, name);
+  if (d < 0) return p.stage_local ? world : world - 1;
+  return d != src_rank || p.stage_local;
 }
-PURLIN_HD inline i64 reader(const PhaseShape& p, i64 world, Name name, i64 src_rank, i64 r) {
-  for (i64 h = 0; h < holders(p.dst, world); ++h) {
-    const i64 d = holder(p.dst, name, h);
-    if ((d != src_rank || p.stage_local) && r-- == 0) return d;
-  }
-  return -1;
-}
-
-// Units of `rank` made from its first `stop` source slices, and their
-// packet-aligned elements (where the next unit lands in the window).
-struct Position {
-  i64 units = 0, window = 0;
-};
-PURLIN_HD inline Position units_before(const Counts& n, const PhaseShape& p, i64 rank, i64 stop, i64 align) {
-  Position at;
-  const i64 step_full = p.chunk;
-  for (i64 k = 0; k < stop; ++k) {
-    const Slice s = slice(n, p.src, rank, k);
-    if (!readers(p, n.world, s.name, rank) && !p.keep_unread) continue;
-    const i64 m = chunks(s.size, step_full);
-    at.units += m;
-    const i64 step = step_full > 0 ? step_full : s.size;
-    // Every chunk but the last is a full step.
-    if (m > 0) at.window += (m - 1) * round_up(step, align) + round_up(s.size - (m - 1) * step, align);
-  }
-  return at;
+PURLIN_HD inline i64 reader(const PhaseShape& p, Name name, i64 src_rank, i64 r) {
+  const i64 d = holder(p.dst, name);
+  if (d >= 0) return d;
+  return p.stage_local || r < src_rank ? r : r + 1;
 }
 
 // Whether `rank`'s groups of `name` read a source from symmetric memory.
-PURLIN_HD inline bool remote(const Counts& n, const PhaseShape& p, Name name, i64 rank) {
-  for (i64 h = 0; h < holders(p.src, n.world); ++h)
-    if (holder(p.src, name, h) != rank || p.stage_local) return true;
-  return false;
+PURLIN_HD inline bool remote(const PhaseShape& p, i64 world, Name name, i64 rank) {
+  const i64 s = holder(p.src, name);
+  return p.stage_local || (s < 0 ? world > 1 : s != rank);
 }
 
-// Rank `rank`'s extents of the phase's source and destination layouts.
+// Prefix sums over every rank's source slices, in kCountsScratchRows rows of
+// world x (world + 1) words: slice offsets, units before a slice, and their
+// packet-aligned elements (where a unit lands in the packet window).
+struct Index {
+  i64* words;
+  i64 world;
+  PURLIN_HD i64& offset(i64 rank, i64 k) const { return words[rank * (world + 1) + k]; }
+  PURLIN_HD i64& units(i64 rank, i64 k) const { return words[(world + rank) * (world + 1) + k]; }
+  PURLIN_HD i64& window(i64 rank, i64 k) const { return words[(2 * world + rank) * (world + 1) + k]; }
+};
+
+// Fills ranks first, first + stride, ... of the index (threads of a block
+// share the work).
+PURLIN_HD inline void prepare(const Counts& n, const PhaseShape& p, i64 align, const Index& ix, i64 first,
+                              i64 stride) {
+  const i64 slices = slices_of(p.src, n.world);
+  for (i64 r = first; r < n.world; r += stride) {
+    i64 offset = 0, units = 0, window = 0;
+    for (i64 k = 0; k < slices; ++k) {
+      const i64 size = slice_size(n, p.src, r, k);
+      ix.offset(r, k) = offset;
+      ix.units(r, k) = units;
+      ix.window(r, k) = window;
+      offset += size;
+      if (!readers(p, n.world, slice_name(p.src, r, k), r) && !p.keep_unread) continue;
+      const i64 m = chunks(size, p.chunk), step = p.chunk > 0 ? p.chunk : size;
+      units += m;
+      // Every chunk but the last is a full step.
+      if (m > 0) window += (m - 1) * round_up(step, align) + round_up(size - (m - 1) * step, align);
+    }
+    ix.offset(r, slices) = offset;
+    ix.units(r, slices) = units;
+    ix.window(r, slices) = window;
+  }
+}
+
+// Rank `rank`'s extent of a V layout: its slices lie packed from 0.
 PURLIN_HD inline i64 extent(const Counts& n, i64 kind, i64 rank) {
   i64 end = 0;
-  for (i64 k = 0; k < slices_of(kind, n.world); ++k) {
-    const Slice s = slice(n, kind, rank, k);
-    end = s.offset + s.size > end ? s.offset + s.size : end;
-  }
+  for (i64 k = 0; k < slices_of(kind, n.world); ++k) end += slice_size(n, kind, rank, k);
   return end;
 }
 
@@ -152,18 +156,17 @@ PURLIN_HD inline i64 extent(const Counts& n, i64 kind, i64 rank) {
 PURLIN_HD inline i64 largest_unit(const Counts& n, const PhaseShape& p, i64 rank) {
   i64 most = 0;
   for (i64 k = 0; k < slices_of(p.src, n.world); ++k) {
-    const Slice s = slice(n, p.src, rank, k);
-    const i64 size = p.chunk > 0 && s.size > p.chunk ? p.chunk : s.size;
-    if ((readers(p, n.world, s.name, rank) || p.keep_unread) && size > most) most = size;
+    const i64 whole = slice_size(n, p.src, rank, k), size = p.chunk > 0 && whole > p.chunk ? p.chunk : whole;
+    if ((readers(p, n.world, slice_name(p.src, rank, k), rank) || p.keep_unread) && size > most) most = size;
   }
   return most;
 }
 
 // Checks the counts of every rank against the buffers the kernel was built
 // for; `buffer_elems[k]`: phase k's staging slot, or a source's region of its
-// packet window.
+// packet window; `index[k]`: phase k's, prepared.
 PURLIN_HD inline Problem check(const Counts& n, const PhaseShape* phases, i64 count, i64 input_elems,
-                               i64 output_elems, const i64* buffer_elems, i64 align) {
+                               i64 output_elems, const i64* buffer_elems, const Index* index) {
   for (i64 r = 0; r < n.world; ++r)
     for (i64 j = 0; j < n.row; ++j)
       if (n.c[r * n.row + j] < 0) return {i64(abi::CountsError::Negative), r, n.c[r * n.row + j], 0};
@@ -175,8 +178,7 @@ PURLIN_HD inline Problem check(const Counts& n, const PhaseShape* phases, i64 co
       if (src > src_cap) return {i64(ph.from_output ? abi::CountsError::Output : abi::CountsError::Input), r, src,
                                  src_cap};
       if (dst > output_elems) return {i64(abi::CountsError::Output), r, dst, output_elems};
-      const i64 need = ph.packets ? units_before(n, ph, r, slices_of(ph.src, n.world), align).window
-                                  : largest_unit(n, ph, r);
+      const i64 need = ph.packets ? index[k].window(r, slices_of(ph.src, n.world)) : largest_unit(n, ph, r);
       if (need > buffer_elems[k]) return {i64(abi::CountsError::Buffer), r, need, buffer_elems[k]};
     }
   }
@@ -184,31 +186,24 @@ PURLIN_HD inline Problem check(const Counts& n, const PhaseShape* phases, i64 co
 }
 
 // Writes phase k's counts-dependent header fields and its records into
-// `tab` from word `at` on; returns the word after them, or -1 when they
-// would pass `capacity`.
-PURLIN_HD inline i64 build_phase(const Counts& n, const PhaseShape& p, i64 k, i64 rank, i64 eb, i64 align, i64* tab,
-                                 i64 at, i64 capacity) {
+// `tab` from word `at` on, from its prepared index; returns the word after
+// them, or -1 when they would pass `capacity`.
+PURLIN_HD inline i64 build_phase(const Counts& n, const PhaseShape& p, const Index& ix, i64 k, i64 rank, i64 eb,
+                                 i64 align, i64* tab, i64 at, i64 capacity) {
   const i64 w = n.world, head = abi::kGlobalWords + w + k * abi::kPhaseWords;
   const i64 src_slices = slices_of(p.src, w), dst_slices = slices_of(p.dst, w);
   i64 most = 0;
-  for (i64 r = 0; r < w; ++r) {
-    const i64 u = units_before(n, p, r, src_slices, align).units;
-    most = u > most ? u : most;
-  }
-  const i64 units = units_before(n, p, rank, src_slices, align).units;
-  i64 groups = 0, staged = 0, consumer_words = 0, source_words = 0;
+  for (i64 r = 0; r < w; ++r) most = ix.units(r, src_slices) > most ? ix.units(r, src_slices) : most;
+  const i64 units = ix.units(rank, src_slices);
+  i64 groups = 0, staged = 0, consumer_words = 0;
   for (i64 j = 0; j < dst_slices; ++j) {
-    const Slice d = slice(n, p.dst, rank, j);
-    const i64 m = chunks(d.size, p.chunk);
+    const i64 m = chunks(slice_size(n, p.dst, rank, j), p.chunk);
     groups += m;
-    staged += remote(n, p, d.name, rank) ? m : 0;
-    source_words += m * holders(p.src, w) * abi::kSourceWords;
+    staged += remote(p, w, slice_name(p.dst, rank, j), rank) ? m : 0;
   }
-  for (i64 j = 0; j < src_slices; ++j) {
-    const Slice s = slice(n, p.src, rank, j);
-    const i64 readers_ = readers(p, w, s.name, rank);
-    if (readers_ || p.keep_unread) consumer_words += chunks(s.size, p.chunk) * readers_;
-  }
+  for (i64 j = 0; j < src_slices; ++j)
+    consumer_words += (ix.units(rank, j + 1) - ix.units(rank, j)) * readers(p, w, slice_name(p.src, rank, j), rank);
+  const i64 source_words = groups * holders(p.src, w) * abi::kSourceWords;
   const i64 end = at + units * abi::kUnitWords + consumer_words + groups * abi::kGroupWords + source_words;
   if (end > capacity) return -1;
   tab[head + abi::kPhUnits] = units;
@@ -219,20 +214,20 @@ PURLIN_HD inline i64 build_phase(const Counts& n, const PhaseShape& p, i64 k, i6
   // Units, then their consumers.
   i64 unit = at, consumer = at + units * abi::kUnitWords;
   for (i64 j = 0; j < src_slices; ++j) {
-    const Slice s = slice(n, p.src, rank, j);
-    const i64 readers_ = readers(p, w, s.name, rank);
-    if (!readers_ && !p.keep_unread) continue;
-    const i64 step = p.chunk > 0 ? p.chunk : s.size;
-    i64 window = units_before(n, p, rank, j, align).window;
-    for (i64 lo = 0; lo < s.size; lo += step, unit += abi::kUnitWords) {
-      const i64 size = s.size - lo < step ? s.size - lo : step;
-      tab[unit + abi::kUSrc] = (s.offset + lo) * eb;
-      tab[unit + abi::kUBytes] = size * eb;
+    if (ix.units(rank, j + 1) == ix.units(rank, j)) continue;
+    const Name name = slice_name(p.src, rank, j);
+    const i64 size = slice_size(n, p.src, rank, j), offset = ix.offset(rank, j), readers_ = readers(p, w, name, rank);
+    const i64 step = p.chunk > 0 ? p.chunk : size;
+    i64 window = ix.window(rank, j);
+    for (i64 lo = 0; lo < size; lo += step, unit += abi::kUnitWords) {
+      const i64 part = size - lo < step ? size - lo : step;
+      tab[unit + abi::kUSrc] = (offset + lo) * eb;
+      tab[unit + abi::kUBytes] = part * eb;
       tab[unit + abi::kUWindow] = p.packets ? window * eb : 0;
       tab[unit + abi::kUConsumersAt] = consumer;
       tab[unit + abi::kUConsumers] = readers_;
-      for (i64 r = 0; r < readers_; ++r) tab[consumer++] = reader(p, w, s.name, rank, r);
-      window += round_up(size, align);
+      for (i64 r = 0; r < readers_; ++r) tab[consumer++] = reader(p, name, rank, r);
+      window += round_up(part, align);
     }
   }
   // Groups that read staging first, then the ones that read only this rank's buffers.
@@ -240,32 +235,30 @@ PURLIN_HD inline i64 build_phase(const Counts& n, const PhaseShape& p, i64 k, i6
   tab[head + abi::kPhGroupsAt] = groups_at;
   i64 group = groups_at, source = groups_at + groups * abi::kGroupWords;
   for (int pass = 0; pass < 2; ++pass) {
-    for (i64 j = 0; j < dst_slices; ++j) {
-      const Slice d = slice(n, p.dst, rank, j);
-      if (remote(n, p, d.name, rank) != (pass == 0)) continue;
-      const i64 step = p.chunk > 0 ? p.chunk : d.size;
-      for (i64 lo = 0; lo < d.size; lo += step, group += abi::kGroupWords) {
-        const i64 size = d.size - lo < step ? d.size - lo : step;
+    i64 dst_offset = 0;
+    for (i64 j = 0; j < dst_slices; dst_offset += slice_size(n, p.dst, rank, j), ++j) {
+      const Name name = slice_name(p.dst, rank, j);
+      if (remote(p, w, name, rank) != (pass == 0)) continue;
+      const i64 size = slice_size(n, p.dst, rank, j), step = p.chunk > 0 ? p.chunk : size;
+      const i64 pos = position(p.src, name);
+      for (i64 lo = 0; lo < size; lo += step, group += abi::kGroupWords) {
         i64 far = 0;
-        tab[group + abi::kGDst] = (d.offset + lo) * eb;
-        tab[group + abi::kGBytes] = size * eb;
+        tab[group + abi::kGDst] = (dst_offset + lo) * eb;
+        tab[group + abi::kGBytes] = (size - lo < step ? size - lo : step) * eb;
         tab[group + abi::kGSourcesAt] = source;
         tab[group + abi::kGSources] = holders(p.src, w);
         for (i64 h = 0; h < holders(p.src, w); ++h, source += abi::kSourceWords) {
-          const i64 s = holder(p.src, d.name, h);
-          const i64 pos = position(p.src, d.name);
-          const Slice from = slice(n, p.src, s, pos);
+          const i64 s = holder_at(p.src, name, h);
           tab[source + abi::kSRank] = s;
           if (s == rank && !p.stage_local) {
             tab[source + abi::kSUnit] = -1;
-            tab[source + abi::kSOffset] = (from.offset + lo) * eb;
+            tab[source + abi::kSOffset] = (ix.offset(s, pos) + lo) * eb;
             continue;
           }
           ++far;
           // Chunk lo / step of the slice: every chunk before it is a full step.
-          const Position before = units_before(n, p, s, pos, align);
-          tab[source + abi::kSUnit] = before.units + lo / step;
-          tab[source + abi::kSOffset] = p.packets ? (before.window + lo / step * round_up(step, align)) * eb : 0;
+          tab[source + abi::kSUnit] = ix.units(s, pos) + lo / step;
+          tab[source + abi::kSOffset] = p.packets ? (ix.window(s, pos) + lo / step * round_up(step, align)) * eb : 0;
         }
         tab[group + abi::kGRemote] = far;
       }
