@@ -12,33 +12,18 @@ import pytest
 from collective_cases import LOWERINGS, VARIABLE, default_op, strategies
 
 from purlin import _runtime
+from purlin import plan as P
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.pipeline import entry_function, lower, pipeline_spec
-from purlin.plan import (
-    BufferSpec,
-    BufKind,
-    Instr,
-    Mech,
-    Op,
-    Order,
-    Plan,
-    RedOp,
-    Ref,
-    RoleKind,
-    RoleSpec,
-    SignalSpec,
-    Space,
-    validate,
-)
 from purlin.runtime import Communicator, backend
 from purlin.snac.interpreter import counts_of
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare, filler, random_array
 
 
-def lowered(case: Case, strategy: str) -> Plan:
+def lowered(case: Case, strategy: str) -> P.Plan:
     args = case.make_args(0)
     func = entry_function(lower(case.build_module(), pipeline_spec("atom", lowering=LOWERINGS[strategy], arch="sm_90", verify=False)))
     (kernel,) = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
@@ -97,7 +82,7 @@ def test_fixed_collectives_need_their_whole_buffers(name):
         assert [(plan.input_extent(r), plan.output_extent(r)) for r in range(3)] == [case.buffer_sizes()] * 3
 
 
-def exact_args(case: Case, plan: Plan, seed: int) -> list[list[np.ndarray]]:
+def exact_args(case: Case, plan: P.Plan, seed: int) -> list[list[np.ndarray]]:
     """Inputs and outputs of exactly each rank's extent, not the plan-wide size."""
     rng = np.random.default_rng(seed)
     w = case.world
@@ -167,34 +152,38 @@ def test_cuda_buffers_are_checked_against_their_ranks_extent():
 # -- hand-built plans: which instructions count ---------------------------------
 
 
-def one_rank(body: list[Instr], n_in: int = 32, n_out: int = 32) -> Plan:
-    return Plan("sm_90", 2, "f32", n_in, n_out, 1, 128, [RoleSpec(RoleKind.PRODUCER, 1)],
-                [BufferSpec("stage", BufKind.STAGING, 2, 32), BufferSpec("win", BufKind.PACKETS, 2, 32)],
-                [SignalSpec("ready", 2)], [[body], [[]]])
+def one_rank(body: list[P.Instr], n_in: int = 32, n_out: int = 32) -> P.Plan:
+    return P.Plan("sm_90", 2, "f32", n_in, n_out, 1, 128, [P.RoleSpec(P.RoleKind.PRODUCER, 1)],
+                  [P.BufferSpec("stage", P.BufKind.STAGING, 2, 32), P.BufferSpec("win", P.BufKind.PACKETS, 2, 32)],
+                  [P.SignalSpec("ready", 2)], [[body], [[]]])
 
 
 @pytest.mark.parametrize("body, extents", [
     # A put reads its source; its window destination is no user buffer.
-    ([Instr(Op.PUT, Mech.PACKET, 6, peer=1, buf=1, offset=8, srcs=(Ref(Space.INPUT, 0, offset=3),))], (9, 0)),
+    ([P.Instr(P.Op.PUT, P.Mech.PACKET, 6, peer=1, buf=1, offset=8, srcs=(P.Ref(P.Space.INPUT, 0, offset=3),))], (9, 0)),
     # A reduce writes its destination and reads every source.
-    ([Instr(Op.REDUCE, Mech.VECTOR, 4, redop=RedOp.SUM, dst=Ref(Space.OUTPUT, 0, offset=10),
-            srcs=(Ref(Space.INPUT, 0, offset=1), Ref(Space.INPUT, 0, offset=20), Ref(Space.STAGING, 0, 0)))],
+    ([P.Instr(P.Op.REDUCE, P.Mech.VECTOR, 4, redop=P.RedOp.SUM, dst=P.Ref(P.Space.OUTPUT, 0, offset=10),
+              srcs=(P.Ref(P.Space.INPUT, 0, offset=1), P.Ref(P.Space.INPUT, 0, offset=20),
+                    P.Ref(P.Space.STAGING, 0, 0)))],
      (24, 14)),
     # A copy out of a packet window into the output: element offsets, as in linear memory.
-    ([Instr(Op.COPY, Mech.VECTOR, 5, dst=Ref(Space.OUTPUT, 0, offset=2), srcs=(Ref(Space.WINDOW, 0, 1, 1),))],
+    ([P.Instr(P.Op.COPY, P.Mech.VECTOR, 5, dst=P.Ref(P.Space.OUTPUT, 0, offset=2),
+              srcs=(P.Ref(P.Space.WINDOW, 0, 1, 1),))],
      (0, 7)),
     # Waits, signals and zero-length moves touch nothing.
-    ([Instr(Op.WAIT_PACKETS, Mech.PACKET, 8, buf=1, peer=1, offset=16),
-      Instr(Op.SIGNAL, sig=0, peer=1, slot=0, rel=1, order=Order.RELEASE),
-      Instr(Op.COPY, Mech.VECTOR, 0, dst=Ref(Space.OUTPUT, 0, offset=30), srcs=(Ref(Space.INPUT, 0, offset=30),))],
+    ([P.Instr(P.Op.WAIT_PACKETS, P.Mech.PACKET, 8, buf=1, peer=1, offset=16),
+      P.Instr(P.Op.SIGNAL, sig=0, peer=1, slot=0, rel=1, order=P.Order.RELEASE),
+      P.Instr(P.Op.COPY, P.Mech.VECTOR, 0, dst=P.Ref(P.Space.OUTPUT, 0, offset=30),
+              srcs=(P.Ref(P.Space.INPUT, 0, offset=30),))],
      (0, 0)),
     # The largest end wins, wherever it comes in the program.
-    ([Instr(Op.COPY, Mech.VECTOR, 8, dst=Ref(Space.OUTPUT, 0, offset=16), srcs=(Ref(Space.INPUT, 0, offset=4),)),
-      Instr(Op.COPY, Mech.VECTOR, 2, dst=Ref(Space.OUTPUT, 0), srcs=(Ref(Space.INPUT, 0),))], (12, 24)),
+    ([P.Instr(P.Op.COPY, P.Mech.VECTOR, 8, dst=P.Ref(P.Space.OUTPUT, 0, offset=16),
+              srcs=(P.Ref(P.Space.INPUT, 0, offset=4),)),
+      P.Instr(P.Op.COPY, P.Mech.VECTOR, 2, dst=P.Ref(P.Space.OUTPUT, 0), srcs=(P.Ref(P.Space.INPUT, 0),))], (12, 24)),
 ], ids=["put", "reduce", "copy-from-window", "untouched", "largest"])
 def test_extent_counts_the_refs_data_instructions_move(body, extents):
     plan = one_rank(body)
-    validate(plan)
+    P.validate(plan)
     assert (plan.input_extent(0), plan.output_extent(0)) == extents
     assert (plan.input_extent(1), plan.output_extent(1)) == (0, 0)
     decoded = _runtime.decode(plan.encode())
