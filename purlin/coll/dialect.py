@@ -28,13 +28,11 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
-from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Dialect,
     Operation,
     ParametrizedAttribute,
-    SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
 from xdsl.irdl import (
@@ -62,6 +60,7 @@ from purlin.coll.layouts import (
     groups_problem,
     world_problem,
 )
+from purlin.declarations import enum_attribute
 
 # -- element types -----------------------------------------------------------
 
@@ -158,9 +157,7 @@ def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
     return None
 
 
-@irdl_attr_definition
-class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
-    name = "coll.reduce_kind"
+ReduceKindAttr = enum_attribute(ReduceKind, "coll.reduce_kind", __name__)
 
 
 # -- layouts -----------------------------------------------------------------

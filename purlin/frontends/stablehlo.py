@@ -41,9 +41,9 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from purlin.declarations import define_op
 from purlin.frontends.op_definitions import (
     DenseValueOp,
-    define_op,
     field,  # noqa: F401  (read as shlo.field by the importers)
     parse_dense,
 )

@@ -30,13 +30,11 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnitAttr,
 )
-from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Dialect,
     Operation,
     ParametrizedAttribute,
-    SpacedOpaqueSyntaxAttribute,
     SSAValue,
     TypeAttribute,
 )
@@ -57,6 +55,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from purlin.coll.dialect import ELEMENT_TYPES_TEXT, ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
 from purlin.coll.layouts import world_problem
+from purlin.declarations import enum_attribute
 
 
 class MemoryOrder(StrEnum):
@@ -109,44 +108,14 @@ class RoleKind(StrEnum):
     FUSED = "fused"
 
 
-@irdl_attr_definition
-class MemoryOrderAttr(EnumAttribute[MemoryOrder], SpacedOpaqueSyntaxAttribute):
-    name = "snac.order"
-
-
-@irdl_attr_definition
-class ScopeAttr(EnumAttribute[Scope], SpacedOpaqueSyntaxAttribute):
-    name = "snac.scope"
-
-
-@irdl_attr_definition
-class BufferKindAttr(EnumAttribute[BufferKind], SpacedOpaqueSyntaxAttribute):
-    name = "snac.buffer_kind"
-
-
-@irdl_attr_definition
-class RegimeAttr(EnumAttribute[Regime], SpacedOpaqueSyntaxAttribute):
-    name = "snac.regime"
-
-
-@irdl_attr_definition
-class StrategyAttr(EnumAttribute[Strategy], SpacedOpaqueSyntaxAttribute):
-    name = "snac.strategy"
-
-
-@irdl_attr_definition
-class PhaseSourceAttr(EnumAttribute[PhaseSource], SpacedOpaqueSyntaxAttribute):
-    name = "snac.source"
-
-
-@irdl_attr_definition
-class RouteAttr(EnumAttribute[Route], SpacedOpaqueSyntaxAttribute):
-    name = "snac.route"
-
-
-@irdl_attr_definition
-class RoleKindAttr(EnumAttribute[RoleKind], SpacedOpaqueSyntaxAttribute):
-    name = "snac.role_kind"
+MemoryOrderAttr = enum_attribute(MemoryOrder, "snac.order", __name__)
+ScopeAttr = enum_attribute(Scope, "snac.scope", __name__)
+BufferKindAttr = enum_attribute(BufferKind, "snac.buffer_kind", __name__)
+RegimeAttr = enum_attribute(Regime, "snac.regime", __name__)
+StrategyAttr = enum_attribute(Strategy, "snac.strategy", __name__)
+PhaseSourceAttr = enum_attribute(PhaseSource, "snac.source", __name__)
+RouteAttr = enum_attribute(Route, "snac.route", __name__)
+RoleKindAttr = enum_attribute(RoleKind, "snac.role_kind", __name__)
 
 
 @irdl_attr_definition
