@@ -18,6 +18,7 @@ epoch's parity. Memory order and scope are explicit on every signal op.
 from __future__ import annotations
 
 from enum import StrEnum
+from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -420,19 +421,31 @@ class HalfOp(IRDLOperation):
         super().__init__(operands=[epoch], result_types=[_index()])
 
 
-class _PhaseQuery(IRDLOperation):
+class _PhaseStep(IRDLOperation):
+    """An op of the phase `phase`, built from the phase's name and its
+    operands in the order the op declares them."""
+
     phase = prop_def(SymbolRefAttr)
+
+    def __init__(self, phase: str, *operands: SSAValue, result_types: Sequence[Attribute] = (),
+                 **properties: Attribute):
+        super().__init__(
+            operands=operands,
+            properties={"phase": SymbolRefAttr(phase), **properties},
+            result_types=result_types,
+        )
+
+    def verify_(self) -> None:
+        _phase_of(self, self.phase)
+
+
+class _PhaseQuery(_PhaseStep):
     rank = operand_def(IndexType)
     result = result_def(IndexType)
     assembly_format = "$phase `of` $rank attr-dict"
 
     def __init__(self, phase: str, rank: SSAValue):
-        super().__init__(
-            operands=[rank], properties={"phase": SymbolRefAttr(phase)}, result_types=[_index()]
-        )
-
-    def verify_(self) -> None:
-        _phase_of(self, self.phase)
+        super().__init__(phase, rank, result_types=[_index()])
 
 
 @irdl_op_definition
@@ -458,19 +471,15 @@ class StagedGroupsOp(_PhaseQuery):
 
 
 @irdl_op_definition
-class MaxUnitsOp(IRDLOperation):
+class MaxUnitsOp(_PhaseStep):
     """The most units any rank produces in the phase: the same on every rank."""
 
     name = "snac.max_units"
-    phase = prop_def(SymbolRefAttr)
     result = result_def(IndexType)
     assembly_format = "$phase attr-dict"
 
     def __init__(self, phase: str):
-        super().__init__(properties={"phase": SymbolRefAttr(phase)}, result_types=[_index()])
-
-    def verify_(self) -> None:
-        _phase_of(self, self.phase)
+        super().__init__(phase, result_types=[_index()])
 
 
 class RoleOpBase(IRDLOperation):
@@ -510,15 +519,23 @@ class RoleOp(RoleOpBase):
 # -- protocol steps ----------------------------------------------------------
 
 
-class _Signalling(IRDLOperation):
+class _Signalling(_PhaseStep):
     """Signal ops: explicit memory order and scope."""
 
+    # The memory orders the op may take, its default first.
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]]
     order = prop_def(MemoryOrderAttr)
     scope = prop_def(ScopeAttr)
 
+    def __init__(self, phase: str, *operands: SSAValue, order: MemoryOrder | None = None,
+                 scope: Scope = Scope.SYSTEM, result_types: Sequence[Attribute] = ()):
+        super().__init__(
+            phase, *operands, result_types=result_types,
+            order=MemoryOrderAttr(self.ALLOWED[0] if order is None else order), scope=ScopeAttr(scope),
+        )
+
     def verify_(self) -> None:
-        _phase_of(self, self.phase)  # type: ignore[attr-defined]
+        super().verify_()
         if self.order.data not in self.ALLOWED:
             allowed = " or ".join(o.value for o in self.ALLOWED)
             raise _err(self, f"memory order '{self.order.data.value}' is not valid here, expected {allowed}")
@@ -534,7 +551,6 @@ class ReclaimOpBase(_Signalling):
     """
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
@@ -543,30 +559,19 @@ class ReclaimOpBase(_Signalling):
         "$phase `unit` $unit `of` $rank `epoch` $epoch `prev` $prev $order $scope attr-dict"
     )
 
-    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, epoch: SSAValue, prev: SSAValue,
-                 order: MemoryOrder = MemoryOrder.ACQUIRE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[unit, rank, epoch, prev],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
-
 
 @irdl_op_definition
 class ReclaimOp(ReclaimOpBase):
     name = "snac.reclaim"
 
 
-class StageOpBase(IRDLOperation):
+class StageOpBase(_PhaseStep):
     """Copy unit u of this rank into its own staging slot (u mod slots) of `half`."""
 
-    phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     half = operand_def(IndexType)
     assembly_format = "$phase `unit` $unit `of` $rank `half` $half attr-dict"
-
-    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, half: SSAValue):
-        super().__init__(operands=[unit, rank, half], properties={"phase": SymbolRefAttr(phase)})
 
     def verify_(self) -> None:
         _check_buffer_kind(self, BufferKind.STAGING)
@@ -582,7 +587,6 @@ class PutOpBase(_Signalling):
     8 data bytes fused with the 8-byte `flag` in one 16-byte store."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELAXED, MemoryOrder.RELEASE)
-    phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     half = operand_def(IndexType)
@@ -590,13 +594,6 @@ class PutOpBase(_Signalling):
     assembly_format = (
         "$phase `unit` $unit `of` $rank `half` $half `flag` $flag $order $scope attr-dict"
     )
-
-    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, half: SSAValue, flag: SSAValue,
-                 order: MemoryOrder = MemoryOrder.RELAXED, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[unit, rank, half, flag],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
 
     def verify_(self) -> None:
         super().verify_()
@@ -612,18 +609,10 @@ class NotifyOpBase(_Signalling):
     """Store `value` into slot [rank] of the `ready` signals of every consumer of unit u."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     value = operand_def(IndexType)
     assembly_format = "$phase `unit` $unit `of` $rank `value` $value $order $scope attr-dict"
-
-    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, value: SSAValue,
-                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[unit, rank, value],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
 
 
 @irdl_op_definition
@@ -636,7 +625,6 @@ class WaitOpBase(_Signalling):
     reached epoch + unit + 1 (staging) or its packets carry flag >= epoch + 1."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
@@ -644,12 +632,8 @@ class WaitOpBase(_Signalling):
     assembly_format = "$phase `group` $group `of` $rank `epoch` $epoch $order $scope attr-dict"
 
     def __init__(self, phase: str, group: SSAValue, rank: SSAValue, epoch: SSAValue,
-                 order: MemoryOrder = MemoryOrder.ACQUIRE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[group, rank, epoch],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-            result_types=[TokenType()],
-        )
+                 order: MemoryOrder | None = None, scope: Scope = Scope.SYSTEM):
+        super().__init__(phase, group, rank, epoch, order=order, scope=scope, result_types=[TokenType()])
 
 
 @irdl_op_definition
@@ -657,21 +641,14 @@ class WaitOp(WaitOpBase):
     name = "snac.wait"
 
 
-class ConsumeOpBase(IRDLOperation):
+class ConsumeOpBase(_PhaseStep):
     """Copy, or N-to-1 reduce (f32 accumulation), group g into the output."""
 
-    phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     half = operand_def(IndexType)
     token = operand_def(TokenType)
     assembly_format = "$phase `group` $group `of` $rank `half` $half `after` $token attr-dict"
-
-    def __init__(self, phase: str, group: SSAValue, rank: SSAValue, half: SSAValue, token: SSAValue):
-        super().__init__(operands=[group, rank, half, token], properties={"phase": SymbolRefAttr(phase)})
-
-    def verify_(self) -> None:
-        _phase_of(self, self.phase)
 
 
 @irdl_op_definition
@@ -689,18 +666,10 @@ class AckOpBase(_Signalling):
     each remote source's `free` signals, so it may reuse the slot."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
     assembly_format = "$phase `group` $group `of` $rank `epoch` $epoch $order $scope attr-dict"
-
-    def __init__(self, phase: str, group: SSAValue, rank: SSAValue, epoch: SSAValue,
-                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[group, rank, epoch],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
 
 
 @irdl_op_definition
@@ -713,17 +682,9 @@ class FinishOpBase(_Signalling):
     into slot [rank] of every peer's `free` signals."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     rank = operand_def(IndexType)
     value = operand_def(IndexType)
     assembly_format = "$phase `of` $rank `value` $value $order $scope attr-dict"
-
-    def __init__(self, phase: str, rank: SSAValue, value: SSAValue,
-                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[rank, value],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
 
 
 @irdl_op_definition
@@ -747,8 +708,8 @@ class AdvanceOp(IRDLOperation):
             raise _err(self, "must be directly inside a snac.program, after its roles")
 
 
-def _check_buffer_kind(op: Operation, kind: BufferKind) -> None:
-    phase = _phase_of(op, op.phase)  # type: ignore[attr-defined]
+def _check_buffer_kind(op: _PhaseStep, kind: BufferKind) -> None:
+    phase = _phase_of(op, op.phase)
     buf = phase.program().lookup(phase.buffer, BufferOp, op)
     assert isinstance(buf, BufferOp)
     if buf.kind.data != kind:
