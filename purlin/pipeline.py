@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
-
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp

@@ -17,8 +17,8 @@ epoch's parity. Memory order and scope are explicit on every signal op.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (

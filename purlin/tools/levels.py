@@ -23,7 +23,6 @@ from purlin.interpret import SimError
 from purlin.pipeline import LevelRunner
 from purlin.snac import interpreter as snac_level
 
-
 LEVELS: dict[str, LevelRunner] = {
     "coll": coll_level.run,
     "snac": snac_level.run,
