@@ -1,10 +1,14 @@
 """The default lowering pipeline and the IR plumbing every path shares:
-context, parsing, lowering with the pass contracts checked, entry function."""
+context, parsing, lowering with the pass contracts checked, entry function,
+and the entry point every simulation level shares."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from typing import Any, Protocol
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
@@ -98,3 +102,30 @@ def entry_function(module: ModuleOp, name: str | None = None) -> FuncOp:
         names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
         raise SimError(f"expected exactly one function to run, found {names}; name one")
     return funcs[0]
+
+
+class LevelRunner(Protocol):
+    """How a simulation level is called; purlin.tools.levels says what each argument is."""
+
+    def __call__(self, module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
+                 options: dict[str, Any] | None = None) -> None: ...
+
+
+LevelBody = Callable[[FuncOp, list[list[np.ndarray]], int, int, dict[str, Any]], None]
+
+
+def level(passes: Callable[[dict[str, Any]], str]) -> Callable[[LevelBody], LevelRunner]:
+    """The level whose `body(func, args, world, seed, options)` runs `func`,
+    the entry function of the module lowered by `passes(options)`."""
+
+    def runner(body: LevelBody) -> LevelRunner:
+        @functools.wraps(body)
+        def run(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
+                options: dict[str, Any] | None = None) -> None:
+            options = options or {}
+            func = entry_function(lower(module, passes(options)), options.get("entry"))
+            body(func, args, world, seed, options)
+
+        return run
+
+    return runner

@@ -21,10 +21,8 @@ from __future__ import annotations
 from enum import StrEnum
 
 from xdsl.dialects.builtin import I64, IntegerAttr, MemRefType, UnitAttr
-from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Dialect, Operation, SpacedOpaqueSyntaxAttribute
+from xdsl.ir import Dialect, Operation
 from xdsl.irdl import (
-    irdl_attr_definition,
     irdl_op_definition,
     opt_prop_def,
     prop_def,
@@ -34,6 +32,7 @@ from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from purlin.coll.dialect import DTYPE_BYTES, ReduceKind, dtype_name
+from purlin.declarations import enum_attribute
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import PACKET_BYTES
 
@@ -84,14 +83,8 @@ def sm(target: Target) -> int:
     return int(target.value.removeprefix("sm_"))
 
 
-@irdl_attr_definition
-class TargetAttr(EnumAttribute[Target], SpacedOpaqueSyntaxAttribute):
-    name = "atom.target"
-
-
-@irdl_attr_definition
-class MechanismAttr(EnumAttribute[Mechanism], SpacedOpaqueSyntaxAttribute):
-    name = "atom.mechanism"
+TargetAttr = enum_attribute(Target, "atom.target", __name__)
+MechanismAttr = enum_attribute(Mechanism, "atom.mechanism", __name__)
 
 
 def _err(op: Operation, msg: str) -> VerifyException:

@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import ReturnOp
+from xdsl.dialects.func import FuncOp, ReturnOp
 
 from purlin.atom import dialect as atom
 from purlin.conversion.atom_to_plan import PlanBuildError, build_plan
 from purlin.interpret import SimError, check_args
-from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.pipeline import level, pipeline_spec
 from purlin.plan.machine import PlanExecutionError, PlanMachine
 from purlin.snac.interpreter import arg_index, counts_of, run_programs
 
@@ -27,17 +26,13 @@ def atom_passes(options: dict[str, Any]) -> str:
     return pipeline_spec("atom", lowering=options.get("lowering", ""), arch=options.get("arch", "sm_90"), verify=False)
 
 
-def run_atom(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
-             options: dict[str, Any] | None = None) -> None:
-    options = options or {}
-    func = entry_function(lower(module, atom_passes(options)), options.get("entry"))
+@level(atom_passes)
+def run_atom(func: FuncOp, args: list[list[np.ndarray]], world: int, seed: int, options: dict[str, Any]) -> None:
     run_programs(func, args, world=world, seed=seed, calls=options.get("calls", 1))
 
 
-def run_plan(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
-             options: dict[str, Any] | None = None) -> None:
-    options = options or {}
-    func = entry_function(lower(module, atom_passes(options)), options.get("entry"))
+@level(atom_passes)
+def run_plan(func: FuncOp, args: list[list[np.ndarray]], world: int, seed: int, options: dict[str, Any]) -> None:
     check_args(func, args, world)
     for op in func.body.ops:
         if isinstance(op, ReturnOp):

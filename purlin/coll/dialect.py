@@ -28,13 +28,11 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnitAttr,
 )
-from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Dialect,
     Operation,
     ParametrizedAttribute,
-    SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
 from xdsl.irdl import (
@@ -62,6 +60,7 @@ from purlin.coll.layouts import (
     groups_problem,
     world_problem,
 )
+from purlin.declarations import define_op, enum_attribute
 
 # -- element types -----------------------------------------------------------
 
@@ -158,9 +157,7 @@ def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
     return None
 
 
-@irdl_attr_definition
-class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
-    name = "coll.reduce_kind"
+ReduceKindAttr = enum_attribute(ReduceKind, "coll.reduce_kind", __name__)
 
 
 # -- layouts -----------------------------------------------------------------
@@ -1042,19 +1039,9 @@ class SliceCollective(NamedCollective):
         return (part, whole) if self.PART == "input" else (whole, part)
 
 
-@irdl_op_definition
-class AllGatherOp(SliceCollective):
-    name = "coll.all_gather"
-    PART: ClassVar[str] = "input"
-    WHOLE: ClassVar[str] = "output"
-
-
-@irdl_op_definition
-class ReduceScatterOp(SliceCollective):
-    name = "coll.reduce_scatter"
-    REDUCES: ClassVar[bool] = True
-    PART: ClassVar[str] = "output"
-    WHOLE: ClassVar[str] = "input"
+AllGatherOp = define_op(SliceCollective, __name__, "AllGatherOp", "coll.all_gather", PART="input", WHOLE="output")
+ReduceScatterOp = define_op(SliceCollective, __name__, "ReduceScatterOp", "coll.reduce_scatter",
+                            REDUCES=True, PART="output", WHOLE="input")
 
 
 @irdl_op_definition
@@ -1095,27 +1082,12 @@ class VariableCollective(NamedCollective):
         _verify_extent(self, "output", self.output, out)
 
 
-@irdl_op_definition
-class AllGatherVOp(VariableCollective):
-    name = "coll.all_gather_v"
-    IN_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
-    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
-
-
-@irdl_op_definition
-class ReduceScatterVOp(VariableCollective):
-    name = "coll.reduce_scatter_v"
-    REDUCES: ClassVar[bool] = True
-    IN_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
-    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
-
-
-@irdl_op_definition
-class AllToAllVOp(VariableCollective):
-    name = "coll.all_to_all_v"
-    MATRIX: ClassVar[bool] = True
-    IN_KIND: ClassVar[LayoutKind] = LayoutKind.ADDRESSED
-    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.TRANSPOSED
+AllGatherVOp = define_op(VariableCollective, __name__, "AllGatherVOp", "coll.all_gather_v",
+                         IN_KIND=LayoutKind.PACKED, OUT_KIND=LayoutKind.SCATTERED)
+ReduceScatterVOp = define_op(VariableCollective, __name__, "ReduceScatterVOp", "coll.reduce_scatter_v",
+                             REDUCES=True, IN_KIND=LayoutKind.SCATTERED, OUT_KIND=LayoutKind.PACKED)
+AllToAllVOp = define_op(VariableCollective, __name__, "AllToAllVOp", "coll.all_to_all_v",
+                        MATRIX=True, IN_KIND=LayoutKind.ADDRESSED, OUT_KIND=LayoutKind.TRANSPOSED)
 
 
 NAMED_COLLECTIVES: tuple[type[NamedCollective], ...] = (

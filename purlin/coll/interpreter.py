@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
@@ -19,24 +18,16 @@ from purlin.coll.dialect import CollectiveOp
 from purlin.coll.layouts import Layout, LayoutError, check_collective
 from purlin.coll.reference import apply_layouts
 from purlin.interpret import SimError, check_args
-from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.pipeline import level, pipeline_spec
 
 
-def run(
-    module: ModuleOp,
-    args: list[list[np.ndarray]],
-    *,
-    world: int,
-    seed: int = 0,
-    options: dict[str, Any] | None = None,
-) -> None:
-    """Execute `module` on `world` ranks; args[i][r] is argument i on rank r, updated in place.
+@level(lambda options: pipeline_spec("coll"))
+def run(func: FuncOp, args: list[list[np.ndarray]], world: int, seed: int, options: dict[str, Any]) -> None:
+    """Execute the module on `world` ranks; args[i][r] is argument i on rank r, updated in place.
 
     options: "entry" names the function to run (default: the only one).
     `seed` is unused: the coll level is deterministic.
     """
-    options = options or {}
-    func = entry_function(lower(module, pipeline_spec("coll")), options.get("entry"))
     check_args(func, args, world)
     for op in func.body.ops:
         if isinstance(op, CollectiveOp):

@@ -14,7 +14,7 @@ from xdsl.dialects.shard import CollectiveCommunicationOp, ReductionKind, Reduct
 from xdsl.irdl import operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from purlin.frontends.op_definitions import define_op
+from purlin.declarations import define_op
 
 _PREFIX = "$input `on` $grid (`grid_axes` `=` $grid_axes^)? "
 _SUFFIX = "attr-dict `:` type($input) `->` type($result)"

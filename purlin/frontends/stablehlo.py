@@ -41,9 +41,9 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from purlin.declarations import define_op
 from purlin.frontends.op_definitions import (
     DenseValueOp,
-    define_op,
     field,  # noqa: F401  (read as shlo.field by the importers)
     parse_dense,
 )
@@ -204,7 +204,15 @@ def _parse_functional(parser: Parser, operands: list[UnresolvedOperand]) -> tupl
     return [parser.resolve_operand(o, ty) for o, ty in zip(operands, ins)], outs
 
 
-class CollectiveBase(IRDLOperation):
+# The collectives' fields, declared so that the generic form may give them
+# as properties; `field` reads them wherever they were given.
+_FIELDS = ("replica_groups", "channel_handle", "use_global_device_ids", "all_gather_dim",
+           "scatter_dimension", "split_dimension", "concat_dimension", "split_count",
+           "source_target_pairs", "has_dynamic_root")
+_Fields = type("_Fields", (), {name: opt_prop_def(Attribute) for name in _FIELDS})
+
+
+class CollectiveBase(IRDLOperation, _Fields):
     """A StableHLO collective on variadic tensors."""
 
     REGION: ClassVar[bool] = False
@@ -212,17 +220,6 @@ class CollectiveBase(IRDLOperation):
     inputs = var_operand_def()
     results_ = var_result_def()
     body = opt_region_def()
-    # Declared so that the generic form may give them as properties.
-    replica_groups = opt_prop_def(Attribute)
-    channel_handle = opt_prop_def(Attribute)
-    use_global_device_ids = opt_prop_def(Attribute)
-    all_gather_dim = opt_prop_def(Attribute)
-    scatter_dimension = opt_prop_def(Attribute)
-    split_dimension = opt_prop_def(Attribute)
-    concat_dimension = opt_prop_def(Attribute)
-    split_count = opt_prop_def(Attribute)
-    source_target_pairs = opt_prop_def(Attribute)
-    has_dynamic_root = opt_prop_def(Attribute)
 
     def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute],
                  fields: dict[str, Attribute], body: Region | None = None):

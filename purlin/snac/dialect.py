@@ -17,6 +17,7 @@ epoch's parity. Memory order and scope are explicit on every signal op.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import ClassVar
 
@@ -30,13 +31,11 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnitAttr,
 )
-from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Dialect,
     Operation,
     ParametrizedAttribute,
-    SpacedOpaqueSyntaxAttribute,
     SSAValue,
     TypeAttribute,
 )
@@ -57,6 +56,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from purlin.coll.dialect import ELEMENT_TYPES_TEXT, ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
 from purlin.coll.layouts import world_problem
+from purlin.declarations import enum_attribute
 
 
 class MemoryOrder(StrEnum):
@@ -109,44 +109,14 @@ class RoleKind(StrEnum):
     FUSED = "fused"
 
 
-@irdl_attr_definition
-class MemoryOrderAttr(EnumAttribute[MemoryOrder], SpacedOpaqueSyntaxAttribute):
-    name = "snac.order"
-
-
-@irdl_attr_definition
-class ScopeAttr(EnumAttribute[Scope], SpacedOpaqueSyntaxAttribute):
-    name = "snac.scope"
-
-
-@irdl_attr_definition
-class BufferKindAttr(EnumAttribute[BufferKind], SpacedOpaqueSyntaxAttribute):
-    name = "snac.buffer_kind"
-
-
-@irdl_attr_definition
-class RegimeAttr(EnumAttribute[Regime], SpacedOpaqueSyntaxAttribute):
-    name = "snac.regime"
-
-
-@irdl_attr_definition
-class StrategyAttr(EnumAttribute[Strategy], SpacedOpaqueSyntaxAttribute):
-    name = "snac.strategy"
-
-
-@irdl_attr_definition
-class PhaseSourceAttr(EnumAttribute[PhaseSource], SpacedOpaqueSyntaxAttribute):
-    name = "snac.source"
-
-
-@irdl_attr_definition
-class RouteAttr(EnumAttribute[Route], SpacedOpaqueSyntaxAttribute):
-    name = "snac.route"
-
-
-@irdl_attr_definition
-class RoleKindAttr(EnumAttribute[RoleKind], SpacedOpaqueSyntaxAttribute):
-    name = "snac.role_kind"
+MemoryOrderAttr = enum_attribute(MemoryOrder, "snac.order", __name__)
+ScopeAttr = enum_attribute(Scope, "snac.scope", __name__)
+BufferKindAttr = enum_attribute(BufferKind, "snac.buffer_kind", __name__)
+RegimeAttr = enum_attribute(Regime, "snac.regime", __name__)
+StrategyAttr = enum_attribute(Strategy, "snac.strategy", __name__)
+PhaseSourceAttr = enum_attribute(PhaseSource, "snac.source", __name__)
+RouteAttr = enum_attribute(Route, "snac.route", __name__)
+RoleKindAttr = enum_attribute(RoleKind, "snac.role_kind", __name__)
 
 
 @irdl_attr_definition
@@ -451,19 +421,31 @@ class HalfOp(IRDLOperation):
         super().__init__(operands=[epoch], result_types=[_index()])
 
 
-class _PhaseQuery(IRDLOperation):
+class _PhaseStep(IRDLOperation):
+    """An op of the phase `phase`, built from the phase's name and its
+    operands in the order the op declares them."""
+
     phase = prop_def(SymbolRefAttr)
+
+    def __init__(self, phase: str, *operands: SSAValue, result_types: Sequence[Attribute] = (),
+                 **properties: Attribute):
+        super().__init__(
+            operands=operands,
+            properties={"phase": SymbolRefAttr(phase), **properties},
+            result_types=result_types,
+        )
+
+    def verify_(self) -> None:
+        _phase_of(self, self.phase)
+
+
+class _PhaseQuery(_PhaseStep):
     rank = operand_def(IndexType)
     result = result_def(IndexType)
     assembly_format = "$phase `of` $rank attr-dict"
 
     def __init__(self, phase: str, rank: SSAValue):
-        super().__init__(
-            operands=[rank], properties={"phase": SymbolRefAttr(phase)}, result_types=[_index()]
-        )
-
-    def verify_(self) -> None:
-        _phase_of(self, self.phase)
+        super().__init__(phase, rank, result_types=[_index()])
 
 
 @irdl_op_definition
@@ -489,19 +471,15 @@ class StagedGroupsOp(_PhaseQuery):
 
 
 @irdl_op_definition
-class MaxUnitsOp(IRDLOperation):
+class MaxUnitsOp(_PhaseStep):
     """The most units any rank produces in the phase: the same on every rank."""
 
     name = "snac.max_units"
-    phase = prop_def(SymbolRefAttr)
     result = result_def(IndexType)
     assembly_format = "$phase attr-dict"
 
     def __init__(self, phase: str):
-        super().__init__(properties={"phase": SymbolRefAttr(phase)}, result_types=[_index()])
-
-    def verify_(self) -> None:
-        _phase_of(self, self.phase)
+        super().__init__(phase, result_types=[_index()])
 
 
 class RoleOpBase(IRDLOperation):
@@ -541,15 +519,23 @@ class RoleOp(RoleOpBase):
 # -- protocol steps ----------------------------------------------------------
 
 
-class _Signalling(IRDLOperation):
+class _Signalling(_PhaseStep):
     """Signal ops: explicit memory order and scope."""
 
+    # The memory orders the op may take, its default first.
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]]
     order = prop_def(MemoryOrderAttr)
     scope = prop_def(ScopeAttr)
 
+    def __init__(self, phase: str, *operands: SSAValue, order: MemoryOrder | None = None,
+                 scope: Scope = Scope.SYSTEM, result_types: Sequence[Attribute] = ()):
+        super().__init__(
+            phase, *operands, result_types=result_types,
+            order=MemoryOrderAttr(self.ALLOWED[0] if order is None else order), scope=ScopeAttr(scope),
+        )
+
     def verify_(self) -> None:
-        _phase_of(self, self.phase)  # type: ignore[attr-defined]
+        super().verify_()
         if self.order.data not in self.ALLOWED:
             allowed = " or ".join(o.value for o in self.ALLOWED)
             raise _err(self, f"memory order '{self.order.data.value}' is not valid here, expected {allowed}")
@@ -565,7 +551,6 @@ class ReclaimOpBase(_Signalling):
     """
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
@@ -574,30 +559,19 @@ class ReclaimOpBase(_Signalling):
         "$phase `unit` $unit `of` $rank `epoch` $epoch `prev` $prev $order $scope attr-dict"
     )
 
-    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, epoch: SSAValue, prev: SSAValue,
-                 order: MemoryOrder = MemoryOrder.ACQUIRE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[unit, rank, epoch, prev],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
-
 
 @irdl_op_definition
 class ReclaimOp(ReclaimOpBase):
     name = "snac.reclaim"
 
 
-class StageOpBase(IRDLOperation):
+class StageOpBase(_PhaseStep):
     """Copy unit u of this rank into its own staging slot (u mod slots) of `half`."""
 
-    phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     half = operand_def(IndexType)
     assembly_format = "$phase `unit` $unit `of` $rank `half` $half attr-dict"
-
-    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, half: SSAValue):
-        super().__init__(operands=[unit, rank, half], properties={"phase": SymbolRefAttr(phase)})
 
     def verify_(self) -> None:
         _check_buffer_kind(self, BufferKind.STAGING)
@@ -613,7 +587,6 @@ class PutOpBase(_Signalling):
     8 data bytes fused with the 8-byte `flag` in one 16-byte store."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELAXED, MemoryOrder.RELEASE)
-    phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     half = operand_def(IndexType)
@@ -621,13 +594,6 @@ class PutOpBase(_Signalling):
     assembly_format = (
         "$phase `unit` $unit `of` $rank `half` $half `flag` $flag $order $scope attr-dict"
     )
-
-    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, half: SSAValue, flag: SSAValue,
-                 order: MemoryOrder = MemoryOrder.RELAXED, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[unit, rank, half, flag],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
 
     def verify_(self) -> None:
         super().verify_()
@@ -643,18 +609,10 @@ class NotifyOpBase(_Signalling):
     """Store `value` into slot [rank] of the `ready` signals of every consumer of unit u."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     value = operand_def(IndexType)
     assembly_format = "$phase `unit` $unit `of` $rank `value` $value $order $scope attr-dict"
-
-    def __init__(self, phase: str, unit: SSAValue, rank: SSAValue, value: SSAValue,
-                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[unit, rank, value],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
 
 
 @irdl_op_definition
@@ -667,7 +625,6 @@ class WaitOpBase(_Signalling):
     reached epoch + unit + 1 (staging) or its packets carry flag >= epoch + 1."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
@@ -675,12 +632,8 @@ class WaitOpBase(_Signalling):
     assembly_format = "$phase `group` $group `of` $rank `epoch` $epoch $order $scope attr-dict"
 
     def __init__(self, phase: str, group: SSAValue, rank: SSAValue, epoch: SSAValue,
-                 order: MemoryOrder = MemoryOrder.ACQUIRE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[group, rank, epoch],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-            result_types=[TokenType()],
-        )
+                 order: MemoryOrder | None = None, scope: Scope = Scope.SYSTEM):
+        super().__init__(phase, group, rank, epoch, order=order, scope=scope, result_types=[TokenType()])
 
 
 @irdl_op_definition
@@ -688,21 +641,14 @@ class WaitOp(WaitOpBase):
     name = "snac.wait"
 
 
-class ConsumeOpBase(IRDLOperation):
+class ConsumeOpBase(_PhaseStep):
     """Copy, or N-to-1 reduce (f32 accumulation), group g into the output."""
 
-    phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     half = operand_def(IndexType)
     token = operand_def(TokenType)
     assembly_format = "$phase `group` $group `of` $rank `half` $half `after` $token attr-dict"
-
-    def __init__(self, phase: str, group: SSAValue, rank: SSAValue, half: SSAValue, token: SSAValue):
-        super().__init__(operands=[group, rank, half, token], properties={"phase": SymbolRefAttr(phase)})
-
-    def verify_(self) -> None:
-        _phase_of(self, self.phase)
 
 
 @irdl_op_definition
@@ -720,18 +666,10 @@ class AckOpBase(_Signalling):
     each remote source's `free` signals, so it may reuse the slot."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
     assembly_format = "$phase `group` $group `of` $rank `epoch` $epoch $order $scope attr-dict"
-
-    def __init__(self, phase: str, group: SSAValue, rank: SSAValue, epoch: SSAValue,
-                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[group, rank, epoch],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
 
 
 @irdl_op_definition
@@ -744,17 +682,9 @@ class FinishOpBase(_Signalling):
     into slot [rank] of every peer's `free` signals."""
 
     ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
-    phase = prop_def(SymbolRefAttr)
     rank = operand_def(IndexType)
     value = operand_def(IndexType)
     assembly_format = "$phase `of` $rank `value` $value $order $scope attr-dict"
-
-    def __init__(self, phase: str, rank: SSAValue, value: SSAValue,
-                 order: MemoryOrder = MemoryOrder.RELEASE, scope: Scope = Scope.SYSTEM):
-        super().__init__(
-            operands=[rank, value],
-            properties={"phase": SymbolRefAttr(phase), "order": MemoryOrderAttr(order), "scope": ScopeAttr(scope)},
-        )
 
 
 @irdl_op_definition
@@ -778,8 +708,8 @@ class AdvanceOp(IRDLOperation):
             raise _err(self, "must be directly inside a snac.program, after its roles")
 
 
-def _check_buffer_kind(op: Operation, kind: BufferKind) -> None:
-    phase = _phase_of(op, op.phase)  # type: ignore[attr-defined]
+def _check_buffer_kind(op: _PhaseStep, kind: BufferKind) -> None:
+    phase = _phase_of(op, op.phase)
     buf = phase.program().lookup(phase.buffer, BufferOp, op)
     assert isinstance(buf, BufferOp)
     if buf.kind.data != kind:

@@ -10,26 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
 from purlin.interpret import SimError, check_args
-from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.pipeline import level, pipeline_spec
 from purlin.snac.dialect import ProgramOpBase
 from purlin.snac.machine import SnacExecutionError, World, execute
 
 
-def run(
-    module: ModuleOp,
-    args: list[list[np.ndarray]],
-    *,
-    world: int,
-    seed: int = 0,
-    options: dict[str, Any] | None = None,
-) -> None:
-    options = options or {}
-    func = entry_function(lower(module, pipeline_spec("snac", lowering=options.get("lowering", ""), verify=False)), options.get("entry"))
+@level(lambda options: pipeline_spec("snac", lowering=options.get("lowering", ""), verify=False))
+def run(func: FuncOp, args: list[list[np.ndarray]], world: int, seed: int, options: dict[str, Any]) -> None:
     run_programs(func, args, world=world, seed=seed, calls=options.get("calls", 1))
 
 

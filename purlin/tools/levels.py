@@ -1,6 +1,6 @@
 """The registry of simulation levels.
 
-A level runs a module on per-rank buffers:
+A level runs a module on per-rank buffers (purlin.pipeline.LevelRunner):
 
     run(module, args, *, world, seed, options) -> None
 
@@ -17,28 +17,11 @@ A new level registers itself by adding an entry to LEVELS.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
-import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-
 from purlin.atom import interpreter as atom_level
 from purlin.coll import interpreter as coll_level
 from purlin.interpret import SimError
+from purlin.pipeline import LevelRunner
 from purlin.snac import interpreter as snac_level
-
-
-class LevelRunner(Protocol):
-    def __call__(
-        self,
-        module: ModuleOp,
-        args: list[list[np.ndarray]],
-        *,
-        world: int,
-        seed: int,
-        options: dict[str, Any],
-    ) -> None: ...
-
 
 LEVELS: dict[str, LevelRunner] = {
     "coll": coll_level.run,

@@ -17,7 +17,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "purlin"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("semantics", ("purlin", "purlin.diagnostics", "purlin.dtypes", "purlin.coll")),
+    ("semantics", ("purlin", "purlin.declarations", "purlin.diagnostics", "purlin.dtypes", "purlin.coll")),
     ("orchestration", ("purlin.snac",)),
     ("datapath", ("purlin.atom",)),
     ("plans and kernels", ("purlin.plan", "purlin.cuda")),
