@@ -1,4 +1,4 @@
-"""The README's examples run as written: the Python API block, and the tool
+"""The README's examples run as written: the Python blocks, and the tool
 commands of its Tools section that need neither a GPU nor a file to fill in."""
 
 import contextlib
@@ -22,8 +22,9 @@ def section(title: str) -> str:
     return README[start:end]
 
 
-def test_the_python_api_example_runs_and_prints_what_it_says():
-    code = re.search(r"```python\n(.*?)```", section("Python API"), re.S).group(1)
+@pytest.mark.parametrize("title", ["Python API", "Counts on the device"])
+def test_a_python_example_runs_and_prints_what_it_says(title):
+    code = re.search(r"```python\n(.*?)```", section(title), re.S).group(1)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(code, "README.md", "exec"), {})
@@ -60,3 +61,4 @@ def test_the_tree_names_every_package_and_top_level_module():
     named = set(re.findall(r"(\w+/)", tree)) | shown
     assert packages - named == set(), "README's tree leaves out these packages"
     assert files - shown == set(), "README's tree leaves out these modules"
+
