@@ -140,12 +140,19 @@ def current_stream(device: int) -> int:
         return cupy.cuda.get_current_stream().ptr
 
 
+class BadCountsError(ValueError):
+    """A call's device counts do not fit the buffers the collective was built for."""
+
+
 def cuda_synchronize(impl) -> None:
-    """`impl.synchronize()` of a CUDA communicator, a recorded timeout raised as CollectiveTimeout."""
+    """`impl.synchronize()` of a CUDA communicator, a recorded timeout raised as
+    CollectiveTimeout, counts a kernel refused as BadCountsError."""
     try:
         impl.synchronize()
     except _runtime.CudaTimeoutError as e:
         raise CollectiveTimeout(str(e)) from None
+    except _runtime.BadCountsError as e:
+        raise BadCountsError(str(e)) from None
 
 
 def to_device(a: np.ndarray, device: int):
@@ -181,3 +188,18 @@ def _dtype_name(dtype: np.dtype) -> str:
     from purlin.dtypes import dtype_of_array
 
     return dtype_of_array(np.empty(0, dtype))
+
+
+def counts_pointer(t, rank: int, what: str, n: int, device: int, name: str, writes: bool = False) -> int:
+    """The device address of rank `rank`'s int64 counts (`n` of them)."""
+    where = f"{name}: {what} of rank {rank}"
+    if not (hasattr(t, "data_ptr") and hasattr(t, "is_cuda")):
+        raise TypeError(f"{where} is a {type(t).__name__}; the cuda backend takes int64 CUDA tensors")
+    if not t.is_cuda or t.device.index != device:
+        raise ValueError(f"{where} is on {t.device}, rank {rank} runs on cuda:{device}")
+    if str(t.dtype) != "torch.int64" or not t.is_contiguous() or t.numel() < n:
+        raise TypeError(f"{where} must be a contiguous int64 tensor of at least {n} elements, got {t.dtype} "
+                        f"of {t.numel()}")
+    if writes and t.requires_grad:
+        raise ValueError(f"{where} requires grad; the kernel writes it")
+    return t.data_ptr()

@@ -30,20 +30,20 @@ from purlin.runtime import Communicator
 from purlin.runtime.aliasing import AliasingError, check_ranks_apart
 from purlin.runtime.backend import (
     BACKENDS,
+    BadCountsError,
     _runtime,
     available_backends,
+    counts_pointer,
+    cuda_synchronize,
     current_stream,
     device_buffer,
     host_buffer,
 )
-from purlin.runtime.backend import cuda_synchronize as _cuda_synchronize
+
+__all__ = ["BadCountsError", "CountsCommunicator"]
 
 # Plans of distinct counts a CPU communicator keeps.
 CPU_PLANS = 8
-
-
-class BadCountsError(ValueError):
-    """A call's counts do not fit the buffers the collective was built for."""
 
 
 class CountsCommunicator:
@@ -87,10 +87,10 @@ class CountsCommunicator:
         outs = [device_buffer(a, r, "output", self.coll, self.name, d, self.coll.output_elems)
                 for r, (a, d) in enumerate(zip(outputs, self.devices))]
         self._check_apart([b[0] for b in ins], [b[0] for b in outs])
-        cs = [_counts_pointer(c, r, "counts", self.coll.count_words, d, self.name)
+        cs = [counts_pointer(c, r, "counts", self.coll.count_words, d, self.name)
               for r, (c, d) in enumerate(zip(counts, self.devices))]
         rs = [0] * w if recv_counts is None else [
-            _counts_pointer(c, r, "received counts", w, d, self.name, writes=True)
+            counts_pointer(c, r, "received counts", w, d, self.name, writes=True)
             for r, (c, d) in enumerate(zip(recv_counts, self.devices))]
         if streams is None:
             handles = [current_stream(d) for d in self.devices]
@@ -104,10 +104,7 @@ class CountsCommunicator:
         """Wait for every rank's GPU; CollectiveTimeout for a call that timed out,
         BadCountsError (a ValueError) for counts that did not fit."""
         if self.backend == "cuda":
-            try:
-                _cuda_synchronize(self._impl)
-            except _runtime.BadCountsError as e:
-                raise BadCountsError(str(e)) from None
+            cuda_synchronize(self._impl)
 
     def _check_apart(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         ib, ob = self.coll.input_elems * self.coll.elem_bytes, self.coll.output_elems * self.coll.elem_bytes
@@ -169,18 +166,3 @@ def _host_counts(c, rank: int, n: int, name: str) -> list[int]:
     if a.dtype.kind not in "iu" or a.size != n:
         raise TypeError(f"{name}: counts of rank {rank} must be {n} integers, got {a.dtype} of {a.size}")
     return [int(v) for v in a.reshape(-1)]
-
-
-def _counts_pointer(t, rank: int, what: str, n: int, device: int, name: str, writes: bool = False) -> int:
-    """The device address of rank `rank`'s int64 counts (`n` of them)."""
-    where = f"{name}: {what} of rank {rank}"
-    if not (hasattr(t, "data_ptr") and hasattr(t, "is_cuda")):
-        raise TypeError(f"{where} is a {type(t).__name__}; the cuda backend takes int64 CUDA tensors")
-    if not t.is_cuda or t.device.index != device:
-        raise ValueError(f"{where} is on {t.device}, rank {rank} runs on cuda:{device}")
-    if str(t.dtype) != "torch.int64" or not t.is_contiguous() or t.numel() < n:
-        raise TypeError(f"{where} must be a contiguous int64 tensor of at least {n} elements, got {t.dtype} "
-                        f"of {t.numel()}")
-    if writes and t.requires_grad:
-        raise ValueError(f"{where} requires grad; the kernel writes it")
-    return t.data_ptr()

@@ -18,6 +18,10 @@ different plan on some rank is refused there, on every rank). The ranks must
 share a node. On cuda `run` only launches (capturable in CUDA graphs); on cpu
 it runs this rank's role threads and returns when the rank is done. Buffers
 follow the rules of `purlin.runtime.Communicator`.
+
+A device-counts collective (purlin.compile.compile_device_counts) in place
+of the plan runs on cuda with each call's counts given to `run` as device
+tensors (see purlin.runtime.device_counts); its buffers are the bounds.
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ import hashlib
 import numpy as np
 
 from purlin.plan import Plan, decode, validate
-from purlin.runtime.aliasing import Buffers
+from purlin.runtime.aliasing import AliasingError, Buffers
 from purlin.runtime.backend import (
     BACKENDS,
     _runtime,
     available_backends,
+    counts_pointer,
     cuda_synchronize,
     current_stream,
     device_buffer,
@@ -55,9 +60,11 @@ class ProcessCommunicator:
         name: str = "collective",
         backend: str | None = None,
     ) -> None:
+        # A device-counts collective carries its kernel, not a plan.
+        self.count_words = getattr(plan, "count_words", 0) if not isinstance(plan, (Plan, np.ndarray)) else 0
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
-        else:
+        elif not self.count_words:
             validate(plan)
         import torch
         import torch.distributed as dist
@@ -73,6 +80,8 @@ class ProcessCommunicator:
             raise ValueError(f"{name}: unknown backend {backend!r}, expected one of {', '.join(BACKENDS)}")
         if backend not in available_backends():
             raise RuntimeError(f"purlin was built without {backend.upper()}")
+        if self.count_words and backend != "cuda":
+            raise ValueError(f"{name}: device counts run on cuda; on cpu give the counts to compile_plan")
         size = dist.get_world_size(group)
         if size != plan.world:
             raise ValueError(f"{name}: the plan is for world {plan.world}, the process group has {size} ranks")
@@ -81,14 +90,18 @@ class ProcessCommunicator:
         self.group = group
         self.backend = backend
         self.rank = dist.get_rank(group) if rank is None else rank
-        self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
-        self._overlaps = Buffers(plan, name)
+        if self.count_words:
+            extents = [(plan.input_elems, plan.output_elems)] * plan.world
+            self._overlaps = None
+        else:
+            extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+            self._overlaps = Buffers(plan, name)
+        self._extents = extents[self.rank]
         if backend == "cpu":
             self.device = None
             self._connect_cpu(dist, size, timeout_s)
             return
         self.device = torch.cuda.current_device() if device is None else device
-        extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
         spec = kernel_spec(plan, name, [self.device], extents)
         self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name)
         with torch.cuda.device(self.device):
@@ -136,14 +149,19 @@ class ProcessCommunicator:
         """This rank's epoch at the next call (on cuda, waits for the GPU)."""
         return self._impl.epoch()
 
-    def run(self, input, output, stream=None) -> None:
+    def run(self, input, output, stream=None, counts=None, recv_counts=None) -> None:
         """One call of the collective on this rank. cuda: `input` and `output` are CUDA tensors of
         the plan's dtype on this rank's device; `stream` a torch.cuda.Stream or cudaStream_t handle
         (default: torch's current stream). cpu: C-contiguous numpy arrays or contiguous CPU
         tensors of the plan's dtype, no stream; returns when this rank's part of the call is done
-        (raises CollectiveTimeout when a wait runs out)."""
+        (raises CollectiveTimeout when a wait runs out). A device-counts collective takes this
+        rank's `counts` (and optionally `recv_counts`) as int64 CUDA tensors."""
         if self._impl is None:
             raise RuntimeError(f"{self.name}: the communicator is closed")
+        if (counts is not None or recv_counts is not None) and not self.count_words:
+            raise ValueError(f"{self.name}: this collective's counts are fixed; it takes no device counts")
+        if self.count_words and counts is None:
+            raise ValueError(f"{self.name}: this collective reads its counts on the device: pass counts=")
         if self.backend == "cpu":
             if stream is not None:
                 raise ValueError(f"{self.name}: the cpu backend runs on no stream, got stream={stream!r}")
@@ -156,13 +174,24 @@ class ProcessCommunicator:
         # Only this rank's buffers are here: its own overlap is what can be checked.
         buffers = [(0, 0, 0, 0)] * self.plan.world
         buffers[self.rank] = (ins[0], self._extents[0] * eb, outs[0], self._extents[1] * eb)
-        self._overlaps.check(buffers)
+        if self._overlaps is not None:
+            self._overlaps.check(buffers)
+        elif ins[0] < outs[0] + self._extents[1] * eb and outs[0] < ins[0] + self._extents[0] * eb:
+            raise AliasingError(f"{self.name}: rank {self.rank}'s input and output overlap; with counts known "
+                                "only at run time, pass distinct buffers")
         if self.backend == "cpu":
             self._impl.run(ins[0], outs[0])
             return
         if stream is None:
             stream = current_stream(self.device)
-        self._impl.run(ins[0], outs[0], int(getattr(stream, "cuda_stream", stream)))
+        handle = int(getattr(stream, "cuda_stream", stream))
+        if not self.count_words:
+            self._impl.run(ins[0], outs[0], handle)
+            return
+        c = counts_pointer(counts, self.rank, "counts", self.count_words, self.device, self.name)
+        rc = 0 if recv_counts is None else counts_pointer(recv_counts, self.rank, "received counts", self.world,
+                                                          self.device, self.name, writes=True)
+        self._impl.run(ins[0], outs[0], handle, c, rc)
 
     def synchronize(self) -> None:
         """Wait for this rank's GPU; raises CollectiveTimeout for a timed-out call (on cpu, calls

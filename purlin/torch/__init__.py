@@ -24,16 +24,20 @@ from purlin.torch import functional, ops
 from purlin.torch.collectives import (
     all_gather,
     all_gather_v,
+    all_gather_v_dev,
     all_reduce,
     all_to_all,
     all_to_all_v,
+    all_to_all_v_dev,
     reduce_scatter,
     reduce_scatter_v,
+    reduce_scatter_v_dev,
 )
 from purlin.torch.groups import init
 from purlin.torch.process_group import PurlinProcessGroup, route
 
 __all__ = [
-    "PurlinProcessGroup", "all_gather", "all_gather_v", "all_reduce", "all_to_all", "all_to_all_v", "functional", "init", "ops",
-    "reduce_scatter", "reduce_scatter_v", "route",
+    "PurlinProcessGroup", "all_gather", "all_gather_v", "all_gather_v_dev", "all_reduce", "all_to_all", "all_to_all_v",
+    "all_to_all_v_dev", "functional", "init", "ops", "reduce_scatter", "reduce_scatter_v", "reduce_scatter_v_dev",
+    "route",
 ]

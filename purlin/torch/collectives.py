@@ -100,6 +100,47 @@ def all_to_all_v(output: torch.Tensor, input: torch.Tensor, counts: Sequence[Seq
     return output
 
 
+def all_to_all_v_dev(output: torch.Tensor, input: torch.Tensor, counts: torch.Tensor,
+                     recv_counts: torch.Tensor | None = None, *, group: Any = None, lowering: str = "") -> torch.Tensor:
+    """MoE-style all_to_all_v whose counts live on the device: `counts[d]` (int64,
+    `world` entries, on the input's device) elements go from this rank to rank d;
+    `output` bounds what may come (every rank's tensors of one size); `recv_counts`
+    receives how many came from each rank. On CUDA the kernel reads the counts: no
+    host synchronisation, capturable in CUDA graphs."""
+    return _v_dev("all_to_all_v", output, input, counts, recv_counts, None, group, lowering)
+
+
+def all_gather_v_dev(output: torch.Tensor, input: torch.Tensor, count: torch.Tensor,
+                     recv_counts: torch.Tensor | None = None, *, group: Any = None, lowering: str = "") -> torch.Tensor:
+    """all_gather_v whose count (one int64 on the device) is this rank's contribution;
+    `recv_counts` receives every rank's."""
+    return _v_dev("all_gather_v", output, input, count, recv_counts, None, group, lowering)
+
+
+def reduce_scatter_v_dev(output: torch.Tensor, input: torch.Tensor, count: torch.Tensor, op: str = "sum",
+                         recv_counts: torch.Tensor | None = None, *, group: Any = None,
+                         lowering: str = "") -> torch.Tensor:
+    """reduce_scatter_v whose count (one int64 on the device) is what this rank
+    receives; `recv_counts` receives every rank's."""
+    return _v_dev("reduce_scatter_v", output, input, count, recv_counts, op, group, lowering)
+
+
+def _v_dev(name: str, output: torch.Tensor, input: torch.Tensor, counts: torch.Tensor,
+           recv_counts: torch.Tensor | None, op: str | None, group: Any, lowering: str) -> torch.Tensor:
+    g = group_name(group)
+    _pair(output, input)
+    w = state(g).world
+    words = w if name == "all_to_all_v" else 1
+    for t, what, n in ((counts, "counts", words), (recv_counts, "recv_counts", w)):
+        check(t is None or (t.dtype == torch.int64 and t.is_contiguous() and t.numel() == n
+                            and t.device == input.device),
+              f"{name}: {what} must be a contiguous int64 tensor of {n} elements on {input.device}")
+    recv = recv_counts if recv_counts is not None else counts.new_empty(w)
+    extra = () if op is None else (op,)
+    getattr(_ops, f"{name}_dev_out")(input, output, counts, recv, *extra, g, lowering)
+    return output
+
+
 def _dense(t: torch.Tensor, what: str) -> None:
     check(t.is_contiguous() and t.device.type in ("cpu", "cuda"), f"{what} must be a contiguous CPU or CUDA tensor")
 

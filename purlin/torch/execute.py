@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from purlin.coll.dialect import DTYPES
+from purlin.runtime.backend import BadCountsError
 from purlin.torch.groups import TORCH_OPS, GroupState, all_gather_single, reduce_scatter_single
 
 # Every purlin dtype this torch build has.
@@ -99,3 +100,30 @@ def v_collective(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tens
     _one_node(st, collective)
     st.communicator(x.device, collective, dtype_name(x), op, counts=counts, lowering=lowering).run(x, y)
 
+
+
+def device_counts(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tensor, counts: torch.Tensor,
+                  recv: torch.Tensor, op: str | None, lowering: str) -> None:
+    """A V collective whose counts are this rank's tensor `counts` (a row of
+    sends, or its one count): on CUDA read by the kernel (no host sync); on
+    CPU gathered over the group first, then the plan of those counts. `recv`
+    receives what the rank learnt: the counts sent to it, or every rank's."""
+    _one_node(st, collective)
+    if x.device.type == "cuda":
+        st.counts_communicator(x.device, collective, dtype_name(x), op, x.numel(), y.numel(),
+                               lowering).run(x, y, counts=counts, recv_counts=recv)
+        return
+    rows = [torch.empty_like(counts) for _ in range(st.world)]
+    dist.all_gather(rows, counts.contiguous(), group=st.group)
+    matrix = collective == "all_to_all_v"
+    full = [r.tolist() for r in rows] if matrix else [int(r[0]) for r in rows]
+    comm = st.communicator(x.device, collective, dtype_name(x), op, counts=full, lowering=lowering)
+    # Every rank checks every rank's counts against its bounds (alike on all), so all refuse together.
+    for r in range(st.world):
+        for what, need, have in (("input", comm.plan.input_extent(r), x.numel()),
+                                 ("output", comm.plan.output_extent(r), y.numel())):
+            if need > have:
+                raise BadCountsError(f"purlin.torch: {collective}: rank {r}'s counts need {need} {what} elements, "
+                                     f"the buffers hold {have}")
+    comm.run(x, y)
+    recv.copy_(torch.stack(rows)[:, st.rank] if matrix else torch.cat(rows)[: st.world])

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from purlin.coll.dialect import ReduceKind
-from purlin.compile import CPU_ARCH, arch_of_device, compile_plan
+from purlin.compile import CPU_ARCH, arch_of_device, compile_device_counts, compile_plan
 from purlin.runtime.process import ProcessCommunicator
 
 OPS = tuple(k.value for k in ReduceKind)
@@ -65,6 +65,21 @@ class GroupState:
                                 lowering=lowering, deterministic=deterministic, in_place=in_place)
             comm = ProcessCommunicator(plan, group=self.group, timeout_s=self.timeout_s, name=collective,
                                        backend=device.type)
+            self.plans[key] = comm
+        return comm
+
+
+    def counts_communicator(self, device: torch.device, collective: str, dtype: str, op: str | None,
+                            input_elems: int, output_elems: int, lowering: str = "") -> ProcessCommunicator:
+        """The device-counts kernel of `collective` over buffers of these sizes
+        (every rank's alike), cached; its first call is collective over the group."""
+        key = ("counts", device.index, collective, dtype, op, input_elems, output_elems, lowering)
+        comm = self.plans.get(key)
+        if comm is None:
+            coll = compile_device_counts(collective, self.world, dtype, op, input_elems=input_elems,
+                                         output_elems=output_elems, arch=self.arch, lowering=lowering)
+            comm = ProcessCommunicator(coll, group=self.group, timeout_s=self.timeout_s, name=collective,
+                                       backend="cuda")
             self.plans[key] = comm
         return comm
 

@@ -5,6 +5,8 @@ their shapes, and their mutations are declared:
     purlin::NAME(Tensor input, ARGS) -> Tensor           a new output
     purlin::NAME_out(Tensor input, Tensor(a!) out, ARGS) into `out`
     purlin::all_reduce_(Tensor(a!) tensor, ARGS)         in place
+    purlin::NAME_dev_out(Tensor input, Tensor(a!) out, Tensor counts,
+                         Tensor(b!) recv_counts, ARGS)   V forms, counts on the device
 
 ARGS carry the group as its torch group_name, and all_to_all_v's counts
 flattened row-major (counts[s][d] at s * world + d). The functional forms
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from purlin.torch.execute import all_gather, all_reduce, all_to_all, reduce_scatter, v_collective
+from purlin.torch.execute import all_gather, all_reduce, all_to_all, device_counts, reduce_scatter, v_collective
 from purlin.torch.groups import GroupState, state
 
 
@@ -106,6 +108,27 @@ def _all_reduce_in_place(x: torch.Tensor, *values) -> None:
 
 _lib.impl("all_reduce_", _all_reduce_in_place, "CompositeExplicitAutograd")
 torch.library.register_fake("purlin::all_reduce_", lambda *a: None, lib=_lib)
+
+# V forms whose counts are a tensor of this rank's (read on the device): the
+# output is a bound the caller sizes; `recv_counts` receives what came here.
+DEVICE_COUNTS = {"all_gather_v": (), "reduce_scatter_v": (("str", "op"),), "all_to_all_v": ()}
+
+
+def _register_device_counts(name: str, extra: tuple[tuple[str, str], ...]) -> None:
+    args = (*extra, *_MOVE)
+    _lib.define(f"{name}_dev_out(Tensor input, Tensor(a!) out, Tensor counts, Tensor(b!) recv_counts, "
+                + ", ".join(f"{t} {n}" for t, n in args) + ") -> ()")
+
+    def run(x: torch.Tensor, y: torch.Tensor, counts: torch.Tensor, recv: torch.Tensor, *values) -> None:
+        kw = {n: v for (_, n), v in zip(args, values)}
+        device_counts(state(kw["group"]), name, x.view(-1), y.view(-1), counts, recv, kw.get("op"), kw["lowering"])
+
+    _lib.impl(f"{name}_dev_out", run, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"purlin::{name}_dev_out", lambda *a: None, lib=_lib)
+
+
+for _name, _extra in DEVICE_COUNTS.items():
+    _register_device_counts(_name, _extra)
 
 
 # -- autograd of the functional forms ------------------------------------------

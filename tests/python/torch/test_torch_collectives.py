@@ -287,6 +287,50 @@ def _two_nodes(rank: int) -> None:
         pt.all_to_all(torch.empty(8), torch.empty(8))
 
 
+def _device_counts(rank: int) -> None:
+    import purlin.torch as pt
+    from purlin.runtime.backend import BadCountsError
+
+    pt.init()
+    world, bound = dist.get_world_size(), 12
+
+    def exchange(send: torch.Tensor, counts: torch.Tensor):
+        out, recv = torch.full((bound,), -1.0), torch.empty(world, dtype=torch.int64)
+        pt.all_to_all_v_dev(out, send, counts, recv)
+        return out, recv
+
+    compiled = torch.compile(exchange, fullgraph=True, backend=(graphs := _graphs())[1])
+    for call in range(4):
+        # MoE-style: this rank's sends per rank known only as a tensor, changing every call, zeros included.
+        g = torch.Generator().manual_seed(100 * call + rank)
+        counts = torch.randint(0, 4, (world,), generator=g) * (torch.arange(world) != (rank + call) % world)
+        send = torch.randn(bound, generator=g)
+        want_recv = torch.empty(world, dtype=torch.int64)
+        dist.all_to_all_single(want_recv, counts)
+        want = torch.empty(int(want_recv.sum()))
+        dist.all_to_all_single(want, send[: int(counts.sum())], want_recv.tolist(), counts.tolist())
+        for run in (exchange, compiled):
+            out, recv = run(send, counts)
+            assert torch.equal(recv, want_recv) and torch.equal(out[: want.numel()], want)
+            assert (out[want.numel():] == -1).all(), "wrote past what the counts give"
+    assert len(graphs[0]) == 1 and "purlin::all_to_all_v_dev_out" in _targets(graphs[0])
+
+    mine = torch.full((bound,), float(rank))
+    count = torch.tensor([rank + 1])
+    every = torch.empty(world, dtype=torch.int64)
+    got = pt.all_gather_v_dev(torch.zeros(bound), mine, count, every)
+    assert every.tolist() == [r + 1 for r in range(world)]
+    assert torch.equal(got[: sum(every.tolist())], torch.cat([torch.full((r + 1,), float(r)) for r in range(world)]))
+    summed = pt.reduce_scatter_v_dev(torch.zeros(bound), torch.ones(bound), count, "sum", every)
+    assert torch.equal(summed[: rank + 1], torch.full((rank + 1,), float(world)))
+
+    too_many = torch.full((world,), bound // world + 1) if rank == 0 else torch.zeros(world, dtype=torch.int64)
+    with pytest.raises(BadCountsError, match="rank 0's counts need 15 input elements, the buffers hold 12"):
+        pt.all_to_all_v_dev(torch.empty(bound), torch.empty(bound), too_many)
+    with pytest.raises(ValueError, match="counts must be a contiguous int64 tensor of 3 elements"):
+        pt.all_to_all_v_dev(torch.empty(bound), torch.empty(bound), torch.zeros(world, dtype=torch.int32))
+
+
 # Inductor (torch.compile's default) generates and builds C++: once, at world 2.
 @pytest.mark.parametrize("world, then", [(2, "inductor"), (3, "aot_eager")])
 def test_a_model_calling_purlin_compiles_with_fullgraph_and_matches_torch(world, then):
@@ -312,3 +356,7 @@ def test_functional_collectives_of_a_routed_group_run_on_purlin():
 
 def test_hierarchical_collectives_on_two_simulated_nodes_match_torch_distributed():
     spawn(4, _two_nodes)
+
+
+def test_device_counts_forms_match_torch_distributed_and_compile_with_fullgraph():
+    spawn(3, _device_counts)
