@@ -189,8 +189,9 @@ def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in
     elem = op.input.type.element_type
     world = op.world
     buf = f"{p.name}_buf"
+    stage_local = in_place and p.source == snac.PhaseSource.INPUT
     if low.regime == snac.Regime.LATENCY:
-        elems = _window_elems(p, op, world, packet_elems(element_bytes(elem)))
+        elems = _window_elems(p, op, world, packet_elems(element_bytes(elem)), stage_local)
         b.insert(snac.BufferOp(buf, snac.BufferKind.PACKETS, 2, world, elems, elem))
     else:
         b.insert(snac.BufferOp(buf, snac.BufferKind.STAGING, 2, low.slots, low.chunk, elem))
@@ -202,7 +203,7 @@ def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in
         buf, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
         p.route,
     )
-    if in_place and p.source == snac.PhaseSource.INPUT:
+    if stage_local:
         phase.properties["stage_local"] = UnitAttr()
     b.insert(phase)
 
@@ -262,8 +263,9 @@ def _mutual(p: PhaseSpec, world: int) -> bool:
     return all((d, s) in pairs for s, d in pairs)
 
 
-def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int) -> int:
-    """A packet window holds, per source, everything that source pushes in a call."""
+def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int, stage_local: bool) -> int:
+    """A packet window holds, per source, everything that source pushes in a call
+    (with `stage_local`, its own contribution too)."""
     if p.src.is_dynamic:
         # Dynamic sizes are bounded by the buffers the program was given.
         assert isinstance(op.input.type, MemRefType) and isinstance(op.output.type, MemRefType)
@@ -276,7 +278,7 @@ def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int) -> int
         return bound + world * align
     src, dst = route_layouts(p.src, p.dst, p.route)
     plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0,
-                     keep_unread=p.source == snac.PhaseSource.OUTPUT)
+                     keep_unread=p.source == snac.PhaseSource.OUTPUT, stage_local=stage_local)
     return plan.window_elems(align)
 
 
