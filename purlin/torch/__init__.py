@@ -13,6 +13,12 @@ and run on them directly, with no scratch copies. Plans are compiled once per
 their shared memory; the first call with a new shape is collective (every
 rank must make it), later ones cost no compilation.
 
+`pt.all_to_all_v_dev(out, x, counts, recv_counts)` (and the all_gather_v /
+reduce_scatter_v forms) take this rank's counts as a tensor: on CUDA the
+kernel reads them (no host synchronisation, capturable with counts written by
+a router's kernels), `out` bounds what may come, `recv_counts` receives what
+came; on gloo the counts are gathered on the host first.
+
 `pt.route(group)` gives a process group on which torch's own collectives
 (torch.distributed.*, the functional collectives) run on purlin. Over a world
 spanning nodes (`init(ranks_per_node=...)` or torchrun's LOCAL_WORLD_SIZE),
