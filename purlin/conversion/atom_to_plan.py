@@ -51,20 +51,11 @@ class _Half:
 
 HALF = _Half()
 
-_MECH = {
-    atom.Mechanism.VECTOR: P.Mech.VECTOR,
-    atom.Mechanism.CP_ASYNC: P.Mech.CP_ASYNC,
-    atom.Mechanism.BULK: P.Mech.BULK,
-    atom.Mechanism.MULTIMEM: P.Mech.MULTIMEM,
-    atom.Mechanism.COPY_ENGINE: P.Mech.COPY_ENGINE,
-    atom.Mechanism.PACKET: P.Mech.PACKET,
-}
+# The plan's codes are the IR enums' own (purlin.plan.model).
+_MECH = {m: P.Mech[m.name] for m in atom.Mechanism}
 _REDOP = {kind: P.RedOp[kind.name] for kind in ReduceKind}
-_ORDER = {snac.MemoryOrder.RELAXED: P.Order.RELAXED, snac.MemoryOrder.ACQUIRE: P.Order.ACQUIRE,
-          snac.MemoryOrder.RELEASE: P.Order.RELEASE}
-_ROLE = {snac.RoleKind.PRODUCER: P.RoleKind.PRODUCER, snac.RoleKind.CONSUMER: P.RoleKind.CONSUMER,
-         snac.RoleKind.REDUCER: P.RoleKind.REDUCER, snac.RoleKind.LOCAL: P.RoleKind.LOCAL,
-         snac.RoleKind.FUSED: P.RoleKind.FUSED}
+_ORDER = {o: P.Order[o.name] for o in snac.MemoryOrder}
+_ROLE = {kind: P.RoleKind[kind.name] for kind in snac.RoleKind}
 
 
 def kernels_in(module: ModuleOp) -> list[atom.KernelOp]:
@@ -106,7 +97,7 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
         buffers=[
             P.BufferSpec(
                 b.sym_name.data,
-                P.BufKind.STAGING if b.kind.data == snac.BufferKind.STAGING else P.BufKind.PACKETS,
+                P.BufKind[b.kind.data.name],
                 b.slots.value.data,
                 b.elems.value.data,
             )

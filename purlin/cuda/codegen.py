@@ -41,11 +41,7 @@ from purlin.snac import dialect as snac
 # The C++ names of abi.h's enumerators (test_cuda_abi holds them equal to the plan format's).
 _DTYPE = {d.name: d.name.upper() for d in DTYPES}
 _REDOP = {None: "None", **{kind: kind.name.capitalize() for kind in ReduceKind}}
-_MECH = {
-    atom.Mechanism.VECTOR: "Vector", atom.Mechanism.CP_ASYNC: "CpAsync", atom.Mechanism.BULK: "Bulk",
-    atom.Mechanism.MULTIMEM: "Multimem", atom.Mechanism.COPY_ENGINE: "CopyEngine",
-    atom.Mechanism.PACKET: "Packet",
-}
+_MECH = {m: "".join(w.capitalize() for w in m.name.split("_")) for m in atom.Mechanism}
 _BINARY = {
     arith.AddiOp: "{} + {}", arith.SubiOp: "{} - {}", arith.MuliOp: "{} * {}", arith.OrIOp: "{} | {}",
     arith.AndIOp: "{} & {}", arith.XOrIOp: "{} ^ {}", arith.RemUIOp: "{} % {}", arith.DivUIOp: "{} / {}",

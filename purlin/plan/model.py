@@ -7,9 +7,12 @@ purlin/cuda/include/purlin/abi.h define the same values for the runtimes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
+from enum import Enum, IntEnum
 
+from purlin.atom import dialect as atom
 from purlin.coll.dialect import DTYPES as COLL_DTYPES
+from purlin.coll.dialect import ReduceKind
+from purlin.snac import dialect as snac
 
 # What purlin.plan re-exports.
 __all__ = [
@@ -39,16 +42,6 @@ class Op(IntEnum):
     WAIT_PACKETS = 6
 
 
-class Mech(IntEnum):
-    NONE = 0  # signal ops
-    VECTOR = 1  # 16-byte vector loads/stores through registers
-    CP_ASYNC = 2  # sm_80+: cp.async global->shared pipeline
-    BULK = 3  # sm_90+: bulk (TMA) copy
-    MULTIMEM = 4  # sm_90+: multimem.ld_reduce / st on a multicast object
-    COPY_ENGINE = 5  # cudaMemcpyAsync peer copies
-    PACKET = 6  # 16-byte data+flag stores / polls
-
-
 class Space(IntEnum):
     INPUT = 0
     OUTPUT = 1
@@ -61,39 +54,20 @@ class Base(IntEnum):
     PREV = 1
 
 
-class Order(IntEnum):
-    RELAXED = 0
-    ACQUIRE = 1
-    RELEASE = 2
+def _codes(name: str, ir: type[Enum], none: bool = False) -> type[IntEnum]:
+    """The plan's codes of an IR enum: its members in their order, after
+    NONE = 0 where `none` (ops that have no such value)."""
+    members = (["NONE"] if none else []) + [m.name for m in ir]
+    return IntEnum(name, [(m, code) for code, m in enumerate(members)], module=__name__)
 
 
-class Scope(IntEnum):
-    GPU = 0
-    SYSTEM = 1
-
-
-class RedOp(IntEnum):
-    NONE = 0
-    SUM = 1
-    MAX = 2
-    MIN = 3
-    PROD = 4
-    AND = 5
-    OR = 6
-    XOR = 7
-
-
-class BufKind(IntEnum):
-    STAGING = 0
-    PACKETS = 1
-
-
-class RoleKind(IntEnum):
-    PRODUCER = 0
-    CONSUMER = 1
-    REDUCER = 2
-    LOCAL = 3
-    FUSED = 4
+# The codes of the IR's mechanisms, memory orders, scopes, reductions, buffer and role kinds.
+Mech = _codes("Mech", atom.Mechanism, none=True)
+Order = _codes("Order", snac.MemoryOrder)
+Scope = _codes("Scope", snac.Scope)
+RedOp = _codes("RedOp", ReduceKind, none=True)
+BufKind = _codes("BufKind", snac.BufferKind)
+RoleKind = _codes("RoleKind", snac.RoleKind)
 
 
 # dtype -> (code, bytes): the code is the dtype's place in coll.DTYPES.
