@@ -27,18 +27,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from purlin.runtime import Communicator
+from purlin.runtime import backend as rt
 from purlin.runtime.aliasing import AliasingError, check_ranks_apart
-from purlin.runtime.backend import (
-    BACKENDS,
-    BadCountsError,
-    _runtime,
-    available_backends,
-    counts_pointer,
-    cuda_synchronize,
-    current_stream,
-    device_buffer,
-    host_buffer,
-)
+from purlin.runtime.backend import BadCountsError
 
 __all__ = ["BadCountsError", "CountsCommunicator"]
 
@@ -51,9 +42,9 @@ class CountsCommunicator:
 
     def __init__(self, coll, backend: str = "cpu", timeout_s: float = 10.0, name: str | None = None,
                  devices: Sequence[int] | None = None) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}, expected one of {', '.join(BACKENDS)}")
-        if backend not in available_backends():
+        if backend not in rt.BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}, expected one of {', '.join(rt.BACKENDS)}")
+        if backend not in rt.available_backends():
             raise RuntimeError(f"purlin was built without {backend.upper()}")
         self.coll = coll
         self.backend = backend
@@ -62,15 +53,13 @@ class CountsCommunicator:
         self.world = coll.world
         self._plans: OrderedDict[tuple, Communicator] = OrderedDict()
         if backend == "cuda":
-            from purlin.runtime.backend import kernel_spec
-
             self.devices = list(devices) if devices is not None else list(range(self.world))
             if len(self.devices) != self.world:
                 raise ValueError(f"{self.name}: the collective is for world {self.world}, got {len(self.devices)} "
                                  "devices (one per rank; a device may be listed several times)")
             extents = [(coll.input_elems, coll.output_elems)] * self.world
-            spec = kernel_spec(coll, self.name, self.devices, extents)
-            self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, self.name)
+            spec = rt.kernel_spec(coll, self.name, self.devices, extents)
+            self._impl = rt._runtime.CudaCommunicator(spec, self.devices, timeout_s, self.name)
 
     def run(self, inputs: Sequence, outputs: Sequence, counts: Sequence, recv_counts: Sequence | None = None,
             streams: Sequence | None = None) -> None:
@@ -82,18 +71,18 @@ class CountsCommunicator:
         if self.backend == "cpu":
             self._run_cpu(inputs, outputs, counts, recv_counts)
             return
-        ins = [device_buffer(a, r, "input", self.coll, self.name, d, self.coll.input_elems)
+        ins = [rt.device_buffer(a, r, "input", self.coll, self.name, d, self.coll.input_elems)
                for r, (a, d) in enumerate(zip(inputs, self.devices))]
-        outs = [device_buffer(a, r, "output", self.coll, self.name, d, self.coll.output_elems)
+        outs = [rt.device_buffer(a, r, "output", self.coll, self.name, d, self.coll.output_elems)
                 for r, (a, d) in enumerate(zip(outputs, self.devices))]
         self._check_apart([b[0] for b in ins], [b[0] for b in outs])
-        cs = [counts_pointer(c, r, "counts", self.coll.count_words, d, self.name)
+        cs = [rt.counts_pointer(c, r, "counts", self.coll.count_words, d, self.name)
               for r, (c, d) in enumerate(zip(counts, self.devices))]
         rs = [0] * w if recv_counts is None else [
-            counts_pointer(c, r, "received counts", w, d, self.name, writes=True)
+            rt.counts_pointer(c, r, "received counts", w, d, self.name, writes=True)
             for r, (c, d) in enumerate(zip(recv_counts, self.devices))]
         if streams is None:
-            handles = [current_stream(d) for d in self.devices]
+            handles = [rt.current_stream(d) for d in self.devices]
         elif len(streams) != w:
             raise ValueError(f"{self.name}: one stream per rank expected, got {len(streams)}")
         else:
@@ -104,7 +93,7 @@ class CountsCommunicator:
         """Wait for every rank's GPU; CollectiveTimeout for a call that timed out,
         BadCountsError (a ValueError) for counts that did not fit."""
         if self.backend == "cuda":
-            cuda_synchronize(self._impl)
+            rt.cuda_synchronize(self._impl)
 
     def _check_apart(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         ib, ob = self.coll.input_elems * self.coll.elem_bytes, self.coll.output_elems * self.coll.elem_bytes
@@ -125,8 +114,8 @@ class CountsCommunicator:
                 self._plans.popitem(last=False)
         self._plans[key] = comm
         for r, (a, b) in enumerate(zip(inputs, outputs)):
-            host_buffer(a, r, "input", self.coll, self.name, self.coll.input_elems)
-            host_buffer(b, r, "output", self.coll, self.name, self.coll.output_elems)
+            rt.host_buffer(a, r, "input", self.coll, self.name, self.coll.input_elems)
+            rt.host_buffer(b, r, "output", self.coll, self.name, self.coll.output_elems)
         comm.run(inputs, outputs)
         if recv_counts is not None:
             matrix = np.asarray(full, dtype=np.int64)
