@@ -1,5 +1,6 @@
-"""Device counts without a GPU: the tables a device-counts kernel builds in
-each block (include/purlin/counts_tables.h, run here on the host through
+"""Device counts without a GPU: their kernels compile for every generation,
+and the tables a device-counts kernel builds in each block
+(include/purlin/counts_tables.h, run here on the host through
 purlin._runtime) are word for word the tables purlin/cuda/tables.py writes
 from the bound PhasePlan, for every V collective, both regimes, chunked
 units, zero and skewed counts; counts that do not fit the kernel's buffers
@@ -108,6 +109,16 @@ def test_units_that_outgrow_a_staging_slot_or_packet_region_are_refused():
             problem, _ = _runtime.counts_tables(list(shape.phases), 3, 3, [c for r in rows for c in r], 0, 2, static,
                                                 12, 12, [elems])
             assert problem[0] == code, (lowering, elems, problem)
+
+
+@pytest.mark.parametrize("lowering", LOWERINGS[:2])
+@pytest.mark.parametrize("name", list(V_FORMS))
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_100"])
+def test_device_counts_kernels_compile_for_every_generation(arch, name, lowering, tmp_path, monkeypatch):
+    monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
+    coll = compile_device_counts(name, 4, "bf16", "sum" if V_FORMS[name] else None, input_elems=1024,
+                                 output_elems=1024, arch=arch, lowering=lowering)
+    assert coll.cuda.cubin()[:4] == b"\x7fELF"
 
 
 def test_a_kernel_with_static_counts_has_no_counts_prologue():

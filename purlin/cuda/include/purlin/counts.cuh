@@ -60,8 +60,8 @@ __device__ bool device_counts(K& k, i64* shared, const counts::PhaseShape (&phas
     k.failed = true;
     return false;
   }
-  // Each phase's prefix sums after the tables' room, a rank per thread; then
-  // one thread checks the counts and writes the records.
+  // Each phase's prefix sums after the tables' room, then the checks, a rank
+  // per thread; then one thread writes the records.
   const counts::Counts n{all, W, Row};
   const i64 capacity = k.t(abi::kTableCapacity);
   counts::Index index[Phases];
@@ -69,9 +69,22 @@ __device__ bool device_counts(K& k, i64* shared, const counts::PhaseShape (&phas
     index[ph] = {shared + capacity + ph * counts::index_words(W), W};
     counts::prepare(n, phases[ph], kPacketDataBytes / eb, index[ph], threadIdx.x, blockDim.x);
   }
+  // The first problem, as counts::check finds it.
+  __shared__ int first_negative, first_unfit;
+  if (threadIdx.x == 0) first_negative = first_unfit = W;
+  __syncthreads();
+  for (int r = threadIdx.x; r < W; r += blockDim.x)
+    if (counts::negative(n, r).code) atomicMin(&first_negative, r);
+  __syncthreads();
+  for (int r = threadIdx.x; r < W && first_negative == W; r += blockDim.x)
+    if (counts::fits(n, phases, Phases, input_elems, output_elems, buffer_elems, index, r).code)
+      atomicMin(&first_unfit, r);
   __syncthreads();
   if (threadIdx.x == 0) {
-    counts::Problem p = counts::check(n, phases, Phases, input_elems, output_elems, buffer_elems, index);
+    counts::Problem p = first_negative < W ? counts::negative(n, first_negative)
+                        : first_unfit < W ? counts::fits(n, phases, Phases, input_elems, output_elems, buffer_elems,
+                                                         index, first_unfit)
+                                          : counts::Problem{};
     i64 at = k.h.table_words;
     for (int ph = 0; ph < Phases && p.code == 0; ++ph) {
       at = counts::build_phase(n, phases[ph], index[ph], ph, k.rank(), eb, kPacketDataBytes / eb, shared, at,

@@ -162,26 +162,41 @@ PURLIN_HD inline i64 largest_unit(const Counts& n, const PhaseShape& p, i64 rank
   return most;
 }
 
-// Checks the counts of every rank against the buffers the kernel was built
-// for; `buffer_elems[k]`: phase k's staging slot, or a source's region of its
+// A negative count in rank r's counts.
+PURLIN_HD inline Problem negative(const Counts& n, i64 r) {
+  for (i64 j = 0; j < n.row; ++j)
+    if (n.c[r * n.row + j] < 0) return {i64(abi::CountsError::Negative), r, n.c[r * n.row + j], 0};
+  return {};
+}
+
+// Whether rank r's slices fit the buffers the kernel was built for;
+// `buffer_elems[k]`: phase k's staging slot, or a source's region of its
 // packet window; `index[k]`: phase k's, prepared.
+PURLIN_HD inline Problem fits(const Counts& n, const PhaseShape* phases, i64 count, i64 input_elems,
+                              i64 output_elems, const i64* buffer_elems, const Index* index, i64 r) {
+  for (i64 k = 0; k < count; ++k) {
+    const PhaseShape& ph = phases[k];
+    const i64 src = extent(n, ph.src, r), dst = extent(n, ph.dst, r);
+    const i64 src_cap = ph.from_output ? output_elems : input_elems;
+    if (src > src_cap) return {i64(ph.from_output ? abi::CountsError::Output : abi::CountsError::Input), r, src,
+                               src_cap};
+    if (dst > output_elems) return {i64(abi::CountsError::Output), r, dst, output_elems};
+    const i64 need = ph.packets ? index[k].window(r, slices_of(ph.src, n.world)) : largest_unit(n, ph, r);
+    if (need > buffer_elems[k]) return {i64(abi::CountsError::Buffer), r, need, buffer_elems[k]};
+  }
+  return {};
+}
+
+// The first problem with the counts: a negative count on the lowest rank
+// with one, else the lowest rank whose slices do not fit. Every rank sees
+// every rank's counts, so every rank finds the same one. (The kernel asks
+// `negative` and `fits` of each rank on threads of their own, then picks.)
 PURLIN_HD inline Problem check(const Counts& n, const PhaseShape* phases, i64 count, i64 input_elems,
                                i64 output_elems, const i64* buffer_elems, const Index* index) {
   for (i64 r = 0; r < n.world; ++r)
-    for (i64 j = 0; j < n.row; ++j)
-      if (n.c[r * n.row + j] < 0) return {i64(abi::CountsError::Negative), r, n.c[r * n.row + j], 0};
-  for (i64 k = 0; k < count; ++k) {
-    const PhaseShape& ph = phases[k];
-    for (i64 r = 0; r < n.world; ++r) {
-      const i64 src = extent(n, ph.src, r), dst = extent(n, ph.dst, r);
-      const i64 src_cap = ph.from_output ? output_elems : input_elems;
-      if (src > src_cap) return {i64(ph.from_output ? abi::CountsError::Output : abi::CountsError::Input), r, src,
-                                 src_cap};
-      if (dst > output_elems) return {i64(abi::CountsError::Output), r, dst, output_elems};
-      const i64 need = ph.packets ? index[k].window(r, slices_of(ph.src, n.world)) : largest_unit(n, ph, r);
-      if (need > buffer_elems[k]) return {i64(abi::CountsError::Buffer), r, need, buffer_elems[k]};
-    }
-  }
+    if (const Problem p = negative(n, r); p.code) return p;
+  for (i64 r = 0; r < n.world; ++r)
+    if (const Problem p = fits(n, phases, count, input_elems, output_elems, buffer_elems, index, r); p.code) return p;
   return {};
 }
 
