@@ -1,9 +1,10 @@
-"""purlin.torch on one GPU, in one nccl process (world 1: the CUDA path of
-the operators end to end; several ranks need several GPUs, as processes
-sharing one GPU do not run concurrently): torch.compile with
-mode="reduce-overhead" captures purlin operators in its CUDA graphs, and
-all_to_all_v_dev runs in a captured graph with counts a kernel writes.
-Skipped without a GPU; run on the GPU machine with `pytest -m gpu`."""
+"""purlin.torch on one GPU (several ranks in one purlin collective need
+several GPUs, as processes sharing one GPU do not run concurrently): in one
+nccl process, torch.compile with mode="reduce-overhead" captures purlin
+operators in its CUDA graphs, and all_to_all_v_dev runs in a captured graph
+with counts a kernel writes; two simulated nodes of one rank each (gloo
+between them) run the hierarchical collectives on CUDA tensors. Skipped
+without a GPU; run on the GPU machine with `pytest -m gpu`."""
 
 from __future__ import annotations
 
@@ -63,9 +64,32 @@ def _device_counts_in_a_graph(rank: int) -> None:
     assert torch.equal(out[:n], send[:n])
 
 
-def _spawn(job) -> None:
+def _two_nodes_on_one_gpu(rank: int) -> None:
+    import torch.distributed as dist
+
+    import purlin.torch as pt
+    from purlin.torch.groups import group_name, state
+
+    torch.cuda.set_device(0)
+    pt.init(ranks_per_node=1)
+    st = state(group_name())
+    assert (st.nodes.count, st.nodes.intra.world) == (2, 1)
+    torch.manual_seed(rank)
+    for n in (6, 7):
+        x = torch.randint(-50, 50, (n,), dtype=torch.int32, device="cuda")
+        ref = x.clone()
+        dist.all_reduce(ref)
+        assert torch.equal(pt.all_reduce(x.clone()), ref)
+        g = pt.all_gather(torch.empty(2 * n, dtype=torch.int32, device="cuda"), x)
+        parts = [torch.empty_like(x) for _ in range(2)]
+        dist.all_gather(parts, x)
+        assert torch.equal(g, torch.cat(parts))
+    assert {k[0] for k in st.nodes.intra.plans} == {"cuda"}
+
+
+def _spawn(job, world: int = 1, backend: str = "nccl") -> None:
     os.environ.update({"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"})
-    run_group(1, "nccl", job)
+    run_group(world, backend, job)
 
 
 def test_reduce_overhead_captures_purlin_operators_in_cuda_graphs():
@@ -74,3 +98,7 @@ def test_reduce_overhead_captures_purlin_operators_in_cuda_graphs():
 
 def test_device_counts_all_to_all_v_in_a_cuda_graph_through_torch():
     _spawn(_device_counts_in_a_graph)
+
+
+def test_hierarchical_collectives_on_cuda_tensors_over_two_simulated_nodes():
+    _spawn(_two_nodes_on_one_gpu, world=2, backend="gloo")
