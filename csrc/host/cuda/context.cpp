@@ -247,7 +247,8 @@ void Executor::check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const 
 void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
                    const std::vector<uintptr_t>& streams, const CallCounts& counts) {
   if (failed_)
-    throw CudaError(name_ + ": this communicator timed out earlier and its epochs are inconsistent; create a new one");
+    throw CudaError(name_ + ": this communicator failed earlier (a wait timed out, or counts did not fit) and its "
+                    "epochs are inconsistent; create a new one");
   check_recorded_errors();
   const bool device_counts = spec_.count_words > 0;
   if (!device_counts && !(counts.counts.empty() && counts.recv.empty()))
