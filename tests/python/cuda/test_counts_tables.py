@@ -148,3 +148,9 @@ def test_tables_too_large_for_shared_memory_are_a_diagnostic():
                                  lowering="regime=throughput chunk-bytes=64")
     with pytest.raises(ProgramError, match="words, more than the .* a block holds in shared memory"):
         _ = coll.cuda.tables
+
+
+def test_more_counts_than_a_block_gathers_are_a_diagnostic():
+    coll = compile_device_counts("all_to_all_v", 33, "f32", input_elems=33, output_elems=33)
+    with pytest.raises(ProgramError, match="device counts of world 33 are 1089 words, more than the 1024"):
+        coll.cuda.source()
