@@ -11,7 +11,8 @@ generic form. Fields are read with `field(op, name)` wherever they were given.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -51,7 +52,7 @@ from purlin.frontends.op_definitions import (
 # -- attributes ----------------------------------------------------------------
 
 
-def _parse_fields(parser: AttrParser, fields: dict) -> dict[str, object]:
+def _parse_fields(parser: AttrParser, fields: dict[str, Callable[[], object]]) -> dict[str, object]:
     """`<name = value, ...>` where fields maps each name to its value parser."""
     values: dict[str, object] = {}
 
@@ -68,66 +69,92 @@ def _parse_fields(parser: AttrParser, fields: dict) -> dict[str, object]:
     return values
 
 
+@dataclass(frozen=True)
+class _Field:
+    """One `key = value` of a struct-like attribute, filling parameter `param`."""
+
+    key: str
+    param: str
+    parse: Callable[[AttrParser], Attribute]
+    print: Callable[[Printer, Attribute], None]
+    default: Attribute
+
+
+def _int_field(key: str, param: str | None = None, *, negative: bool = True) -> _Field:
+    return _Field(key, param or key,
+                  lambda p: IntAttr(p.parse_integer(allow_boolean=False, allow_negative=negative)),
+                  lambda pr, a: pr.print_string(str(a.data)), IntAttr(0))  # type: ignore[attr-defined]
+
+
+def _str_field(key: str, param: str) -> _Field:
+    return _Field(key, param, lambda p: StringAttr(p.parse_str_literal()),
+                  lambda pr, a: pr.print_string_literal(a.data), StringAttr(""))  # type: ignore[attr-defined]
+
+
+def _attr_field(key: str, default: Attribute) -> _Field:
+    return _Field(key, key, lambda p: p.parse_attribute(), Printer.print_attribute, default)
+
+
+def _list_field(key: str) -> _Field:
+    def parse(p: AttrParser) -> Attribute:
+        return ArrayAttr(p.parse_comma_separated_list(p.Delimiter.SQUARE, p.parse_attribute))
+
+    def print_(pr: Printer, a: Attribute) -> None:
+        pr.print_string("[")
+        pr.print_list(a.data, pr.print_attribute)  # type: ignore[attr-defined]
+        pr.print_string("]")
+
+    return _Field(key, key, parse, print_, ArrayAttr([]))
+
+
+class _StructAttr(ParametrizedAttribute):
+    """`<key = value, ...>`: fields in any order, each optional (its default
+    stands in), printed all and in the order of FIELDS."""
+
+    FIELDS: ClassVar[tuple[_Field, ...]]
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        given = _parse_fields(parser, {f.key: (lambda f=f: f.parse(parser)) for f in cls.FIELDS})
+        by_param = {f.param: given.get(f.key, f.default) for f in cls.FIELDS}
+        return tuple(by_param[name] for name, _ in cls.get_irdl_definition().parameters)  # type: ignore[misc]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        for i, f in enumerate(self.FIELDS):
+            printer.print_string(f"{', ' if i else ''}{f.key} = ")
+            f.print(printer, getattr(self, f.param))
+        printer.print_string(">")
+
+
 @irdl_attr_definition
-class ChannelHandleAttr(ParametrizedAttribute):
+class ChannelHandleAttr(_StructAttr):
     """`#stablehlo.channel_handle<handle = H, type = T>`."""
 
     name = "stablehlo.channel_handle"
     handle: IntAttr = param_def()
     type: IntAttr = param_def()
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        num = lambda: parser.parse_integer(allow_boolean=False)  # noqa: E731
-        v = _parse_fields(parser, {"handle": num, "type": num})
-        return (IntAttr(v.get("handle", 0)), IntAttr(v.get("type", 0)))  # type: ignore[arg-type]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<handle = {self.handle.data}, type = {self.type.data}>")
+    FIELDS: ClassVar[tuple[_Field, ...]] = (_int_field("handle"), _int_field("type"))
 
 
 @irdl_attr_definition
-class MeshAxisAttr(ParametrizedAttribute):
+class MeshAxisAttr(_StructAttr):
     """`#stablehlo.mesh_axis<name = "x", size = 2>`."""
 
     name = "stablehlo.mesh_axis"
     axis: StringAttr = param_def()
     size: IntAttr = param_def()
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        v = _parse_fields(parser, {
-            "name": parser.parse_str_literal,
-            "size": lambda: parser.parse_integer(allow_boolean=False, allow_negative=False),
-        })
-        return (StringAttr(v.get("name", "")), IntAttr(v.get("size", 0)))  # type: ignore[arg-type]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f'<name = "{self.axis.data}", size = {self.size.data}>')
+    FIELDS: ClassVar[tuple[_Field, ...]] = (_str_field("name", "axis"), _int_field("size", negative=False))
 
 
 @irdl_attr_definition
-class MeshAttr(ParametrizedAttribute):
+class MeshAttr(_StructAttr):
     """`#stablehlo.mesh<axes = [#stablehlo.mesh_axis<..>, ..]>`: devices
     numbered row-major over the axes, the first the most significant."""
 
     name = "stablehlo.mesh"
     axes: ArrayAttr[MeshAxisAttr] = param_def()
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        v = _parse_fields(parser, {"axes": lambda: parser.parse_comma_separated_list(
-            parser.Delimiter.SQUARE, parser.parse_attribute)})
-        return (ArrayAttr(v.get("axes", [])),)  # type: ignore[arg-type]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<axes = [")
-        printer.print_list(self.axes.data, printer.print_attribute)
-        printer.print_string("]>")
-
-    def verify(self) -> None:
-        if not all(isinstance(a, MeshAxisAttr) for a in self.axes.data):
-            raise VerifyException("a stablehlo.mesh lists #stablehlo.mesh_axis attributes")
+    FIELDS: ClassVar[tuple[_Field, ...]] = (_list_field("axes"),)
 
 
 @irdl_attr_definition
@@ -155,37 +182,22 @@ class AxisRefAttr(ParametrizedAttribute):
         return (StringAttr(v.get("name", "")), IntAttr(pre), IntAttr(size))  # type: ignore[arg-type]
 
     def print_parameters(self, printer: Printer) -> None:
-        sub = f", sub_axis_info = ({self.pre_size.data}){self.sub_size.data}" if self.pre_size.data else ""
-        printer.print_string(f'<name = "{self.axis.data}"{sub}>')
+        printer.print_string("<name = ")
+        printer.print_string_literal(self.axis.data)
+        if self.pre_size.data:
+            printer.print_string(f", sub_axis_info = ({self.pre_size.data}){self.sub_size.data}")
+        printer.print_string(">")
 
 
 @irdl_attr_definition
-class ReplicaGroupMeshAxesAttr(ParametrizedAttribute):
+class ReplicaGroupMeshAxesAttr(_StructAttr):
     """`#stablehlo.replica_group_mesh_axes<mesh = MESH, axes = [AXIS_REF, ..]>`:
     one group per position on the other axes, its members along `axes`."""
 
     name = "stablehlo.replica_group_mesh_axes"
     mesh: MeshAttr = param_def()
     axes: ArrayAttr[AxisRefAttr] = param_def()
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        v = _parse_fields(parser, {
-            "mesh": parser.parse_attribute,
-            "axes": lambda: parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_attribute),
-        })
-        return (v.get("mesh", MeshAttr(ArrayAttr([]))), ArrayAttr(v.get("axes", [])))  # type: ignore[arg-type]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<mesh = ")
-        printer.print_attribute(self.mesh)
-        printer.print_string(", axes = [")
-        printer.print_list(self.axes.data, printer.print_attribute)
-        printer.print_string("]>")
-
-    def verify(self) -> None:
-        if not all(isinstance(a, AxisRefAttr) for a in self.axes.data):
-            raise VerifyException("replica_group_mesh_axes lists #stablehlo.axis_ref attributes")
+    FIELDS: ClassVar[tuple[_Field, ...]] = (_attr_field("mesh", MeshAttr(ArrayAttr([]))), _list_field("axes"))
 
 
 # -- ops -------------------------------------------------------------------------
