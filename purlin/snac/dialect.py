@@ -56,7 +56,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from purlin.coll.dialect import ELEMENT_TYPES_TEXT, ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
 from purlin.coll.layouts import world_problem
-from purlin.declarations import enum_attribute
+from purlin.declarations import define_op, enum_attribute
 
 
 class MemoryOrder(StrEnum):
@@ -541,7 +541,19 @@ class _Signalling(_PhaseStep):
             raise _err(self, f"memory order '{self.order.data.value}' is not valid here, expected {allowed}")
 
 
-class ReclaimOpBase(_Signalling):
+class _Await(_Signalling):
+    """Loads that observe peers' stores: acquire, or relaxed where a fence does the ordering."""
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
+
+
+class _Signal(_Signalling):
+    """Stores that publish this rank's writes: release, or relaxed where a fence does the ordering."""
+
+    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
+
+
+class ReclaimOpBase(_Await):
     """Before writing unit u: wait until its slot is no longer read.
 
     Unit u goes to slot u mod slots. The first time in a call, the half must
@@ -550,7 +562,6 @@ class ReclaimOpBase(_Signalling):
     consumers (free >= epoch + u - slots + 1).
     """
 
-    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
@@ -560,9 +571,7 @@ class ReclaimOpBase(_Signalling):
     )
 
 
-@irdl_op_definition
-class ReclaimOp(ReclaimOpBase):
-    name = "snac.reclaim"
+ReclaimOp = define_op(ReclaimOpBase, __name__, "ReclaimOp", "snac.reclaim")
 
 
 class StageOpBase(_PhaseStep):
@@ -577,12 +586,10 @@ class StageOpBase(_PhaseStep):
         _check_buffer_kind(self, BufferKind.STAGING)
 
 
-@irdl_op_definition
-class StageOp(StageOpBase):
-    name = "snac.stage"
+StageOp = define_op(StageOpBase, __name__, "StageOp", "snac.stage")
 
 
-class PutOpBase(_Signalling):
+class PutOpBase(_Signal):
     """Latency regime: push unit u into each consumer's packet window, every
     8 data bytes fused with the 8-byte `flag` in one 16-byte store."""
 
@@ -600,31 +607,25 @@ class PutOpBase(_Signalling):
         _check_buffer_kind(self, BufferKind.PACKETS)
 
 
-@irdl_op_definition
-class PutOp(PutOpBase):
-    name = "snac.put"
+PutOp = define_op(PutOpBase, __name__, "PutOp", "snac.put")
 
 
-class NotifyOpBase(_Signalling):
+class NotifyOpBase(_Signal):
     """Store `value` into slot [rank] of the `ready` signals of every consumer of unit u."""
 
-    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
     value = operand_def(IndexType)
     assembly_format = "$phase `unit` $unit `of` $rank `value` $value $order $scope attr-dict"
 
 
-@irdl_op_definition
-class NotifyOp(NotifyOpBase):
-    name = "snac.notify"
+NotifyOp = define_op(NotifyOpBase, __name__, "NotifyOp", "snac.notify")
 
 
-class WaitOpBase(_Signalling):
+class WaitOpBase(_Await):
     """Wait until every remote source of group g is visible: its `ready` slot
     reached epoch + unit + 1 (staging) or its packets carry flag >= epoch + 1."""
 
-    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.ACQUIRE, MemoryOrder.RELAXED)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
@@ -636,9 +637,7 @@ class WaitOpBase(_Signalling):
         super().__init__(phase, group, rank, epoch, order=order, scope=scope, result_types=[TokenType()])
 
 
-@irdl_op_definition
-class WaitOp(WaitOpBase):
-    name = "snac.wait"
+WaitOp = define_op(WaitOpBase, __name__, "WaitOp", "snac.wait")
 
 
 class ConsumeOpBase(_PhaseStep):
@@ -651,9 +650,7 @@ class ConsumeOpBase(_PhaseStep):
     assembly_format = "$phase `group` $group `of` $rank `half` $half `after` $token attr-dict"
 
 
-@irdl_op_definition
-class ConsumeOp(ConsumeOpBase):
-    name = "snac.consume"
+ConsumeOp = define_op(ConsumeOpBase, __name__, "ConsumeOp", "snac.consume")
 
 
 class FenceOpBase(IRDLOperation):
@@ -661,35 +658,29 @@ class FenceOpBase(IRDLOperation):
     has no fence of its own, a lowered program's datapath (atom.fence) does."""
 
 
-class AckOpBase(_Signalling):
+class AckOpBase(_Signal):
     """After consuming group g: store epoch + unit + 1 into slot [rank] of
     each remote source's `free` signals, so it may reuse the slot."""
 
-    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
     assembly_format = "$phase `group` $group `of` $rank `epoch` $epoch $order $scope attr-dict"
 
 
-@irdl_op_definition
-class AckOp(AckOpBase):
-    name = "snac.ack"
+AckOp = define_op(AckOpBase, __name__, "AckOp", "snac.ack")
 
 
-class FinishOpBase(_Signalling):
+class FinishOpBase(_Signal):
     """End of this rank's reads in the phase: store `value` (the next epoch)
     into slot [rank] of every peer's `free` signals."""
 
-    ALLOWED: ClassVar[tuple[MemoryOrder, ...]] = (MemoryOrder.RELEASE, MemoryOrder.RELAXED)
     rank = operand_def(IndexType)
     value = operand_def(IndexType)
     assembly_format = "$phase `of` $rank `value` $value $order $scope attr-dict"
 
 
-@irdl_op_definition
-class FinishOp(FinishOpBase):
-    name = "snac.finish"
+FinishOp = define_op(FinishOpBase, __name__, "FinishOp", "snac.finish")
 
 
 @irdl_op_definition

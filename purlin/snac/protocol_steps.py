@@ -83,7 +83,7 @@ class ProtocolSteps:
             return None
         return _after((ready, blocked, "wait", keys), acquired)
 
-    def _reclaim(self, op: snac.ReclaimOp, env, t: Thread):
+    def _reclaim(self, op: snac.ReclaimOpBase, env, t: Thread):
         ph = op.ph
         rank, u = env[op.rank], env[op.unit]
         self._unit(op, ph, rank, u)
@@ -101,7 +101,7 @@ class ProtocolSteps:
         conds = [(mine[d], need, ph.free, rank, d) for d in readers]
         return self._await(t, conds, op.order.data == snac.MemoryOrder.ACQUIRE)
 
-    def _stage(self, op: snac.StageOp, env, t: Thread) -> None:
+    def _stage(self, op: snac.StageOpBase, env, t: Thread) -> None:
         ph = op.ph
         rank, u, half = env[op.rank], env[op.unit], env[op.half]
         unit = self._unit(op, ph, rank, u)
@@ -120,7 +120,7 @@ class ProtocolSteps:
         v = self.program.input if ph.from_input else self.program.output
         return self.args[v][rank]
 
-    def _put(self, op: snac.PutOp, env, t: Thread) -> None:
+    def _put(self, op: snac.PutOpBase, env, t: Thread) -> None:
         ph = op.ph
         rank, u, half, flag = env[op.rank], env[op.unit], env[op.half], env[op.flag]
         unit = self._unit(op, ph, rank, u)
@@ -140,13 +140,13 @@ class ProtocolSteps:
                     unit.src_offset : unit.src_offset + unit.size
                 ]
 
-    def _notify(self, op: snac.NotifyOp, env, t: Thread) -> None:
+    def _notify(self, op: snac.NotifyOpBase, env, t: Thread) -> None:
         ph = op.ph
         rank, u, value = env[op.rank], env[op.unit], env[op.value]
         unit = self._unit(op, ph, rank, u)
         self._signal(op, t, ph.ready, rank, ((d, value) for d in unit.consumers))
 
-    def _wait(self, op: snac.WaitOp, env, t: Thread):
+    def _wait(self, op: snac.WaitOpBase, env, t: Thread):
         ph = op.ph
         rank, g, epoch = env[op.rank], env[op.group], env[op.epoch]
         group = self._group(op, ph, rank, g)
@@ -198,7 +198,7 @@ class ProtocolSteps:
             return None
         return _after((ready, blocked, "packets", waiting), acquired)
 
-    def _consume(self, op: snac.ConsumeOp, env, t: Thread) -> None:
+    def _consume(self, op: snac.ConsumeOpBase, env, t: Thread) -> None:
         ph = op.ph
         rank, g, half = env[op.rank], env[op.group], env[op.half]
         tok: Token = env[op.token]
@@ -245,13 +245,13 @@ class ProtocolSteps:
 
             out[group.dst_offset : group.dst_offset + group.size] = reduce_parts(pieces, ph.reduce)
 
-    def _ack(self, op: snac.AckOp, env, t: Thread) -> None:
+    def _ack(self, op: snac.AckOpBase, env, t: Thread) -> None:
         ph = op.ph
         rank, g, epoch = env[op.rank], env[op.group], env[op.epoch]
         group = self._group(op, ph, rank, g)
         self._signal(op, t, ph.free, rank, ((s.rank, epoch + s.unit + 1) for s in group.remote))
 
-    def _finish(self, op: snac.FinishOp, env, t: Thread) -> None:
+    def _finish(self, op: snac.FinishOpBase, env, t: Thread) -> None:
         ph = op.ph
         rank, value = env[op.rank], env[op.value]
         self._signal(op, t, ph.free, rank, ((d, value) for d in range(self.w.world) if d != rank))
