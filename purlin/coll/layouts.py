@@ -42,11 +42,13 @@ class LayoutError(Exception):
 
 
 class LayoutKind(StrEnum):
-    PACKED = "packed"
-    SCATTERED = "scattered"
-    ADDRESSED = "addressed"
-    TRANSPOSED = "transposed"
-    NAMED = "named"
+    """How a layout cuts rank r's buffer into slices and names them."""
+
+    PACKED = "packed"  # one slice, named r
+    SCATTERED = "scattered"  # slice i named i, one per rank
+    ADDRESSED = "addressed"  # slice i named (r, i): what r sends to i
+    TRANSPOSED = "transposed"  # slice i named (i, r): what i sent to r
+    NAMED = "named"  # slices listed one by one, each with its name
 
 
 @dataclass(frozen=True)
