@@ -24,8 +24,8 @@ from functools import cached_property
 from xdsl.dialects.builtin import UnitAttr
 
 from purlin.atom import dialect as atom
+from purlin.coll.attributes import element_bytes
 from purlin.coll.builder import COLLECTIVES, CollectiveSpec
-from purlin.coll.dialect import element_bytes
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.cuda.codegen import count_words
 from purlin.cuda.program import CudaProgram

@@ -1,6 +1,6 @@
 """Element types by name: their numpy dtypes and xDSL element types.
 
-Names, sizes and how each combines are those of `purlin.coll.dialect.DTYPES`;
+Names, sizes and how each combines are those of `purlin.coll.attributes.DTYPES`;
 the IR's element type spellings (f8E4M3FN, f8E5M2, ...) are accepted for
 them (`canonical_dtype`). purlin.testing.data makes inputs and compares results.
 """
@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 from xdsl.ir import Attribute
 
-from purlin.coll.dialect import DTYPE_ALIASES, DTYPE_INFO, DTYPES, canonical_dtype, dtype_name
+from purlin.coll.attributes import DTYPE_ALIASES, DTYPE_INFO, DTYPES, canonical_dtype, dtype_name
 
 # ml_dtypes has the types numpy lacks (bfloat16, the fp8s), under the same names.
 NUMPY_DTYPES: dict[str, np.dtype] = {

@@ -22,16 +22,11 @@ from enum import StrEnum
 
 from xdsl.dialects.builtin import I64, IntegerAttr, MemRefType, UnitAttr
 from xdsl.ir import Dialect, Operation
-from xdsl.irdl import (
-    irdl_op_definition,
-    opt_prop_def,
-    prop_def,
-    traits_def,
-)
+from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def, traits_def
 from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.coll.dialect import DTYPE_BYTES, ReduceKind, dtype_name
+from purlin.coll.attributes import DTYPE_BYTES, ReduceKind, dtype_name
 from purlin.declarations import define_op, enum_attribute
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import PACKET_BYTES

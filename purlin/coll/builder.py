@@ -20,19 +20,16 @@ from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
 
+from purlin.coll.attributes import REDUCE_KINDS_TEXT, ReduceKind, canonical_dtype, check_reduce_dtype
 from purlin.coll.dialect import (
-    REDUCE_KINDS_TEXT,
     AllGatherOp,
     AllGatherVOp,
     AllReduceOp,
     AllToAllOp,
     AllToAllVOp,
     NamedCollective,
-    ReduceKind,
     ReduceScatterOp,
     ReduceScatterVOp,
-    canonical_dtype,
-    check_reduce_dtype,
 )
 from purlin.coll.layouts import world_problem
 from purlin.dtypes import element_type, itemsize, numpy_dtype

@@ -16,7 +16,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.coll.dialect import CollectiveOp, LayoutAttr, NamedCollective
+from purlin.coll.dialect import CollectiveOp, NamedCollective
 from purlin.coll.layouts import LayoutError
 from purlin.diagnostics import op_error
 
@@ -30,15 +30,8 @@ class ExpandNamedCollective(RewritePattern):
             raise PassFailedException(
                 op_error(op, f"'{op.name}': cannot expand to coll.collective: {e}")
             ) from e
-        generic = CollectiveOp(
-            op.input,
-            op.output,
-            LayoutAttr.from_layout(inp),
-            LayoutAttr.from_layout(out),
-            op.consume_attr(),
-            deterministic=op.deterministic is not None,
-            counts=op.counts,
-        )
+        generic = CollectiveOp.of_layouts(op.input, op.output, (inp, out), op.consume_attr(),
+                                          deterministic=op.deterministic is not None, counts=op.counts)
         # Discardable attributes (tags, hints) belong to the call, not its form.
         generic.attributes.update(op.attributes)
         # Later passes report errors at the source op.
@@ -51,11 +44,8 @@ class ExpandGroups(RewritePattern):
     def match_and_rewrite(self, op: CollectiveOp, rewriter: PatternRewriter) -> None:
         if op.groups is None:
             return
-        inp, out = op.layouts()
-        generic = CollectiveOp(
-            op.input, op.output, LayoutAttr.from_layout(inp), LayoutAttr.from_layout(out),
-            op.consume, deterministic=op.deterministic is not None,
-        )
+        generic = CollectiveOp.of_layouts(op.input, op.output, op.layouts(), op.consume,
+                                          deterministic=op.deterministic is not None)
         generic.attributes.update(op.attributes)
         generic.location = op.location
         rewriter.replace(op, generic)

@@ -17,7 +17,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from purlin import plan as P
 from purlin.atom import dialect as atom
-from purlin.coll.dialect import ReduceKind, dtype_name
+from purlin.coll.attributes import ReduceKind, dtype_name
 from purlin.conversion.runtime_convention import convention_error
 from purlin.cuda.program import CudaProgram
 from purlin.diagnostics import where

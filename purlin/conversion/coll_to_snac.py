@@ -20,16 +20,12 @@ from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.coll.dialect import CollectiveOp, ConsumeAttr, LayoutAttr, element_bytes
+from purlin.coll.attributes import ConsumeAttr, LayoutAttr, element_bytes
+from purlin.coll.dialect import CollectiveOp
 from purlin.coll.layouts import Layout, coalesced, format_name
 from purlin.conversion.cost_model import THRESHOLDS, choose
 from purlin.diagnostics import op_error

@@ -18,38 +18,25 @@ from xdsl.context import Context
 from xdsl.dialects import shard as xshard
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.coll import dialect as coll
+from purlin.coll.attributes import ConsumeAttr, ReduceKind, check_reduce_dtype, dtype_name
 from purlin.coll.layouts import MAX_WORLD
-from purlin.diagnostics import op_error
 from purlin.frontends import shard
 from purlin.frontends import tensor_layouts as tl
 from purlin.frontends.process_groups import GroupingError, grid_groups
-from purlin.frontends.tensor_functions import convert_function, replace_function
+from purlin.frontends.tensor_functions import convert_function, fail, replace_function
 
 _REDUCTIONS = {
-    xshard.ReductionKind.SUM: coll.ReduceKind.SUM, xshard.ReductionKind.MAX: coll.ReduceKind.MAX,
-    xshard.ReductionKind.MIN: coll.ReduceKind.MIN, xshard.ReductionKind.PRODUCT: coll.ReduceKind.PROD,
-    xshard.ReductionKind.BITWISE_AND: coll.ReduceKind.AND, xshard.ReductionKind.BITWISE_OR: coll.ReduceKind.OR,
-    xshard.ReductionKind.BITWISE_XOR: coll.ReduceKind.XOR,
+    xshard.ReductionKind.SUM: ReduceKind.SUM, xshard.ReductionKind.MAX: ReduceKind.MAX,
+    xshard.ReductionKind.MIN: ReduceKind.MIN, xshard.ReductionKind.PRODUCT: ReduceKind.PROD,
+    xshard.ReductionKind.BITWISE_AND: ReduceKind.AND, xshard.ReductionKind.BITWISE_OR: ReduceKind.OR,
+    xshard.ReductionKind.BITWISE_XOR: ReduceKind.XOR,
 }
 IMPORTED = (xshard.AllReduceOp, *shard.SHARD_OPS)
-
-
-def _fail(op: Operation, message: str) -> PassFailedException:
-    return PassFailedException(op_error(op, f"'{op.name}': {message}"))
-
-
-def _check_type(op: Operation, t: Attribute) -> None:
-    if not isinstance(t, TensorType):
-        raise _fail(op, f"takes ranked tensors, got {t}")
-    if any(d < 0 for d in t.get_shape()):
-        raise _fail(op, f"dynamic shapes are not supported, got {t}; purlin needs static sizes")
-    if coll.dtype_name(t.element_type) is None:
-        raise _fail(op, f"element type {t.element_type} is not supported, expected one of {coll.ELEMENT_TYPES_TEXT}")
 
 
 class _Importer:
@@ -66,17 +53,17 @@ class _Importer:
         assert isinstance(op, IMPORTED)
         name = op.grid.root_reference.data
         if name not in self.grids:
-            raise _fail(op, f"no shard.grid @{name} in the module")
+            raise fail(op, f"no shard.grid @{name} in the module")
         shape = self.grids[name]
         world = 1
         for n in shape:
             world *= n
         if world > MAX_WORLD:
-            raise _fail(op, f"grid @{name} has {world} devices, more than the {MAX_WORLD} purlin handles")
+            raise fail(op, f"grid @{name} has {world} devices, more than the {MAX_WORLD} purlin handles")
         try:
             groups = grid_groups(shape, list(op.grid_axes.get_values()))
         except GroupingError as e:
-            raise _fail(op, str(e)) from None
+            raise fail(op, str(e)) from None
         g = len(groups[0])
         explicit = None if groups == [list(range(world))] else groups
         t_in, t_out = op.input.type, op.result.type
@@ -102,7 +89,7 @@ class _Operand:
 
     def need(self, ok: bool, what: str) -> None:
         if not ok:
-            raise _fail(self.op, what)
+            raise fail(self.op, what)
 
     def axis(self, attr_name: str) -> int:
         a = getattr(self.op, attr_name).value.data
@@ -110,24 +97,22 @@ class _Operand:
                   f"{attr_name} {a} is not a dimension of the operand (0 to {len(self.s_in) - 1})")
         return a
 
-    def reduction(self) -> coll.ReduceKind:
+    def reduction(self) -> ReduceKind:
         kind = self.op.reduction.data  # type: ignore[attr-defined]
         self.need(kind in _REDUCTIONS, f"reduction '{kind.value}' is not supported, expected one of "
                   + ", ".join(k.value for k in _REDUCTIONS))
         red = _REDUCTIONS[kind]
-        dtype = coll.dtype_name(self.t_in.element_type) or ""
-        if why := coll.check_reduce_dtype(red, dtype):
-            raise _fail(self.op, why)
+        dtype = dtype_name(self.t_in.element_type) or ""
+        if why := check_reduce_dtype(red, dtype):
+            raise fail(self.op, why)
         return red
 
     def shaped(self, want: list[int]) -> None:
         self.need(self.s_out == want, f"result shape {self.s_out} must be {want}")
 
     def generic(self, layouts, kind) -> coll.CollectiveOp:
-        consume = coll.ConsumeAttr.copy() if kind is None else coll.ConsumeAttr.reduction(kind)
-        return coll.CollectiveOp(self.src, self.dst, coll.LayoutAttr.from_layout(layouts[0]),
-                                 coll.LayoutAttr.from_layout(layouts[1]), consume,
-                                 world=self.world if self.explicit else None, groups=self.explicit)
+        return coll.CollectiveOp.of_layouts(self.src, self.dst, layouts, ConsumeAttr.of(kind),
+                                            world=self.world if self.explicit else None, groups=self.explicit)
 
 
 def _all_reduce(c: _Operand) -> list[Operation]:
@@ -200,11 +185,11 @@ class ConvertShardToCollPass(ModulePass):
         grids = {g.sym_name.data: list(g.shape.get_values()) for g in op.walk() if isinstance(g, xshard.GridOp)}
         for o in op.walk():
             if isinstance(o, xshard.CollectiveCommunicationOp) and not isinstance(o, IMPORTED):
-                raise _fail(o, "is not a collective purlin imports: expected shard.all_reduce, all_gather, "
+                raise fail(o, "is not a collective purlin imports: expected shard.all_reduce, all_gather, "
                             "all_slice, all_to_all or reduce_scatter")
         funcs = [f for f in op.walk() if isinstance(f, FuncOp) and any(isinstance(o, IMPORTED) for o in f.walk())]
         if not funcs:
             raise PassFailedException(f"pass '{self.name}' does not apply: the module holds no shard collective")
         importer = _Importer(grids)
         for func in funcs:
-            replace_function(func, convert_function(func, IMPORTED, importer.convert, _check_type))
+            replace_function(func, convert_function(func, IMPORTED, importer.convert))

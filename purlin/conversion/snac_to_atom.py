@@ -17,18 +17,13 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.atom import dialect as atom
 from purlin.atom.generations import GENERATIONS, Datapath, Generation
-from purlin.coll.dialect import dtype_name, element_bytes
+from purlin.coll.attributes import dtype_name, element_bytes
 from purlin.conversion.runtime_convention import convention_error
 from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac

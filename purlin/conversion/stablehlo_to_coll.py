@@ -20,19 +20,14 @@ from dataclasses import dataclass
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import (
-    DenseIntOrFPElementsAttr,
-    IntAttr,
-    IntegerAttr,
-    ModuleOp,
-    TensorType,
-)
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntAttr, IntegerAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.coll import dialect as coll
+from purlin.coll.attributes import ConsumeAttr, ReduceKind, check_reduce_dtype, dtype_name
 from purlin.coll.layouts import MAX_WORLD, Layout
 from purlin.diagnostics import op_error
 from purlin.frontends import stablehlo as shlo
@@ -45,12 +40,7 @@ from purlin.frontends.process_groups import (
     reduction_strategy,
     stablehlo_groups,
 )
-from purlin.frontends.tensor_functions import convert_function, replace_function
-
-
-def _fail(op: Operation, message: str) -> PassFailedException:
-    """A StableHLO form purlin does not import, located at its op."""
-    return PassFailedException(op_error(op, f"'{op.name}': {message}"))
+from purlin.frontends.tensor_functions import convert_function, fail, replace_function, tensor_shape
 
 
 def _int(attr: Attribute | None) -> int | None:
@@ -66,11 +56,11 @@ def _dense_rows(op: Operation, name: str) -> list[list[int]] | None:
     if attr is None:
         return None
     if not isinstance(attr, DenseIntOrFPElementsAttr):
-        raise _fail(op, f"{name} must be a dense integer tensor, got {attr}")
+        raise fail(op, f"{name} must be a dense integer tensor, got {attr}")
     shape = attr.get_shape() or ()
     values = [int(v) for v in attr.get_values()]
     if len(shape) != 2:
-        raise _fail(op, f"{name} must be 2-dimensional, got shape {list(shape)}")
+        raise fail(op, f"{name} must be 2-dimensional, got shape {list(shape)}")
     rows, cols = shape
     return [values[i * cols:(i + 1) * cols] for i in range(rows)]
 
@@ -85,19 +75,7 @@ class _Grid:
         return self.replicas * self.partitions
 
 
-def _element(op: Operation, t: Attribute) -> tuple[list[int], Attribute]:
-    if not isinstance(t, TensorType):
-        raise _fail(op, f"takes ranked tensors, got {t}")
-    shape = list(t.get_shape())
-    if any(d < 0 for d in shape):
-        raise _fail(op, f"dynamic shapes are not supported, got {t}; purlin needs static sizes")
-    if coll.dtype_name(t.element_type) is None:
-        raise _fail(op, f"element type {t.element_type} is not supported, expected one of "
-                    f"{coll.ELEMENT_TYPES_TEXT}")
-    return shape, t.element_type
-
-
-def _reduction(op: Operation, dtype: str) -> coll.ReduceKind:
+def _reduction(op: Operation, dtype: str) -> ReduceKind:
     """The coll reduction of a region `^bb0(%a, %b): %r = COMBINER %a, %b; return %r`."""
     assert op.regions
     block = op.regions[0].blocks.first
@@ -105,14 +83,14 @@ def _reduction(op: Operation, dtype: str) -> coll.ReduceKind:
     what = "an arbitrary reduction region is not supported: expected one of " + ", ".join(
         f"stablehlo.{c.name.split('.')[1]}" for c in shlo.COMBINERS) + " of the two block arguments, returned"
     if block is None or len(block.args) != 2 or len(ops) != 2:
-        raise _fail(op, what)
+        raise fail(op, what)
     combine, ret = ops
     if (type(combine) not in shlo.COMBINERS or not isinstance(ret, shlo.ReturnOp)
             or set(combine.operands) != set(block.args) or list(ret.values) != [combine.results[0]]):
-        raise _fail(op, what)
-    kind = coll.ReduceKind(shlo.COMBINERS[type(combine)])  # type: ignore[index]
-    if why := coll.check_reduce_dtype(kind, dtype):
-        raise _fail(op, why)
+        raise fail(op, what)
+    kind = ReduceKind(shlo.COMBINERS[type(combine)])  # type: ignore[index]
+    if why := check_reduce_dtype(kind, dtype):
+        raise fail(op, why)
     return kind
 
 
@@ -135,20 +113,20 @@ class _Importer:
                         else exchange_strategy(channel_id))
             return stablehlo_groups(strategy, rows, self.grid.replicas, self.grid.partitions)
         except GroupingError as e:
-            raise _fail(op, f"replica_groups: {e}") from None
+            raise fail(op, f"replica_groups: {e}") from None
 
     def convert(self, op: shlo.CollectiveBase, ins: list[SSAValue], outs: list[SSAValue]) -> list[Operation]:
         if shlo.field(op, "has_dynamic_root") is not None:
-            raise _fail(op, "has_dynamic_root is not supported: purlin needs the root when it compiles")
+            raise fail(op, "has_dynamic_root is not supported: purlin needs the root when it compiles")
         if len(op.inputs) != len(op.results):
-            raise _fail(op, f"has {len(op.inputs)} operands but {len(op.results)} results")
+            raise fail(op, f"has {len(op.inputs)} operands but {len(op.results)} results")
         made: list[Operation] = []
         for value, result, src, dst in zip(op.inputs, op.results, ins, outs):
-            shape, elem = _element(op, value.type)
-            out_shape, out_elem = _element(op, result.type)
+            shape, elem = tensor_shape(op, value.type)
+            out_shape, out_elem = tensor_shape(op, result.type)
             if out_elem != elem:
-                raise _fail(op, f"result element type {out_elem} differs from the operand's {elem}")
-            made += self.one(op, shape, out_shape, coll.dtype_name(elem) or "", src, dst)
+                raise fail(op, f"result element type {out_elem} differs from the operand's {elem}")
+            made += self.one(op, shape, out_shape, dtype_name(elem) or "", src, dst)
         for m in made:
             m.location = op.location
         return made
@@ -157,7 +135,7 @@ class _Importer:
             src: SSAValue, dst: SSAValue) -> list[Operation]:
         convert = _CONVERT.get(type(op))
         if convert is None:
-            raise _fail(op, "is not a collective purlin imports")
+            raise fail(op, "is not a collective purlin imports")
         return convert(self, _Operand(op, shape, out_shape, dtype, src, dst, self.grid.world))
 
     def _all_reduce(self, c: _Operand) -> list[Operation]:
@@ -258,7 +236,7 @@ class _Operand:
 
     def need(self, ok: bool, what: str) -> None:
         if not ok:
-            raise _fail(self.op, what)
+            raise fail(self.op, what)
 
     def need_same_shape(self) -> None:
         self.need(self.out_shape == self.shape, f"result shape {self.out_shape} must equal the operand's {self.shape}")
@@ -291,13 +269,11 @@ def _explicit(groups: list[list[int]], world: int) -> list[list[int]] | None:
     return None if groups == [list(range(world))] else groups
 
 
-def _generic(src: SSAValue, dst: SSAValue, layouts: tuple[Layout, Layout], kind: coll.ReduceKind | None,
+def _generic(src: SSAValue, dst: SSAValue, layouts: tuple[Layout, Layout], kind: ReduceKind | None,
              world: int, groups: list[list[int]]) -> coll.CollectiveOp:
-    inp, out = layouts
-    consume = coll.ConsumeAttr.copy() if kind is None else coll.ConsumeAttr.reduction(kind)
     explicit = _explicit(groups, world)
-    return coll.CollectiveOp(src, dst, coll.LayoutAttr.from_layout(inp), coll.LayoutAttr.from_layout(out),
-                             consume, world=world if explicit else None, groups=explicit)
+    return coll.CollectiveOp.of_layouts(src, dst, layouts, ConsumeAttr.of(kind), world=world if explicit else None,
+                                        groups=explicit)
 
 
 def _module_int(module: ModuleOp, name: str) -> int | None:
@@ -331,6 +307,6 @@ class ConvertStablehloToCollPass(ModulePass):
                 f"(1 to {MAX_WORLD} processes)")
         importer = _Importer(_Grid(replicas, partitions))
         for func in funcs:
-            new = convert_function(func, shlo.CollectiveBase, importer.convert, _element)
+            new = convert_function(func, shlo.CollectiveBase, importer.convert)
             replace_function(func, new)
 

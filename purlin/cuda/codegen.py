@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.atom import dialect as atom
-from purlin.coll.dialect import DTYPES, ReduceKind, dtype_name, element_bytes
+from purlin.coll.attributes import DTYPES, ReduceKind, dtype_name, element_bytes
 from purlin.coll.layouts import LayoutKind
 from purlin.cuda.abi import LAYOUT_KINDS
 from purlin.diagnostics import where

@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.dialects.builtin import MemRefType
 
 from purlin.atom import dialect as atom
-from purlin.coll.dialect import element_bytes
+from purlin.coll.attributes import element_bytes
 from purlin.coll.layouts import LayoutKind
 from purlin.cuda import abi
 from purlin.snac import dialect as snac

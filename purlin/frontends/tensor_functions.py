@@ -17,51 +17,65 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
+from purlin.coll.attributes import ELEMENT_TYPES_TEXT, dtype_name
 from purlin.diagnostics import op_error
 
 # (op, input buffers, output buffers) -> the coll ops doing what op does.
 Convert = Callable[[Operation, list[SSAValue], list[SSAValue]], list[Operation]]
 
 
+def fail(op: Operation, message: str) -> PassFailedException:
+    """A form purlin does not import, located at its op."""
+    return PassFailedException(op_error(op, f"'{op.name}': {message}"))
+
+
+def tensor_shape(op: Operation, t: Attribute) -> tuple[list[int], Attribute]:
+    """The shape and element type of `op`'s tensor type `t`: ranked, static, of a supported dtype."""
+    if not isinstance(t, TensorType):
+        raise fail(op, f"takes ranked tensors, got {t}")
+    shape = list(t.get_shape())
+    if any(d < 0 for d in shape):
+        raise fail(op, f"dynamic shapes are not supported, got {t}; purlin needs static sizes")
+    if dtype_name(t.element_type) is None:
+        raise fail(op, f"element type {t.element_type} is not supported, expected one of {ELEMENT_TYPES_TEXT}")
+    return shape, t.element_type
+
+
 def _memref(t: TensorType) -> MemRefType:
     return MemRefType(t.element_type, [prod(t.get_shape())])
 
 
-def convert_function(func: FuncOp, collective: type[Operation], convert: Convert,
-                     check_type: Callable[[Operation, Attribute], object]) -> FuncOp:
+def convert_function(func: FuncOp, collective: type[Operation], convert: Convert) -> FuncOp:
     """The destination-passing coll function of a StableHLO function."""
     body = func.body.block
     ret = body.last_op
     if not isinstance(ret, ReturnOp):
-        raise PassFailedException(op_error(func, f"'{func.name}': @{func.sym_name.data} must end in a return"))
+        raise fail(func, f"@{func.sym_name.data} must end in a return")
     for t in func.function_type.inputs.data:
-        check_type(func, t)
+        tensor_shape(func, t)
     inputs = list(func.function_type.inputs.data)
     results = list(ret.arguments)
     for v in results:
-        check_type(ret, v.type)
+        tensor_shape(ret, v.type)
     block = Block(arg_types=[_memref(t) for t in inputs] + [_memref(v.type) for v in results])  # type: ignore[arg-type]
     for i, arg in enumerate(block.args):
         arg.name_hint = body.args[i].name_hint if i < len(inputs) else f"result{i - len(inputs)}"
     buffer: dict[SSAValue, SSAValue] = dict(zip(body.args, block.args[: len(inputs)]))
     for k, v in enumerate(results):
         if v in buffer or not isinstance(v.owner, collective):
-            raise PassFailedException(op_error(
-                ret, f"'{ret.name}': result {k} is not computed by a collective; purlin imports "
-                "functions whose results are collectives"))
+            raise fail(ret, f"result {k} is not computed by a collective; purlin imports functions whose "
+                       "results are collectives")
     outputs = {v: block.args[len(inputs) + k] for k, v in enumerate(results)}
     ops: list[Operation] = []
     for op in body.ops:
         if op is ret:
             continue
         if not isinstance(op, collective):
-            raise PassFailedException(op_error(
-                op, f"'{op.name}': is not a collective; purlin imports functions of collectives only"))
+            raise fail(op, "is not a collective; purlin imports functions of collectives only")
         ins = []
         for v in op.operands:
             if v not in buffer:
-                raise PassFailedException(op_error(
-                    op, f"'{op.name}': its operand is not an argument or the result of a collective"))
+                raise fail(op, "its operand is not an argument or the result of a collective")
             ins.append(buffer[v])
         outs = []
         for r in op.results:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from enum import Enum, IntEnum
 
 from purlin.atom import dialect as atom
-from purlin.coll.dialect import DTYPES as COLL_DTYPES
-from purlin.coll.dialect import ReduceKind
+from purlin.coll.attributes import DTYPES as COLL_DTYPES
+from purlin.coll.attributes import ReduceKind
 from purlin.snac import dialect as snac
 
 # What purlin.plan re-exports.

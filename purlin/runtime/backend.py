@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from purlin.coll.dialect import DTYPES
+from purlin.coll.attributes import DTYPES
 from purlin.dtypes import numpy_dtype
 from purlin.plan import Plan
 

@@ -31,14 +31,7 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnitAttr,
 )
-from xdsl.ir import (
-    Attribute,
-    Dialect,
-    Operation,
-    ParametrizedAttribute,
-    SSAValue,
-    TypeAttribute,
-)
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -54,7 +47,7 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.coll.dialect import ELEMENT_TYPES_TEXT, ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
+from purlin.coll.attributes import ELEMENT_TYPES_TEXT, ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
 from purlin.coll.layouts import world_problem
 from purlin.declarations import define_op, enum_attribute
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from xdsl.ir import Operation
 
-from purlin.coll.dialect import element_bytes
+from purlin.coll.attributes import element_bytes
 from purlin.coll.layouts import Layout
 from purlin.diagnostics import where
 from purlin.snac import dialect as snac

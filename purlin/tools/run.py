@@ -25,8 +25,9 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
+from purlin.coll.attributes import DTYPE_ALIASES, ReduceKind, canonical_dtype
 from purlin.coll.builder import COLLECTIVES, SpecError, byte_step
-from purlin.coll.dialect import DTYPE_ALIASES, CollectiveOp, NamedCollective, ReduceKind, canonical_dtype
+from purlin.coll.dialect import CollectiveOp, NamedCollective
 from purlin.coll.layouts import world_problem
 from purlin.diagnostics import decode_source
 from purlin.dtypes import DTYPE_NAMES, dtype_of_array, dtype_of_element_type, itemsize

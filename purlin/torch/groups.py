@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from purlin.coll.dialect import ReduceKind
+from purlin.coll.attributes import ReduceKind
 from purlin.compile import CPU_ARCH, arch_of_device, compile_device_counts, compile_plan
 from purlin.runtime.process import ProcessCommunicator
 

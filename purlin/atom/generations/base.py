@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from purlin.atom.dialect import MULTIMEM_REDUCE, Mechanism, Target
-from purlin.coll.dialect import ReduceKind
+from purlin.coll.attributes import ReduceKind
 from purlin.snac.protocol import PACKET_BYTES
 
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 from purlin.atom.dialect import Mechanism, Target
 from purlin.atom.generations.base import Datapath
 from purlin.atom.generations.sm90 import SM90
-from purlin.coll.dialect import ReduceKind
+from purlin.coll.attributes import ReduceKind
 
 
 @dataclass(frozen=True)

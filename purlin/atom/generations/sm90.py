@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from purlin.atom.dialect import Mechanism, Target
 from purlin.atom.generations.base import Datapath
 from purlin.atom.generations.sm80 import SM80
-from purlin.coll.dialect import ReduceKind
+from purlin.coll.attributes import ReduceKind
 
 # Below this a bulk copy's setup (mbarrier, descriptor) costs more than it saves.
 BULK_MIN_BYTES = 16384

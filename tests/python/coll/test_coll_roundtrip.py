@@ -14,7 +14,8 @@ from xdsl.dialects.builtin import Builtin
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from purlin.coll.dialect import Coll, LayoutAttr
+from purlin.coll.attributes import LayoutAttr
+from purlin.coll.dialect import Coll
 from purlin.coll.layouts import Layout, LayoutError, LayoutKind, Slice, check_collective
 
 FIXED_KINDS = [LayoutKind.PACKED, LayoutKind.SCATTERED, LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED]

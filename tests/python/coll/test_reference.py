@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from purlin.coll import reference as ref
-from purlin.coll.dialect import DTYPE_BYTES
+from purlin.coll.attributes import DTYPE_BYTES
 from purlin.coll.layouts import Layout, LayoutKind, Slice
 from purlin.dtypes import DTYPE_NAMES, dtype_of_element_type, element_type, numpy_dtype
 from purlin.testing.data import compare, random_inputs, tolerance

@@ -12,6 +12,7 @@ from xdsl.ir import Block, Region
 
 from purlin.coll import dialect as coll
 from purlin.coll import reference
+from purlin.coll.attributes import ReduceKind
 from purlin.dtypes import element_type
 from purlin.pipeline import lower, make_context
 from purlin.snac.verify import SnacVerifyPass
@@ -41,7 +42,7 @@ def build(name, world, groups, dtype):
     n_in, n_out = sizes(len(groups[0]))
     elem = element_type(dtype)
     block = Block(arg_types=[MemRefType(elem, [n_in]), MemRefType(elem, [n_out])])
-    op = op_cls(block.args[0], block.args[1], world, None if kind is None else coll.ReduceKind(kind),
+    op = op_cls(block.args[0], block.args[1], world, None if kind is None else ReduceKind(kind),
                 groups=groups)
     block.add_ops([op, ReturnOp()])
     return ModuleOp([FuncOp(name, ([a.type for a in block.args], []), Region(block))])
