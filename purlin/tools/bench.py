@@ -15,12 +15,16 @@ says how).
 
 Under torchrun (one process per GPU) results are checked against NCCL's.
 --single-process (the default without torchrun) drives every rank from one
-process through one `purlin.runtime.Communicator` and checks against the
-numpy reference (purlin.coll.reference). On "cuda" the peer is NCCL through
-torch.cuda.nccl (all_reduce, all_gather, reduce_scatter only) and one graph
-spans all GPUs; torch symmetric memory needs one process per GPU and is left
-out. On "cpu" (CPU threads, no peers, up to 1 MiB by default) calls are timed
-by the wall clock.
+process through one `purlin.runtime.Communicator`, compiled for that
+placement (symmetric buffers; blocks sized for the ranks sharing a GPU). On
+"cuda" results are checked on the GPUs against a torch reference
+(`torch_expected`), the peer is NCCL through torch.cuda.nccl (all_reduce,
+all_gather, reduce_scatter only) and one graph spans all GPUs; torch symmetric
+memory needs one process per GPU and is left out. On "cpu" (CPU threads, no
+peers, up to 1 MiB by default) results are checked against the numpy
+reference (purlin.coll.reference) and calls are timed by the wall clock.
+The V forms run at uneven counts, or with --even-counts at their fixed
+forms' counts.
 """
 
 from __future__ import annotations
@@ -160,17 +164,67 @@ def _elems(nbytes: int, world: int) -> int:
     return n - n % world
 
 
-def _counts(coll: str, n: int, world: int) -> list:
+def _counts(coll: str, n: int, world: int, even: bool = False) -> list:
     """Per-rank counts over n elements: a list, or for all_to_all(_v) the matrix
-    counts[sender][receiver]; even for the fixed forms, uneven for the V forms."""
-    row = _split(n, world) if coll.endswith("_v") else [n // world] * world
+    counts[sender][receiver]; even for the fixed forms, uneven for the V forms
+    unless `even`."""
+    row = _split(n, world) if coll.endswith("_v") and not even else [n // world] * world
     return [list(row) for _ in range(world)] if coll.startswith("all_to_all") else row
+
+
+def _case(coll: str, nbytes: int, world: int, even: bool = False):
+    """The bf16 Case that single-process mode runs for `nbytes`, and its `_counts`."""
+    from purlin.coll import builder
+    from purlin.testing.cases import Case
+
+    n = _elems(nbytes, world)
+    op = "sum" if builder.COLLECTIVES[coll].reduces else None
+    counts = _counts(coll, n, world, even)
+    if coll.endswith("_v"):
+        return Case(coll, world, "bf16", op, counts=counts), counts
+    return Case(coll, world, "bf16", op, n if coll == "all_reduce" else n // world), counts
 
 
 def _small_ints(idx, rank: int, salt: int):
     """Integers in [-8, 8] (numpy or torch): every order of summing them is exact,
     so results compare bit for bit."""
     return ((idx * 7 + rank * 5 + salt) % 17) - 8
+
+
+def torch_expected(coll: str, inputs: list, before: list, counts: list) -> list:
+    """Every rank's output buffer after `coll` on torch tensors (CUDA or CPU):
+    `before[r]` with rank r's result written over its start. Written from the
+    collectives' definitions, independent of purlin; `counts` as `_counts` gives
+    them; reductions sum in rank order in f32 and round once, as the numpy
+    reference does."""
+    import torch
+
+    w, home = len(inputs), inputs[0].device
+    if coll.startswith(("all_reduce", "reduce_scatter")):
+        n = inputs[0].numel() if coll == "all_reduce" else sum(counts)
+        acc = inputs[0][:n].to(torch.float32, copy=True)
+        for x in inputs[1:]:
+            acc += x[:n].to(home, torch.float32)
+        total = acc.to(inputs[0].dtype)
+        results = [total] * w if coll == "all_reduce" else list(total.split(counts))
+    elif coll.startswith("all_gather"):
+        results = [torch.cat([x[:c].to(home) for x, c in zip(inputs, counts)])] * w
+    else:
+        sends = [x[:sum(row)].split(row) for x, row in zip(inputs, counts)]
+        results = [torch.cat([sends[s][d].to(home) for s in range(w)]) for d in range(w)]
+    expected = []
+    for b, res in zip(before, results):
+        e = b.clone()
+        e[:res.numel()] = res
+        expected.append(e)
+    return expected
+
+
+def _same_bits(a, b) -> bool:
+    """Whether torch tensors `a` and `b` hold the same bits (NaN fillers included)."""
+    import torch
+
+    return a.shape == b.shape and torch.equal(a.view(torch.uint8), b.view(torch.uint8))
 
 
 def _variants(coll: str, nbytes: int, extra: list[tuple[str, str]], sweep: bool = True):
@@ -193,6 +247,7 @@ class _Recorder:
     (microseconds per call and a note, "" when nothing is special)."""
 
     sweep = True  # time all_reduce in every strategy of ALL_REDUCE_STRATEGIES
+    even_counts = False  # the V forms at their fixed forms' counts
 
     def __init__(self, world: int, timer: Timer, reference: str, note: str = ""):
         self.world = world
@@ -326,7 +381,7 @@ class _Bench(_Recorder):
 
         t, w = self.torch, self.world
         n = _elems(nbytes, w)
-        counts = _counts(coll, n, w)
+        counts = _counts(coll, n, w, self.even_counts)
         if coll == "all_reduce":
             x, y = self.values(n, 0), t.empty(n, dtype=t.bfloat16, device="cuda")
             ref = x.clone()
@@ -408,8 +463,9 @@ def _main_torchrun(args: argparse.Namespace) -> int:
     world, rank = dist.get_world_size(), dist.get_rank()
     bench = _Bench(world, rank, args.lowerings)
     bench.sweep = args.sweep
+    bench.even_counts = args.even_counts
     meta = {"command": f"torchrun --nproc-per-node {world} -m purlin.tools.bench", "mode": "torchrun",
-            "backend": "cuda", "world": world, **_torch_meta(torch)}
+            "backend": "cuda", "world": world, "even_counts": args.even_counts, **_torch_meta(torch)}
     _sweep(args, bench, meta, lead=rank == 0)
     dist.barrier()
     dist.destroy_process_group()
@@ -489,9 +545,11 @@ def _ranks_timer(devices: list[int]) -> tuple[Timer, list]:
 class _SingleBench(_Recorder):
     """All ranks in this process: purlin through one Communicator over `world`
     devices (or CPU threads), NCCL through torch.cuda.nccl, both checked
-    against the numpy reference."""
+    against the reference (`torch_expected` on the GPUs, numpy on CPU threads)."""
 
     def __init__(self, devices: list[int], backend: str, arch: str, lowerings: list[tuple[str, str]]):
+        from collections import Counter
+
         from purlin.dtypes import numpy_dtype
 
         world = len(devices)
@@ -499,10 +557,17 @@ class _SingleBench(_Recorder):
         self.streams: list | None = None
         if backend == "cpu":
             super().__init__(world, _cpu_time, "the reference", "cpu threads")
+            # CPU ranks are threads of this process: their buffers are peer-addressable too.
+            self.placement = {"symmetric": True, "ranks_per_device": 1, "sms": 0}
         else:
+            from purlin import _runtime
+
             timer, self.streams = _ranks_timer(devices)
             shared = "" if len(set(devices)) == world else f"ranks on GPUs {','.join(map(str, devices))}"
             super().__init__(world, timer, "the reference", shared)
+            busiest, ranks = Counter(devices).most_common(1)[0]
+            self.placement = {"symmetric": True, "ranks_per_device": ranks,
+                              "sms": _runtime.cuda_device_sms(busiest)}
         self.backend = backend
         self.arch = arch
         self.lowerings = lowerings
@@ -512,39 +577,43 @@ class _SingleBench(_Recorder):
         period = _small_ints(np.arange(17), rank, 0).astype(np.float32).astype(self.bf16)
         return np.resize(period, n)
 
-    def buffers(self, arrays: list) -> list:
-        """Per-rank copies of `arrays` where the backend runs: rank r's on its GPU."""
-        from purlin.runtime import to_device
+    def device_values(self, n: int, rank: int):
+        """`values` made on rank `rank`'s GPU."""
+        import torch
 
-        if self.backend == "cpu":
-            return [a.copy() for a in arrays]
-        return [to_device(a, d) for a, d in zip(arrays, self.devices)]
+        idx = torch.arange(n, device=f"cuda:{self.devices[rank]}")
+        return _small_ints(idx, rank, 0).to(torch.bfloat16)
+
+    def buffers(self, before: list) -> list:
+        """Fresh output buffers of every rank, copies of `before`."""
+        return [b.copy() if self.backend == "cpu" else b.clone() for b in before]
 
     def same(self, outs: list, expected: list) -> bool:
-        from purlin.runtime import to_host
         from purlin.testing.data import compare
 
-        host = outs if self.backend == "cpu" else [to_host(o, self.bf16) for o in outs]
-        return compare(host, expected, "bf16") is None  # bit for bit
+        if self.backend == "cpu":
+            return compare(outs, expected, "bf16") is None  # bit for bit
+        return all(_same_bits(o, e) for o, e in zip(outs, expected))
 
     def run(self, coll: str, nbytes: int) -> None:
-        from purlin.coll.builder import COLLECTIVES
-        from purlin.testing.cases import Case
         from purlin.testing.data import filler
 
         w = self.world
-        n = _elems(nbytes, w)
-        op = "sum" if COLLECTIVES[coll].reduces else None
-        if coll.endswith("_v"):
-            case = Case(coll, w, "bf16", op, counts=_counts(coll, n, w))
-        else:
-            case = Case(coll, w, "bf16", op, n if coll == "all_reduce" else n // w)
+        case, counts = _case(coll, nbytes, w, self.even_counts)
         n_in, n_out = case.buffer_sizes()
-        inputs = [self.values(n_in, r) for r in range(w)]
-        before = [filler("bf16", n_out) for _ in range(w)]
-        expected = case.expected([inputs, before])
-        ins = self.buffers(inputs)
-        if self.backend == "cuda":
+        if self.backend == "cpu":
+            ins = [self.values(n_in, r) for r in range(w)]
+            before = [filler("bf16", n_out) for _ in range(w)]
+            expected = case.expected([ins, before])
+        else:
+            import torch
+
+            # Copying 1 GiB buffers of 8 ranks to the host to check them takes far longer than the calls.
+            ins = [self.device_values(n_in, r) for r in range(w)]
+            nan = {d: torch.full((n_out,), float("nan"), dtype=torch.bfloat16, device=f"cuda:{d}")
+                   for d in set(self.devices)}
+            before = [nan[d] for d in self.devices]
+            expected = torch_expected(coll, ins, before, counts)
             self.nccl(coll, nbytes, ins, before, expected)
         self.purlin(case, "purlin", nbytes, "", ins, before, expected)
         for name, lowering in _variants(coll, nbytes, self.lowerings, self.sweep):
@@ -558,7 +627,7 @@ class _SingleBench(_Recorder):
         coll, w = case.collective, self.world
         try:
             plan = compile_plan(coll, w, "bf16", case.op, case.count, case.counts, arch=self.arch,
-                                lowering=lowering)
+                                lowering=lowering, **self.placement)
             comm = Communicator(plan, backend=self.backend, devices=self.devices, name=f"{coll} {impl}")
         except Exception as e:  # a strategy that does not lower is a failure, not a crash
             self.fail(coll, impl, nbytes, e)
@@ -634,12 +703,14 @@ def _main_single(args: argparse.Namespace) -> int:
         peers = ("NCCL through torch.cuda.nccl (all_reduce, all_gather, reduce_scatter; one GPU per rank); "
                  "torch symmetric memory omitted: it needs one process per GPU")
     where = f"--devices {','.join(map(str, devices))}" if args.devices else f"--gpus {world}"
-    meta = {"command": f"purlin-bench --single-process --backend {backend} {where}",
-            "mode": "single-process", "backend": backend, "world": world, "devices": devices, **gpu}
-    print(f"# purlin-bench single-process: backend {backend}, world {world} on {where}, {arch}; {peers}",
-          flush=True)
     bench = _SingleBench(devices, backend, arch, args.lowerings)
     bench.sweep = args.sweep
+    bench.even_counts = args.even_counts
+    meta = {"command": f"purlin-bench --single-process --backend {backend} {where}",
+            "mode": "single-process", "backend": backend, "world": world, "devices": devices,
+            "placement": bench.placement, "even_counts": args.even_counts, **gpu}
+    print(f"# purlin-bench single-process: backend {backend}, world {world} on {where}, {arch}; {peers}",
+          flush=True)
     _sweep(args, bench, meta)
     return 1 if bench.failures else 0
 
@@ -667,6 +738,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="single-process backend (default: cuda when a GPU is visible, else cpu)")
     ap.add_argument("--no-sweep", dest="sweep", action="store_false",
                     help="time all_reduce in the cost model's lowering only, not in every strategy")
+    ap.add_argument("--even-counts", action="store_true",
+                    help="run the V forms at even counts (their fixed forms' traffic), not uneven ones")
     ap.add_argument("--lowering", action="append", default=[], metavar="NAME=OPTIONS",
                     help="also time purlin lowered with these convert-coll-to-snac options, as purlin-NAME "
                          "(repeatable; e.g. c16M='chunk-bytes=16777216 blocks=32')")
