@@ -1,0 +1,252 @@
+"""bench/one_gpu.py without a GPU: the floors, ratios and goals of both
+sections, the no-collapse check, and a whole run against a stand-in floor
+program, least-traffic module and purlin-bench."""
+
+import importlib.util
+import json
+import os
+import stat
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from purlin.tools import bench
+
+MiB = 1 << 20
+SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "one_gpu.py"
+
+
+@pytest.fixture(scope="module")
+def one_gpu():
+    spec = importlib.util.spec_from_file_location("one_gpu", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["one_gpu"] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules["one_gpu"]
+
+
+# Stand-in least traffic: microseconds per MiB by fixed collective; a V form has none of its own.
+US_PER_MIB = {"all_reduce": 8.0, "all_gather": 2.0, "reduce_scatter": 3.0, "all_to_all": 5.0}
+
+
+def least_traffic_us(coll: str, world: int, nbytes: int) -> float:
+    return US_PER_MIB[coll] * world * nbytes / MiB
+
+
+FLOOR = {(2, 16): 2.0, (2, 1024): 2.5, (3, 16): 3.0, (4, 16): 4.0}
+
+
+def throughput_row(one_gpu, world, coll, nbytes, us, failure=""):
+    [row] = one_gpu.throughput_rows([one_gpu.Measured(world, coll, nbytes, us, failure)], FLOOR, least_traffic_us)
+    return row
+
+
+@pytest.mark.parametrize("nbytes, goal", [(MiB, 2.0), (16 * MiB, 1.15), (256 * MiB, 1.15)])
+def test_throughput_goal_at_each_size(one_gpu, nbytes, goal):
+    floor = FLOOR[(2, 16)] + least_traffic_us("all_gather", 2, nbytes)
+    met = throughput_row(one_gpu, 2, "all_gather", nbytes, floor * goal)
+    missed = throughput_row(one_gpu, 2, "all_gather", nbytes, floor * (goal + 0.01))
+    assert met["floor_us"] == pytest.approx(floor)
+    assert met["least_traffic_us"] == pytest.approx(least_traffic_us("all_gather", 2, nbytes))
+    assert (met["ratio"], met["goal"], met["verdict"]) == (pytest.approx(goal), goal, "met")
+    assert (missed["ratio"], missed["verdict"]) == (pytest.approx(goal + 0.01), "missed")
+
+
+def test_throughput_rows_outside_the_goals(one_gpu):
+    other = throughput_row(one_gpu, 3, "all_reduce", 16 * MiB, 1000.0)
+    assert other["ratio"] == pytest.approx(1000.0 / (3.0 + 8.0 * 3 * 16))
+    assert other["verdict"] == "(not a goal world)"
+    assert throughput_row(one_gpu, 2, "all_reduce", 4 * MiB, 100.0)["verdict"] == "(no goal at this size)"
+    no_floor = throughput_row(one_gpu, 8, "all_reduce", MiB, 100.0)
+    assert (no_floor["floor_us"], no_floor["ratio"], no_floor["verdict"]) == (None, None, "(no floor at this size)")
+    failed = throughput_row(one_gpu, 4, "all_to_all", MiB, None, "all_to_all purlin 1 MiB: wrong result")
+    assert (failed["us"], failed["ratio"]) == (None, None)
+    assert failed["verdict"] == "failed: all_to_all purlin 1 MiB: wrong result"
+
+
+@pytest.mark.parametrize("v, fixed", [("all_gather_v", "all_gather"), ("reduce_scatter_v", "reduce_scatter"),
+                                      ("all_to_all_v", "all_to_all")])
+def test_v_forms_have_their_fixed_forms_traffic(one_gpu, v, fixed):
+    mine, theirs = throughput_row(one_gpu, 4, v, 16 * MiB, 500.0), throughput_row(one_gpu, 4, fixed, 16 * MiB, 500.0)
+    assert mine["collective"] == v
+    assert (mine["least_traffic_us"], mine["floor_us"]) == (theirs["least_traffic_us"], theirs["floor_us"])
+
+
+def test_latency_rows_against_the_floor_of_the_same_size(one_gpu):
+    runs = [one_gpu.Measured(2, "all_gather", 16, 2.4), one_gpu.Measured(2, "all_gather", 1024, 3.5),
+            one_gpu.Measured(3, "all_gather", 16, 3.0), one_gpu.Measured(2, "all_to_all", 65536, 9.0)]
+    rows = one_gpu.latency_rows(runs, FLOOR)
+    assert [(r["floor_us"], r["ratio"], r["verdict"]) for r in rows] == [
+        (2.0, pytest.approx(1.2), "met"), (2.5, pytest.approx(1.4), "missed"),
+        (3.0, pytest.approx(1.0), "(not a goal world)"), (None, None, "(no floor at this size)")]
+
+
+def series(one_gpu, world, coll, points):
+    return [one_gpu.Measured(world, coll, n, us, "" if us else "timed out") for n, us in points]
+
+
+def test_collapse_detection(one_gpu):
+    latency = series(one_gpu, 2, "all_reduce", [(16, 3.0), (1024, 3.2), (65536, 4.0)])
+    # 1 MiB to 16 MiB: 16x the bytes in 30x the time, a 1.88x rise per byte; 16 MiB to 256 MiB: 1.49x, allowed.
+    throughput = (series(one_gpu, 2, "all_reduce", [(256 * MiB, 23900.0), (MiB, 33.3), (16 * MiB, 1000.0)])
+                  + series(one_gpu, 2, "all_gather_v", [(MiB, 10.0), (16 * MiB, 150.0), (256 * MiB, 2400.0)])
+                  + series(one_gpu, 4, "all_gather", [(MiB, 20.0), (16 * MiB, None), (256 * MiB, 9000.0)]))
+    found = one_gpu.collapses(latency + throughput)
+    assert list(found) == [2, 4]
+    assert found[2] == ["world 2 all_reduce: time per byte rises 1.88x from 1 MiB (33.30 us) to 16 MiB (1000.00 us)"]
+    # A failed size is a violation of its own; the sizes around it are compared with each other.
+    assert found[4] == ["world 4 all_gather 16 MiB: failed: timed out",
+                        "world 4 all_gather: time per byte rises 1.76x from 1 MiB (20.00 us) to 256 MiB (9000.00 us)"]
+    report = one_gpu.format_collapses(found)
+    assert report.splitlines()[-2:] == ["world 2: missed", "world 4: missed"]
+    clean = one_gpu.collapses(series(one_gpu, 8, "all_to_all", [(16, 5.0), (MiB, 40.0), (16 * MiB, 600.0)]))
+    assert clean == {8: []} and one_gpu.format_collapses(clean).splitlines()[-1] == "world 8: met"
+
+
+def test_measured_takes_purlins_default_rows(one_gpu):
+    doc = {"rows": [asdict(bench.make_row("all_gather", "purlin", 16, 3.0, 2)),
+                    asdict(bench.make_row("all_gather", "nccl", 16, 1.0, 2)),
+                    asdict(bench.make_row("all_gather", "purlin", 1024, None, 2, "no kernel"))],
+           "failures": ["all_gather purlin 1 KiB: ProgramError: no kernel"]}
+    runs = one_gpu.measured(doc, 2, ["all_gather"], [16, 1024, 65536], "CudaError: launch failed")
+    assert runs == [one_gpu.Measured(2, "all_gather", 16, 3.0),
+                    one_gpu.Measured(2, "all_gather", 1024, None, "ProgramError: no kernel"),
+                    one_gpu.Measured(2, "all_gather", 65536, None, "CudaError: launch failed")]
+
+
+def test_floor_output_is_parsed(one_gpu):
+    text = ("empty kernel in a graph: 0.65 us per kernel\n"
+            "ideal LL all_reduce, 3 ranks on one GPU,      16 B (f32), 1 x 32 threads: 2.31 us per call\n"
+            "ideal LL all_reduce, 3 ranks on one GPU, 1048576 B (f32), 16 x 512 threads: 40.50 us per call\n")
+    assert one_gpu.parse_floor(text) == {(3, 16): 2.31, (3, 1048576): 40.5}
+    with pytest.raises(SystemExit, match="wrong result"):
+        one_gpu.parse_floor(text.replace("2.31 us per call", "2.31 us per call  WRONG RESULT"))
+
+
+# -- a whole run, the GPU parts stood in for ---------------------------------------------
+
+
+FLOOR_PROGRAM = """#!/bin/sh
+for w in "$@"; do
+  for b in 16 1024 65536 1048576; do
+    echo "ideal LL all_reduce, $w ranks on one GPU, $b B (f32), 1 x 32 threads: $w.00 us per call"
+  done
+done
+"""
+
+LEAST_TRAFFIC = """
+def copy_rate():
+    return 2e12
+
+
+def floor_us(collective, world, nbytes, rate):
+    per_rank = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "all_to_all": 2}[collective]
+    return per_rank * world * nbytes / rate * 1e6
+"""
+
+
+@pytest.fixture
+def stand_ins(tmp_path, monkeypatch, one_gpu):
+    """The floor program and least_traffic.py, and a purlin-bench that writes rows
+    without running anything: the all_to_all_v at 16 MiB fails, every other call
+    takes 1.5 us plus 1 us per MiB."""
+    floor = tmp_path / "floor"
+    floor.write_text(FLOOR_PROGRAM)
+    floor.chmod(floor.stat().st_mode | stat.S_IXUSR)
+    least = tmp_path / "least_traffic.py"
+    least.write_text(LEAST_TRAFFIC)
+    calls = []
+
+    def fake_bench(argv):
+        calls.append(argv)
+        opts, words = {}, iter(argv)
+        for word in words:
+            if word not in ("--single-process", "--no-sweep", "--even-counts"):
+                opts[word] = next(words)
+        world = len(opts["--devices"].split(","))
+        rows, failures = [], []
+        for coll in opts["--collectives"].split(","):
+            for nbytes in map(int, opts["--sizes"].split(",")):
+                if (coll, nbytes) == ("all_to_all_v", 16 * MiB):
+                    failures.append(f"{coll} purlin {bench.human(nbytes)}: CollectiveTimeout: timed out")
+                    rows.append(bench.make_row(coll, "purlin", nbytes, None, world, "timed out"))
+                else:
+                    rows.append(bench.make_row(coll, "purlin", nbytes, 1.5 + nbytes / MiB, world))
+        os.makedirs(opts["--out"], exist_ok=True)
+        with open(os.path.join(opts["--out"], "bench.json"), "w") as f:
+            json.dump({"world": world, "rows": [asdict(r) for r in rows], "failures": failures}, f)
+        return 1 if failures else 0
+
+    monkeypatch.setattr(one_gpu.bench, "main", fake_bench)
+    return floor, least, calls
+
+
+def test_a_whole_run(one_gpu, stand_ins, tmp_path, capsys):
+    floor, least, calls = stand_ins
+    out = tmp_path / "out"
+    assert one_gpu.main(["--floor", str(floor), "--least-traffic", str(least), "--out", str(out),
+                         "--worlds", "2,3"]) == 1
+    assert sorted(os.listdir(out)) == ["bench.json", "floor.txt", "summary.json", "summary.txt"]
+    assert all((out / name).is_file() for name in os.listdir(out))
+    assert all("--even-counts" in argv and "--no-sweep" in argv for argv in calls)
+    assert [argv[argv.index("--devices") + 1] for argv in calls] == ["0,0", "0,0", "0,0,0", "0,0,0"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["copy_rate"] == 2e12
+    assert len(summary["latency"]) == 2 * 4 * 3 and len(summary["throughput"]) == 2 * 7 * 3
+    row = next(r for r in summary["throughput"]
+               if (r["world"], r["collective"], r["bytes"]) == (2, "all_reduce", 256 * MiB))
+    traffic = 2 * 2 * 256 * MiB / 2e12 * 1e6
+    assert row["least_traffic_us"] == pytest.approx(traffic)
+    assert row["floor_us"] == pytest.approx(2.0 + traffic)
+    assert row["ratio"] == pytest.approx((1.5 + 256) / (2.0 + traffic))
+    assert row["verdict"] == ("met" if row["ratio"] <= 1.15 else "missed")
+    failed = [r for r in summary["throughput"] if r["verdict"].startswith("failed")]
+    assert [(r["world"], r["collective"]) for r in failed] == [(2, "all_to_all_v"), (3, "all_to_all_v")]
+    assert summary["collapse"]["2"] == {
+        "verdict": "missed", "violations": ["world 2 all_to_all_v 16 MiB: failed: CollectiveTimeout: timed out"]}
+    assert {r["verdict"] for r in summary["throughput"] if r["world"] == 3} >= {"(not a goal world)"}
+    runs = json.loads((out / "bench.json").read_text())["runs"]
+    assert [(r["section"], r["world"]) for r in runs] == [("latency", 2), ("throughput", 2), ("latency", 3),
+                                                           ("throughput", 3)]
+    text = (out / "summary.txt").read_text()
+    assert text in capsys.readouterr().out
+    assert "world 2: missed" in text and "least-traffic us" in text
+    assert (out / "floor.txt").read_text().count("ideal LL all_reduce") == 8
+
+
+def test_subsets(one_gpu, stand_ins, tmp_path):
+    floor, least, calls = stand_ins
+    out = tmp_path / "out"
+    assert one_gpu.main(["--floor", str(floor), "--least-traffic", str(least), "--out", str(out), "--worlds", "4",
+                         "--collectives", "all_gather_v", "--sizes", "", "--throughput-sizes", "1048576"]) == 0
+    assert len(calls) == 1 and calls[0][calls[0].index("--collectives") + 1] == "all_gather_v"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["latency"] == [] and [r["collective"] for r in summary["throughput"]] == ["all_gather_v"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--worlds", "1,2"], "--worlds needs worlds of at least 2 ranks"),
+    (["--sizes", "16,a"], "--sizes takes comma-separated whole numbers"),
+    (["--collectives", "broadcast"], "unknown collective broadcast"),
+    (["--least-traffic", "/nonexistent/least_traffic.py"], "cannot load it"),
+    (["--floor", "/nonexistent/floor"], "is not an executable program"),
+])
+def test_usage_errors(one_gpu, stand_ins, tmp_path, capsys, argv, message):
+    floor, least, calls = stand_ins
+    base = {"--floor": str(floor), "--least-traffic": str(least), "--out": str(tmp_path / "out")}
+    base.update(zip(argv[::2], argv[1::2]))
+    assert one_gpu.main([x for kv in base.items() for x in kv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert calls == [] and not (tmp_path / "out").exists()
+
+
+def test_a_least_traffic_module_without_its_functions(one_gpu, stand_ins, tmp_path, capsys):
+    floor, _, _ = stand_ins
+    empty = tmp_path / "empty.py"
+    empty.write_text("RATE = 1\n")
+    assert one_gpu.main(["--floor", str(floor), "--least-traffic", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert "defines no copy_rate or floor_us" in capsys.readouterr().err
