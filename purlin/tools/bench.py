@@ -585,8 +585,17 @@ class _SingleBench(_Recorder):
         return _small_ints(idx, rank, 0).to(torch.bfloat16)
 
     def buffers(self, before: list) -> list:
-        """Fresh output buffers of every rank, copies of `before`."""
-        return [b.copy() if self.backend == "cpu" else b.clone() for b in before]
+        """Fresh output buffers of every rank, copies of `before`; on "cuda" with
+        all work queued so far done (inputs included), since the ranks' streams
+        do not wait for the devices' current streams."""
+        if self.backend == "cpu":
+            return [b.copy() for b in before]
+        import torch
+
+        outs = [b.clone() for b in before]
+        for d in set(self.devices):
+            torch.cuda.synchronize(d)
+        return outs
 
     def same(self, outs: list, expected: list) -> bool:
         from purlin.testing.data import compare
