@@ -102,7 +102,8 @@ def parse_floor(text: str) -> dict[tuple[int, int], float]:
 
 def run_floor(binary: str, worlds: list[int], out: str) -> dict[tuple[int, int], float]:
     try:
-        done = subprocess.run([binary, *map(str, worlds)], capture_output=True, text=True)
+        # A bare name is the file here, as --floor's check took it, not one on PATH.
+        done = subprocess.run([os.path.abspath(binary), *map(str, worlds)], capture_output=True, text=True)
     except OSError as e:
         raise SystemExit(f"one_gpu: cannot run the floor program {binary}: {e}") from None
     with open(os.path.join(out, "floor.txt"), "w") as f:
