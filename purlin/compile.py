@@ -53,14 +53,33 @@ def arch_of_device(device: int | None = None) -> str:
 
 def compile_plan(collective: str, world: int, dtype: str, op: str | None, count: int = 0,
                  counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
-                 deterministic: bool = False, in_place: bool = False) -> Plan:
+                 deterministic: bool = False, in_place: bool = False, symmetric: bool = False,
+                 ranks_per_device: int = 1, sms: int = 0) -> Plan:
     """The plan of `collective` on `world` ranks; CollectiveSpec's rules for sizes
     and ops (SpecError on a bad combination), `lowering` the options of convert-coll-to-snac.
-    `in_place`: the collective's input and output are one buffer (all_reduce)."""
+    `in_place`: the collective's input and output are one buffer (all_reduce).
+    `symmetric`: every rank's buffers are addressable by its peers (a
+    Communicator's ranks share one process), so large calls move data in place
+    between them; `ranks_per_device` ranks share each GPU of `sms`
+    multiprocessors (0: the generation's), which bounds the blocks of each rank.
+    Options named in `lowering` win over these."""
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
     module = CollectiveSpec(collective, world, dtype, op, count, counts=counts).build_module()
+    lowering = placement_options(lowering, symmetric, ranks_per_device, sms)
     return build_plan(_kernel(collective, module, arch, lowering, deterministic, in_place))
+
+
+def placement_options(lowering: str, symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0) -> str:
+    """`lowering` (options of convert-coll-to-snac) with the options that say
+    where the ranks' buffers live and how many ranks share a GPU, unless it
+    names them itself."""
+    named = {word.partition("=")[0] for word in lowering.split()}
+    extra = [f"{key}={value}" for key, value, default in (("symmetric", str(symmetric).lower(), "false"),
+                                                           ("ranks-per-device", ranks_per_device, 1),
+                                                           ("sms", sms, 0))
+             if key not in named and value != default]
+    return " ".join([lowering, *extra]).strip()
 
 
 def _kernel(collective: str, module, arch: str, lowering: str, deterministic: bool = False,

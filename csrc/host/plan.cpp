@@ -71,14 +71,15 @@ class InstrCheck {
     if (in_.redop >= RedOp::And && !integer_dtype(p_.dtype)) fail("bitwise reduction of a floating-point dtype");
   }
 
-  // User buffers are mapped for their own rank only; symmetric ones must be of the kind the space names.
+  // User buffers are mapped for their own rank only, unless the plan is symmetric; staging and windows
+  // must be of the kind the space names.
   void check_ref(int64_t index, const char* what, bool writes) const {
     const Ref& r = p_.refs[index];
     if (r.space == Space::Input || r.space == Space::Output) {
-      if (r.rank != rank_)
+      if (r.rank != rank_ && !p_.symmetric)
         fail(std::string(what) + " names rank " + std::to_string(r.rank) + "'s " +
              (r.space == Space::Input ? "input" : "output") + ", only rank " + std::to_string(rank_) +
-             "'s is mapped");
+             "'s is mapped (the plan is not symmetric)");
       if (writes && r.space == Space::Input) fail(std::string(what) + " writes the input buffer");
       return;
     }
@@ -135,6 +136,8 @@ Plan decode_plan(const int64_t* words, int64_t n) {
   p.advance = words[7];
   p.threads = words[8];
   const int64_t n_roles = words[9], n_buffers = words[10], n_signals = words[11];
+  check((words[12] & ~kFlagSymmetric) == 0, "unknown header flags");
+  p.symmetric = (words[12] & kFlagSymmetric) != 0;
   check(p.world >= 1 && p.world <= 1024, "world out of range");
   check(n_roles >= 1 && n_roles <= 64 && n_buffers >= 0 && n_buffers <= 64 && n_signals >= 0 && n_signals <= 64,
         "role, buffer or signal count out of range");
@@ -209,8 +212,8 @@ Plan decode_plan(const int64_t* words, int64_t n) {
     if (in.dst >= 0) fits(in.dst);
     for (int64_t k = 0; k < in.src_count; ++k) fits(in.src_first + k);
   }
-  // What each rank's user buffers must hold: the ends of the ranges its copies,
-  // reduces and puts move (a put's destination is its window, not a ref).
+  // What each rank's user buffers must hold: the ends of the ranges the copies,
+  // reduces and puts move of them (a put's destination is its window, not a ref).
   p.input_extent.assign(p.world, 0);
   p.output_extent.assign(p.world, 0);
   for (int64_t rank = 0; rank < p.world; ++rank) {
@@ -225,7 +228,7 @@ Plan decode_plan(const int64_t* words, int64_t n) {
           std::vector<int64_t>* extent = ref.space == Space::Input    ? &p.input_extent
                                          : ref.space == Space::Output ? &p.output_extent
                                                                       : nullptr;
-          if (extent) (*extent)[rank] = std::max((*extent)[rank], ref.offset + in.elems);
+          if (extent) (*extent)[ref.rank] = std::max((*extent)[ref.rank], ref.offset + in.elems);
         };
         if (in.dst >= 0 && in.op != Op::Put) touch(in.dst);
         for (int64_t s = 0; s < in.src_count; ++s) touch(in.src_first + s);

@@ -100,7 +100,7 @@ class KernelOp(snac.ProgramOpBase):
     traits = traits_def(NoTerminator(), SymbolTable())
     assembly_format = (
         "$input `,` $output (`counts` $counts^)? `world` $world `regime` $regime "
-        "`strategy` $strategy `target` $target `threads` $threads `smem` $smem "
+        "`strategy` $strategy (`symmetric` $symmetric^)? `target` $target `threads` $threads `smem` $smem "
         "(`multimem` $multimem^)? attr-dict `:` type($input) `,` type($output) "
         "(`,` type($counts)^)? $body"
     )
@@ -215,6 +215,18 @@ class PutOp(snac.PutOpBase, _Datapath):
 
 
 @irdl_op_definition
+class PushOp(snac.PushOpBase, _Datapath):
+    """Write a unit into the outputs of its destinations, in place."""
+
+    name = "atom.push"
+    assembly_format = "$phase `unit` $unit `of` $rank `mech` $mech `width` $width attr-dict"
+
+    def verify_(self) -> None:
+        super().verify_()
+        self.verify_datapath()
+
+
+@irdl_op_definition
 class CopyOp(snac.ConsumeOpBase, _Datapath):
     """Consume a group by copying its one source into the output."""
 
@@ -275,7 +287,22 @@ WaitReadyOp = define_op(snac.WaitOpBase, __name__, "WaitReadyOp", "atom.wait_rea
 WaitPacketsOp = define_op(snac.WaitOpBase, __name__, "WaitPacketsOp", "atom.wait_packets",
                           "Poll a group's packets until their flags reach the epoch.")
 WaitFreeOp = define_op(snac.ReclaimOpBase, __name__, "WaitFreeOp", "atom.wait_free",
-                       "Poll the free slots before reusing a staging slot or window half.")
+                       "Poll the free slots before reusing a staging slot or window half, or writing a "
+                       "destination's output.")
+
+
+@irdl_op_definition
+class GrantOp(snac.GrantOpBase):
+    """Store the grant into the free slots of the ranks that push to this one."""
+
+    name = "atom.grant"
+
+
+@irdl_op_definition
+class DrainOp(snac.DrainOpBase):
+    """Poll the free slots of the ranks that read this one's units (relaxed), then acquire."""
+
+    name = "atom.drain"
 
 
 ATOM_OPS: tuple[type[Operation], ...] = (
@@ -283,6 +310,7 @@ ATOM_OPS: tuple[type[Operation], ...] = (
     BlocksOp,
     StageOp,
     PutOp,
+    PushOp,
     CopyOp,
     ReduceOp,
     FenceOp,
@@ -292,6 +320,8 @@ ATOM_OPS: tuple[type[Operation], ...] = (
     WaitReadyOp,
     WaitPacketsOp,
     WaitFreeOp,
+    GrantOp,
+    DrainOp,
 )
 
 Atom = Dialect("atom", list(ATOM_OPS), [TargetAttr, MechanismAttr])

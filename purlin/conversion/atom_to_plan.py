@@ -106,6 +106,7 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
         signals=[P.SignalSpec(s.sym_name.data, s.slots.value.data) for s in signals],
         programs=programs,
         in_place=kernel.input == kernel.output,
+        symmetric=kernel.symmetric is not None,
     )
     try:
         P.validate(plan)
@@ -212,6 +213,11 @@ class _Expander(IndexEvaluator):
         op = a.op
         units = a.units
         u = a.index(op.unit, len(units), "unit")  # type: ignore[attr-defined]
+        if a.moves == "push":
+            e = self._sym(a.env[op.epoch], op)  # type: ignore[attr-defined]
+            granted = sorted({d for d, _ in a.ph.plan.destinations[a.rank][u]} - {a.rank})
+            return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=e.base, rel=e.rel + 1, order=a.order)
+                    for d in granted]
         if a.staged and u >= a.slots:
             e = self._sym(a.env[op.epoch], op)  # type: ignore[attr-defined]
             prior = units[u - a.slots]
@@ -236,6 +242,22 @@ class _Expander(IndexEvaluator):
                         srcs=(P.Ref(a.source_space, a.rank, 0, 0, unit.src_offset),))
                 for d in unit.consumers]
 
+    def _push(self, a: _At) -> list[P.Instr]:
+        unit = a.unit()
+        src = P.Ref(a.source_space, a.rank, 0, 0, unit.src_offset)
+        return [P.Instr(P.Op.COPY, a.mech, unit.size, dst=P.Ref(P.Space.OUTPUT, d, 0, 0, off), srcs=(src,))
+                for d, off in a.ph.plan.destinations[a.rank][unit.index]]
+
+    def _grant(self, a: _At) -> list[P.Instr]:
+        v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=d, slot=a.rank, base=v.base, rel=v.rel, order=a.order)
+                for d in a.ph.plan.senders(a.rank)]
+
+    def _drain(self, a: _At) -> list[P.Instr]:
+        v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=v.base, rel=v.rel, order=a.order)
+                for d in a.ph.plan.receivers(a.rank)]
+
     def _notify(self, a: _At) -> list[P.Instr]:
         unit = a.unit()
         v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
@@ -256,10 +278,14 @@ class _Expander(IndexEvaluator):
                         offset=a.ph.window_offsets[s.rank][s.unit]) for s in group.remote]
 
     def _sources(self, a: _At, group) -> list[P.Ref]:
+        if a.moves == "push" and group.remote:
+            raise PlanBuildError(f"{where(a.op)}: rank {a.rank} consumes group {group.index} of phase "
+                                 f"'{a.name}', which its producers push")
         srcs = []
         for s in group.sources:
-            if s.unit is None:
-                srcs.append(P.Ref(a.source_space, a.rank, 0, 0, s.offset))
+            if s.unit is None or a.moves == "pull":
+                # In place: the rank's own buffer, or (direct pull) the source rank's.
+                srcs.append(P.Ref(a.source_space, s.rank, 0, 0, s.offset))
             elif a.staged:
                 srcs.append(P.Ref(P.Space.STAGING, s.rank, a.buf, s.unit % a.slots, 0))
             else:
@@ -295,8 +321,11 @@ class _Expander(IndexEvaluator):
 
     def _finish(self, a: _At) -> list[P.Instr]:
         v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        # A direct pull phase tells the ranks it read from; the others every peer.
+        peers = a.ph.plan.senders(a.rank) if a.moves == "pull" else [
+            d for d in range(self.kernel.world_size) if d != a.rank]
         return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=d, slot=a.rank, base=v.base, rel=v.rel,
-                        order=a.order) for d in range(self.kernel.world_size) if d != a.rank]
+                        order=a.order) for d in peers]
 
 
 class _At:
@@ -306,12 +335,13 @@ class _At:
     def __init__(self, ex: _Expander, op: Operation, env: dict, rank: int):
         ph = ex._phase(op)
         self.op, self.env, self.rank, self.ph = op, env, rank, ph
-        self.buf = ex.buf_index[ph.buffer.sym_name.data]
+        self.buf = -1 if ph.buffer is None else ex.buf_index[ph.buf]
         self.ready, self.free = ex.sig_index[ph.ready], ex.sig_index[ph.free]
-        self.name = ph.op.sym_name.data
+        self.name = ph.name
         self.units, self.groups = ph.plan.units[rank], ph.plan.groups[rank]
-        self.slots = ph.buffer.slots.value.data
-        self.staged = ph.buffer.kind.data == snac.BufferKind.STAGING
+        self.slots = ph.slots
+        self.moves = ph.moves
+        self.staged = ph.staged
         self.order = _ORDER[op.order.data] if hasattr(op, "order") else P.Order.RELAXED  # type: ignore[attr-defined]
         self.mech = _MECH[op.mech.data] if hasattr(op, "mech") else P.Mech.NONE  # type: ignore[attr-defined]
         self.source_space = P.Space.INPUT if ph.op.source.data == snac.PhaseSource.INPUT else P.Space.OUTPUT
@@ -343,4 +373,7 @@ _EXPAND: dict[type[Operation], Callable[[_Expander, _At], list[P.Instr]]] = {
     atom.ReduceOp: _Expander._reduce,
     atom.AckOp: _Expander._ack,
     atom.FinishOp: _Expander._finish,
+    atom.PushOp: _Expander._push,
+    atom.GrantOp: _Expander._grant,
+    atom.DrainOp: _Expander._drain,
 }

@@ -6,12 +6,18 @@ Each `coll.collective` becomes one rank-generic `snac.program`:
 - reductions, composed: reduce to one owner per name, then the owner's result
   is copied to the other destinations (two-shot all_reduce, in one kernel).
 Each phase is either pulled through staging (throughput: chunked, cyclic over
-slots) or pushed as 16-byte packets (latency). The regime and strategy come
-from `purlin.conversion.cost_model` unless forced by the pass options.
+slots) or pushed as 16-byte packets (latency). With `symmetric` (every rank's
+buffers addressable by its peers) throughput phases move data in place
+instead: a reduction pulls its sources from the peers' inputs, a copy pushes
+each unit into its destinations' outputs (the producer's own included, so
+each input is read once), and composed reductions push the reduced slice on.
+The regime and strategy come from `purlin.conversion.cost_model` unless
+forced by the pass options.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -55,11 +61,13 @@ class Lowering:
 
     regime: snac.Regime
     strategy: snac.Strategy
-    chunk: int  # elements per staged unit
+    chunk: int  # elements per unit (0: one unit per slice)
     slots: int
-    blocks: int
+    blocks: int  # of each role that moves data
     src: Layout  # the exchange's layouts, coalesced unless composed
     dst: Layout
+    direct: bool = False  # phases move in place between the ranks' buffers
+    budget: int | None = None  # blocks of a rank's grid in all, where ranks share a GPU
 
 
 class LowerCollective(RewritePattern):
@@ -79,26 +87,38 @@ class LowerCollective(RewritePattern):
         if in_place and (why := _in_place_refusal(inp, out)):
             raise PassFailedException(op_error(op, why))
         low = _decide(self.opts, op, inp, out)
+        phases = _phases(low, op, inp, out)
+        if low.direct and in_place and (why := _pull_overwrites_read_input(phases, op.world)):
+            # The rank's output would overwrite its input while a peer still
+            # reads it in place: stage instead.
+            low = _decide(self.opts, op, inp, out, direct=False)
+            phases = _phases(low, op, inp, out)
+            assert why
         body = Block()
         b = Builder(InsertPoint.at_end(body))
-        phases = _phases(low, op, inp, out)
         for p in phases:
             _declare_phase(b, p, low, op, in_place)
-        _emit_roles(_Gen(b, low.regime, low.blocks), phases, low, op.world)
+        gen = _Gen(b, low.regime, low.blocks, {p.name: _moves(p, low) for p in phases})
+        _emit_roles(gen, phases, low, op.world)
         program = snac.ProgramOp(
-            op.input, op.output, op.counts, op.world, low.regime, low.strategy, Region(body)
+            op.input, op.output, op.counts, op.world, low.regime, low.strategy, Region(body),
+            symmetric=self.opts.symmetric,
         )
         program.location = op.location
         program.attributes.update(op.attributes)
         rewriter.replace(op, program)
 
 
-def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout) -> Lowering:
-    """The cost model's choice for `op`, overridden by the pass options."""
+def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout,
+            direct: bool = True) -> Lowering:
+    """The cost model's choice for `op`, overridden by the pass options;
+    `direct`: in place where the program is symmetric (else staged)."""
     assert isinstance(op.input.type, MemRefType)
     itemsize = element_bytes(op.input.type.element_type)
     reducing = op.consume.kind is not None
     dynamic = inp.is_dynamic or out.is_dynamic
+    # Counts read on the device build staged tables only (include/purlin/counts.cuh).
+    symmetric = o.symmetric and direct and not dynamic
     choice = choose(
         o.arch,
         op.world,
@@ -107,8 +127,13 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         reducing,
         dynamic,
         _bytes_per_rank(out, itemsize),
+        symmetric=symmetric,
+        ranks_per_device=o.ranks_per_device,
+        sms=o.sms,
+        regime=None if o.regime == "auto" else snac.Regime(o.regime),
     )
-    regime = choice.regime if o.regime == "auto" else snac.Regime(o.regime)
+    regime = choice.regime
+    in_place = symmetric and regime == snac.Regime.THROUGHPUT
     strategy = _strategy(o, op, choice.strategy, out, reducing, dynamic)
     # One exchange moves names that travel together as one: fewer units,
     # signals and groups (the composed phases need the names for owners).
@@ -116,13 +141,7 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
     if strategy != snac.Strategy.COMPOSED:
         src, dst = coalesced(inp, out) or (inp, out)
     chunk_bytes = o.chunk_bytes if o.chunk_bytes > 0 else choice.chunk_bytes
-    chunk = max(1, chunk_bytes // itemsize)
-    if not dynamic:
-        # No unit is larger than the largest slice: staging need not be either.
-        chunk = min(chunk, max(max(src.name_sizes.values(), default=1), 1))
-    elif (bound := _static_bound(op)) is not None:
-        # Nor larger than the buffers, whatever the counts.
-        chunk = min(chunk, max(bound, 1))
+    chunk = _unit_elems(op, chunk_bytes, itemsize, src, dynamic, in_place)
     if regime == snac.Regime.LATENCY and chunk_bytes % PACKET_DATA_BYTES:
         raise PassFailedException(
             op_error(op, f"packets carry {PACKET_DATA_BYTES}-byte payloads; "
@@ -132,8 +151,23 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         regime, strategy, chunk,
         o.slots if o.slots > 0 else choice.slots,
         o.blocks if o.blocks > 0 else choice.blocks(regime),
-        src, dst,
+        src, dst, in_place, None if o.blocks > 0 else choice.block_budget,
     )
+
+
+def _unit_elems(op: CollectiveOp, chunk_bytes: int, itemsize: int, src: Layout, dynamic: bool,
+                in_place: bool) -> int:
+    """Elements per unit: 0 (whole slices) for in-place phases the cost model
+    left unchunked, else chunk-bytes' worth, at most the largest slice (no
+    staging need be larger) or, with dynamic counts, the larger buffer."""
+    if in_place and chunk_bytes == 0:
+        return 0
+    chunk = max(1, chunk_bytes // itemsize)
+    if not dynamic:
+        return min(chunk, max(max(src.name_sizes.values(), default=1), 1))
+    if (bound := _static_bound(op)) is not None:
+        return min(chunk, max(bound, 1))
+    return chunk
 
 
 def _static_bound(op: CollectiveOp) -> int | None:
@@ -179,24 +213,36 @@ def _phases(low: Lowering, op: CollectiveOp, inp: Layout, out: Layout) -> list[P
     return [PhaseSpec("exchange", snac.PhaseSource.INPUT, low.src, low.dst, op.consume)]
 
 
+def _moves(p: PhaseSpec, low: Lowering) -> str:
+    """How phase `p` moves data (snac.PhaseOp.moves): in place, a reduction
+    pulled and a copy pushed; else through packets or staging."""
+    if low.direct:
+        return (snac.Transfer.PUSH if p.consume.kind is None else snac.Transfer.PULL).value
+    return "packets" if low.regime == snac.Regime.LATENCY else "staging"
+
+
 def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in_place: bool) -> None:
     """The phase's buffer, its ready and free signals, and the phase itself."""
     assert isinstance(op.input.type, MemRefType)
     elem = op.input.type.element_type
     world = op.world
-    buf = f"{p.name}_buf"
-    stage_local = in_place and p.source == snac.PhaseSource.INPUT
-    if low.regime == snac.Regime.LATENCY:
+    moves = _moves(p, low)
+    via: str | snac.Transfer = f"{p.name}_buf"
+    # A pushing producer writes its own destination too, from the one read of its input.
+    stage_local = moves == "push" or (in_place and p.source == snac.PhaseSource.INPUT and moves != "pull")
+    if moves == "packets":
         elems = _window_elems(p, op, world, packet_elems(element_bytes(elem)), stage_local)
-        b.insert(snac.BufferOp(buf, snac.BufferKind.PACKETS, 2, world, elems, elem))
+        b.insert(snac.BufferOp(via, snac.BufferKind.PACKETS, 2, world, elems, elem))
+    elif moves == "staging":
+        b.insert(snac.BufferOp(via, snac.BufferKind.STAGING, 2, low.slots, low.chunk, elem))
     else:
-        b.insert(snac.BufferOp(buf, snac.BufferKind.STAGING, 2, low.slots, low.chunk, elem))
+        via = snac.Transfer(moves)
     b.insert(snac.SignalsOp(f"{p.name}_ready", world))
     b.insert(snac.SignalsOp(f"{p.name}_free", world))
     phase = snac.PhaseOp(
         p.name, p.source, LayoutAttr.from_layout(p.src), LayoutAttr.from_layout(p.dst),
         p.consume, low.chunk if low.regime == snac.Regime.THROUGHPUT else 0,
-        buf, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
+        via, f"{p.name}_ready", f"{p.name}_free", op.deterministic is not None,
         p.route,
     )
     if stage_local:
@@ -205,22 +251,71 @@ def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in
 
 
 def _emit_roles(gen: _Gen, phases: list[PhaseSpec], low: Lowering, world: int) -> None:
-    """The epoch prologue, the roles that run the phases, and the advance."""
+    """The epoch prologue, the roles that run the phases, and the advance.
+    Roles that only signal (a pulled phase's producer, a pushed phase's
+    consumer) get one block; those that move data share the rest."""
     gen.prologue([p.name for p in phases])
+    direct, copy = low.direct, low.strategy == snac.Strategy.COPY
+    # A staged copy's own slice needs no wait: a role of its own copies it
+    # while the consumer pulls the peers' units.
+    local = copy and low.regime == snac.Regime.THROUGHPUT and not direct
     if low.regime == snac.Regime.LATENCY and len(phases) == 1:
-        gen.fused_role("exchange", handshake=not _mutual(phases[0], world))
+        (b,) = _role_blocks(low, lambda n: [n])
+        gen.fused_role("exchange", b, handshake=not _mutual(phases[0], world))
     elif low.strategy == snac.Strategy.COMPOSED:
-        gen.producer_role("reduce")
-        gen.consumer_role("reduce", snac.RoleKind.REDUCER, forward="forward")
-        gen.consumer_role("forward", snac.RoleKind.CONSUMER)
+        producer, reducer, consumer = _role_blocks(low, lambda n: [1, n, 1] if direct else [n, n, n])
+        gen.producer_role("reduce", producer)
+        gen.consumer_role("reduce", snac.RoleKind.REDUCER, reducer, forward="forward")
+        gen.consumer_role("forward", snac.RoleKind.CONSUMER, consumer)
     else:
-        gen.producer_role("exchange")
-        # A copy's own slice needs no wait: a role of its own copies it
-        # while the consumer pulls the peers' units.
-        local = low.strategy == snac.Strategy.COPY and low.regime == snac.Regime.THROUGHPUT
-        gen.consumer_role("exchange", snac.RoleKind.CONSUMER,
-                          local_blocks=max(1, gen.blocks // 4) if local else 0)
+        producer, consumer, *rest = _role_blocks(
+            low, lambda n: ([n, 1] if copy else [1, n]) if direct else [n, n, max(1, n // 4)] if local else [n, n])
+        gen.producer_role("exchange", producer)
+        gen.consumer_role("exchange", snac.RoleKind.CONSUMER, consumer, local_blocks=rest[0] if rest else 0)
     gen.b.insert(snac.AdvanceOp(gen.adv))
+
+
+def _role_blocks(low: Lowering, shape: Callable[[int], list[int]]) -> list[int]:
+    """Blocks of each role, `shape(n)` for n blocks per data-moving role: the
+    most up to low.blocks whose grid fits low.budget (where ranks share a GPU)."""
+    n = low.blocks
+    if low.budget is not None:
+        while n > 1 and sum(shape(n)) > low.budget:
+            n -= 1
+    return shape(n)
+
+
+def _pull_overwrites_read_input(phases: list[PhaseSpec], world: int) -> str | None:
+    """In place, why a rank's output may be overwritten while a peer still
+    reads it as input in place, or None: some range of a rank's buffer that a
+    peer pulls is written by another rank (the rank itself included). A range
+    that its own reader writes later (a composed reduction's owner pushing
+    the reduced slice back) is ordered by that reader."""
+    pulled: dict[int, list[tuple[int, int, int]]] = {}
+    written: dict[int, list[tuple[int, int, int]]] = {}
+    for p in phases:
+        src, dst = route_layouts(p.src, p.dst, p.route)
+        plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0,
+                         keep_unread=p.source == snac.PhaseSource.OUTPUT,
+                         stage_local=p.consume.kind is None)
+        for groups in plan.groups:
+            for g in groups:
+                if p.consume.kind is not None:
+                    written.setdefault(g.consumer, []).append((g.dst_offset, g.dst_offset + g.size, g.consumer))
+                    if p.source == snac.PhaseSource.INPUT:
+                        for s in g.remote:
+                            if s.rank != g.consumer:
+                                pulled.setdefault(s.rank, []).append((s.offset, s.offset + g.size, g.consumer))
+                else:
+                    for s in g.remote:
+                        written.setdefault(g.consumer, []).append((g.dst_offset, g.dst_offset + g.size, s.rank))
+    for rank, reads in pulled.items():
+        for lo, hi, reader in reads:
+            for wlo, whi, writer in written.get(rank, []):
+                if writer != reader and lo < whi and wlo < hi:
+                    return (f"rank {writer} writes [{wlo}, {whi}) of rank {rank}'s buffer while rank {reader} "
+                            f"reads [{lo}, {hi}) of it in place")
+    return None
 
 
 def _in_place_refusal(inp: Layout, out: Layout) -> str | None:
@@ -279,12 +374,14 @@ def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int, stage_
 
 
 class _Gen:
-    """Emits the rank-generic body: loops over units and groups, not peers."""
+    """Emits the rank-generic body: loops over units and groups, not peers.
+    `moves`: how each phase moves data (snac.PhaseOp.moves)."""
 
-    def __init__(self, b: Builder, regime: snac.Regime, blocks: int):
+    def __init__(self, b: Builder, regime: snac.Regime, blocks: int, moves: dict[str, str]):
         self.b = b
         self.regime = regime
         self.blocks = blocks
+        self.moves = moves
 
     def _const(self, b: Builder, v: int) -> SSAValue:
         return b.insert(arith.ConstantOp.from_int_and_width(v, IndexType())).result
@@ -304,13 +401,13 @@ class _Gen:
         # Odd, so the staging half alternates; at least 1 for packet flags.
         self.adv = b.insert(arith.OrIOp(most, self.c1)).result
         self.next_epoch = b.insert(arith.AddiOp(self.epoch, self.adv)).result
-        if self.regime == snac.Regime.LATENCY:
-            # Every packet of this call carries the same flag.
+        if self.regime == snac.Regime.LATENCY or "push" in self.moves.values():
+            # Every packet of this call carries the same flag; a grant opens the output for this call.
             self.flag = b.insert(arith.AddiOp(self.epoch, self.c1)).result
 
-    def _role(self, kind: snac.RoleKind, blocks: int = 0) -> Builder:
+    def _role(self, kind: snac.RoleKind, blocks: int) -> Builder:
         block = Block()
-        self.b.insert(snac.RoleOp(kind, blocks or self.blocks, Region(block)))
+        self.b.insert(snac.RoleOp(kind, blocks, Region(block)))
         return Builder(InsertPoint.at_end(block))
 
     def _loop(self, b: Builder, count: SSAValue, first: SSAValue | None = None) -> tuple[Builder, SSAValue]:
@@ -320,28 +417,36 @@ class _Gen:
         return inner, loop.body.block.args[0]
 
     def _produce(self, b: Builder, phase: str, unit: SSAValue, reclaim: bool = True) -> None:
-        if reclaim:
+        moves = self.moves[phase]
+        if reclaim and moves != "pull":
             b.insert(snac.ReclaimOp(phase, unit, self.rank, self.epoch, self.prev))
-        if self.regime == snac.Regime.LATENCY:
+        if moves == "packets":
             b.insert(snac.PutOp(phase, unit, self.rank, self.half, self.flag))
             return
-        b.insert(snac.StageOp(phase, unit, self.rank, self.half))
+        if moves == "staging":
+            b.insert(snac.StageOp(phase, unit, self.rank, self.half))
+        elif moves == "push":
+            b.insert(snac.PushOp(phase, unit, self.rank))
         u1 = b.insert(arith.AddiOp(unit, self.c1)).result
         value = b.insert(arith.AddiOp(self.epoch, u1)).result
         b.insert(snac.NotifyOp(phase, unit, self.rank, value))
 
-    def producer_role(self, phase: str) -> None:
-        b = self._role(snac.RoleKind.PRODUCER)
+    def producer_role(self, phase: str, blocks: int) -> None:
+        """Stages, pushes or (pulled in place) announces the rank's units; a
+        pulled phase's producer then waits until its readers are done."""
+        b = self._role(snac.RoleKind.PRODUCER, blocks)
         n = b.insert(snac.UnitsOp(phase, self.rank)).result
         body, u = self._loop(b, n)
         self._produce(body, phase, u)
         body.insert(scf.YieldOp())
+        if self.moves[phase] == "pull":
+            b.insert(snac.DrainOp(phase, self.rank, self.next_epoch))
 
-    def fused_role(self, phase: str, handshake: bool) -> None:
+    def fused_role(self, phase: str, blocks: int, handshake: bool) -> None:
         """Latency, one phase: the same blocks push the rank's units and consume
         its groups. Without `handshake`, no wait_free before the pushes and no
         finish after the reads (see _mutual)."""
-        b = self._role(snac.RoleKind.FUSED)
+        b = self._role(snac.RoleKind.FUSED, blocks)
         n = b.insert(snac.UnitsOp(phase, self.rank)).result
         body, u = self._loop(b, n)
         self._produce(body, phase, u, reclaim=handshake)
@@ -354,23 +459,30 @@ class _Gen:
         if handshake:
             b.insert(snac.FinishOp(phase, self.rank, self.next_epoch))
 
-    def consumer_role(self, phase: str, kind: snac.RoleKind, forward: str | None = None,
+    def consumer_role(self, phase: str, kind: snac.RoleKind, blocks: int, forward: str | None = None,
                       local_blocks: int = 0) -> None:
         """Consumes the rank's groups; with `local_blocks`, only those that read
-        staging, and a LOCAL role of that many blocks the rest."""
-        b = self._role(kind)
+        staging, and a LOCAL role of that many blocks the rest. A pushed
+        phase's consumer opens its output for the call, then waits for its
+        groups, which the producers wrote."""
+        b = self._role(kind, blocks)
+        moves = self.moves[phase]
+        if moves == "push":
+            b.insert(snac.GrantOp(phase, self.rank, self.flag))
         query = snac.StagedGroupsOp if local_blocks else snac.GroupsOp
         n = b.insert(query(phase, self.rank)).result
         body, g = self._loop(b, n)
         token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch)).token
-        body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
+        if moves != "push":
+            body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
         if forward is not None:
             # The owner's reduced chunk g is unit g of the forwarding phase.
             self._produce(body, forward, g)
-        if self.regime == snac.Regime.THROUGHPUT:
+        if moves == "staging":
             body.insert(snac.AckOp(phase, g, self.rank, self.epoch))
         body.insert(scf.YieldOp())
-        b.insert(snac.FinishOp(phase, self.rank, self.next_epoch))
+        if moves != "push":
+            b.insert(snac.FinishOp(phase, self.rank, self.next_epoch))
         if local_blocks:
             lb = self._role(snac.RoleKind.LOCAL, local_blocks)
             first = lb.insert(snac.StagedGroupsOp(phase, self.rank)).result
@@ -386,7 +498,11 @@ class _Gen:
 class ConvertCollToSnacPass(ModulePass):
     """Options: arch (sm_80|sm_90|sm_100), regime (auto|latency|throughput),
     strategy (auto|copy|direct|composed), chunk-bytes, slots and blocks per role
-    (0: from the cost model)."""
+    (0: from the cost model); symmetric (the caller's input and output buffers
+    are addressable by every rank: throughput phases then move data in place
+    between them, no staging); ranks-per-device (ranks sharing one GPU) and sms
+    (its multiprocessors, 0: the generation's), which bound the blocks per role
+    so that every rank's grid is resident at once."""
 
     name = "convert-coll-to-snac"
 
@@ -396,15 +512,20 @@ class ConvertCollToSnacPass(ModulePass):
     chunk_bytes: int = 0
     slots: int = 0
     blocks: int = 0
+    symmetric: bool = False
+    ranks_per_device: int = 1
+    sms: int = 0
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_choice("arch", self.arch, THRESHOLDS)
         _check_choice("regime", self.regime, ["auto", *snac.Regime])
         _check_choice("strategy", self.strategy, ["auto", *snac.Strategy])
-        if self.chunk_bytes < 0 or self.slots < 0 or self.blocks < 0:
+        if self.chunk_bytes < 0 or self.slots < 0 or self.blocks < 0 or self.sms < 0:
             raise PassFailedException(
-                f"{self.name}: chunk-bytes, slots and blocks must be non-negative"
+                f"{self.name}: chunk-bytes, slots, blocks and sms must be non-negative"
             )
+        if self.ranks_per_device < 1:
+            raise PassFailedException(f"{self.name}: ranks-per-device must be at least 1, got {self.ranks_per_device}")
         PatternRewriteWalker(LowerCollective(self), apply_recursively=False).rewrite_module(op)
 
 

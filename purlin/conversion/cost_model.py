@@ -30,6 +30,9 @@ class Thresholds:
     # copy_chunk_bytes: fewer per-unit signals, still enough units to pipeline.
     copy_large_bytes: int
     copy_chunk_bytes: int
+    # Multiprocessors of the generation's data-centre part (A100, H100/H200
+    # SXM, B200): what ranks sharing one GPU divide, unless told the GPU's own.
+    sms: int
 
 
 # sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
@@ -40,10 +43,15 @@ class Thresholds:
 # Packets: one block per role at 16 B took 16.1 us against 16.8 with 16.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90.
 THRESHOLDS: dict[str, Thresholds] = {
-    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20),
-    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20),
-    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20),
+    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108),
+    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132),
+    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148),
 }
+
+# Blocks per multiprocessor planned for when ranks share a GPU: two blocks of
+# 512 threads leave each thread 64 registers (the datapath's unrolled loops
+# spill below that), and all grids of the ranks must be resident at once.
+SHARED_BLOCKS_PER_SM = 2
 
 # Latency packets carry 8 data bytes in 16: beyond this many ranks the
 # fan-out of pushed packets costs more than staging even for small sizes.
@@ -54,37 +62,58 @@ LATENCY_MAX_WORLD = 16
 class Choice:
     regime: Regime
     strategy: Strategy
-    chunk_bytes: int
+    chunk_bytes: int  # 0: one unit per slice
     slots: int
     latency_blocks: int
     throughput_blocks: int
+    # Blocks one rank's grid may have in all, when ranks share a GPU (None: no bound).
+    block_budget: int | None = None
 
     def blocks(self, regime: Regime) -> int:
         return self.latency_blocks if regime == Regime.LATENCY else self.throughput_blocks
 
 
+def block_budget(arch: str, ranks_per_device: int, sms: int = 0) -> int | None:
+    """The blocks each of `ranks_per_device` ranks sharing a GPU of `sms`
+    multiprocessors (0: the generation's) may launch so that all their grids
+    are resident together; None for a GPU of its own."""
+    if ranks_per_device <= 1:
+        return None
+    return max(1, (sms or THRESHOLDS[arch].sms) * SHARED_BLOCKS_PER_SM // ranks_per_device)
+
+
 def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
-           reduce: bool, dynamic: bool, out_per_rank_bytes: int | None = None) -> Choice:
+           reduce: bool, dynamic: bool, out_per_rank_bytes: int | None = None, *,
+           symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0,
+           regime: Regime | None = None) -> Choice:
     """`per_rank_bytes` and `out_per_rank_bytes`: the largest rank's input and
     output; packet blocks follow the larger (an all_gather receives world
-    times what it sends)."""
+    times what it sends). `symmetric`: the ranks' buffers are addressable by
+    their peers, so throughput phases move whole slices in place (a reduction
+    composed, each name reduced once and pushed to its other destinations:
+    the least traffic). `ranks_per_device` ranks share a GPU of `sms`
+    multiprocessors: see block_budget. `regime`: forced, else chosen here."""
     t = THRESHOLDS[arch]
     latency = (
         per_rank_bytes is not None
         and per_rank_bytes <= t.latency_max_bytes
         and world <= LATENCY_MAX_WORLD
-    )
+    ) if regime is None else regime == Regime.LATENCY
+    in_place_direct = symmetric and not latency
     if not reduce:
         strategy = Strategy.COPY
-    elif dynamic or latency or total_bytes is None or total_bytes < t.composed_min_bytes:
+    elif dynamic or latency or (not in_place_direct and (total_bytes is None or total_bytes < t.composed_min_bytes)):
         strategy = Strategy.DIRECT
     else:
         strategy = Strategy.COMPOSED
-    regime = Regime.LATENCY if latency else Regime.THROUGHPUT
     large_copy = not reduce and per_rank_bytes is not None and per_rank_bytes >= t.copy_large_bytes
-    chunk = t.copy_chunk_bytes if large_copy else t.chunk_bytes
+    chunk = 0 if in_place_direct else t.copy_chunk_bytes if large_copy else t.chunk_bytes
     latency_blocks = t.latency_blocks
     if per_rank_bytes is not None:
         moved = max(per_rank_bytes, out_per_rank_bytes or 0)
         latency_blocks = max(1, min(latency_blocks, -(-moved // t.latency_block_bytes)))
-    return Choice(regime, strategy, chunk, t.slots, latency_blocks, t.throughput_blocks)
+    budget = block_budget(arch, ranks_per_device, sms)
+    if budget is not None:
+        latency_blocks = min(latency_blocks, budget)
+    return Choice(Regime.LATENCY if latency else Regime.THROUGHPUT, strategy, chunk, t.slots, latency_blocks,
+                  t.throughput_blocks, budget)

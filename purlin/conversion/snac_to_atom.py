@@ -51,10 +51,12 @@ class LowerProgram(RewritePattern):
         dtype = dtype_name(elem)
         assert dtype is not None
         props = dict(op.properties)
+        # Only staging pipelines (cp.async, bulk copies) take shared memory.
+        pipelined = any(isinstance(inner, snac.StageOp) for inner in op.body.walk())
         props.update(
             target=atom.TargetAttr(gen.target),
             threads=_int(gen.threads),
-            smem=_int(gen.smem_bytes(op.world_size)),
+            smem=_int(gen.smem_bytes(op.world_size) if pipelined else 0),
         )
         if self.multimem:
             props["multimem"] = UnitAttr()
@@ -78,25 +80,36 @@ class LowerProgram(RewritePattern):
             phase = phases.get(inner.phase.string_value())  # type: ignore[attr-defined]
             if phase is None:
                 continue
-            lower(self, _Step(inner, phase, buffers[phase.buffer.string_value()], elem, dtype))
+            buf = None if phase.buffer is None else buffers[phase.buffer.string_value()]
+            lower(self, _Step(inner, phase, buf, elem, dtype))
         rewriter.replace(op, kernel)
 
     def _reclaim(self, s: _Step) -> None:
         _swap(s.op, atom.WaitFreeOp)
 
     def _stage(self, s: _Step) -> None:
+        assert s.buf is not None
         unit_bytes = s.buf.elems.value.data * element_bytes(s.elem)
         _swap(s.op, atom.StageOp, _path(self.gen.stage(unit_bytes)))
 
     def _put(self, s: _Step) -> None:
         _swap(s.op, atom.PutOp, _path(self.gen.put()))
 
+    def _push(self, s: _Step) -> None:
+        _swap(s.op, atom.PushOp, _path(self.gen.copy()))
+
+    def _grant(self, s: _Step) -> None:
+        _swap(s.op, atom.GrantOp)
+
+    def _drain(self, s: _Step) -> None:
+        _swap(s.op, atom.DrainOp)
+
     def _notify(self, s: _Step) -> None:
         Rewriter.insert_op(atom.FenceOp(s.op.scope.data), InsertPoint.before(s.op))  # type: ignore[attr-defined]
         _swap(s.op, atom.NotifyOp)
 
     def _wait(self, s: _Step) -> None:
-        packets = s.buf.kind.data == snac.BufferKind.PACKETS
+        packets = s.buf is not None and s.buf.kind.data == snac.BufferKind.PACKETS
         _swap(s.op, atom.WaitPacketsOp if packets else atom.WaitReadyOp)
 
     def _consume(self, s: _Step) -> None:
@@ -108,7 +121,7 @@ class LowerProgram(RewritePattern):
         # only staged phases, with the local contribution staged too.
         # The switch reduces in an order of its own: only where one rank
         # reduces each slice (others get its bits), never deterministic.
-        staged = s.buf.kind.data == snac.BufferKind.STAGING
+        staged = s.buf is not None and s.buf.kind.data == snac.BufferKind.STAGING
         switch = staged and s.phase.deterministic is None and _one_reducer(s.phase)
         path = self.gen.reduce(kind, s.dtype, self.multimem and switch)
         if path.mech == atom.Mechanism.MULTIMEM:
@@ -129,7 +142,7 @@ class _Step:
 
     op: Operation
     phase: snac.PhaseOp
-    buf: snac.BufferOp
+    buf: snac.BufferOp | None  # None: a direct phase
     elem: Attribute
     dtype: str
 
@@ -144,6 +157,9 @@ _LOWER: dict[type[Operation], Callable[[LowerProgram, _Step], None]] = {
     snac.ConsumeOp: LowerProgram._consume,
     snac.AckOp: LowerProgram._ack,
     snac.FinishOp: LowerProgram._finish,
+    snac.PushOp: LowerProgram._push,
+    snac.GrantOp: LowerProgram._grant,
+    snac.DrainOp: LowerProgram._drain,
 }
 
 

@@ -17,8 +17,10 @@ Execution model (one call, every rank):
   prev = epoch and epoch += advance.
 - Memory per rank: `input`, `output` (the user's buffers; `input_elems` and
   `output_elems` bound every rank's, `input_extent(rank)` and
-  `output_extent(rank)` are what that rank's instructions touch, smaller on
-  some ranks of the V collectives), and in symmetric memory each buffer
+  `output_extent(rank)` are what the instructions touch of that rank's,
+  smaller on some ranks of the V collectives; only a `symmetric` plan's
+  instructions name other ranks' user buffers, which then are addressable
+  by every rank), and in symmetric memory each buffer
   (2 halves x slots x elems elements; packet windows hold 16-byte packets of
   8 data bytes and an 8-byte flag) and each signal array (slots x uint64).
 
@@ -75,6 +77,9 @@ class Plan(JsonForm, BinaryForm):
     # (the IR's input and output are one buffer): a rank may pass one buffer
     # as both. JSON carries it; the binary form, which the runtimes execute, does not need it.
     in_place: bool = False
+    # Instructions read and write other ranks' inputs and outputs in place:
+    # every rank's user buffers must be addressable by every rank.
+    symmetric: bool = False
     # The same atom.kernel compiled for the CUDA backend (purlin.cuda.program.
     # CudaProgram), attached by build_plan; JSON and binary plans carry none.
     cuda: object = field(default=None, compare=False, repr=False)
@@ -98,21 +103,23 @@ class Plan(JsonForm, BinaryForm):
         if not 0 <= rank < self.world:
             raise IndexError(f"rank {rank} is outside world {self.world}")
         end = 0
-        for body in self.programs[rank]:
-            for i in body:
-                if i.elems == 0:
-                    continue  # a zero-length move touches nothing
-                # The refs the runtimes dereference: a put writes its window by
-                # buf/offset, wait_packets reads none, signals carry no data.
-                if i.op in (Op.COPY, Op.REDUCE):
-                    refs = (i.dst, *i.srcs)
-                elif i.op == Op.PUT:
-                    refs = i.srcs
-                else:
-                    continue
-                for r in refs:
-                    if r is not None and r.space == space:
-                        end = max(end, r.offset + i.elems)
+        # A symmetric plan's peers touch the rank's buffers too.
+        for programs in self.programs if self.symmetric else [self.programs[rank]]:
+            for body in programs:
+                for i in body:
+                    if i.elems == 0:
+                        continue  # a zero-length move touches nothing
+                    # The refs the runtimes dereference: a put writes its window by
+                    # buf/offset, wait_packets reads none, signals carry no data.
+                    if i.op in (Op.COPY, Op.REDUCE):
+                        refs = (i.dst, *i.srcs)
+                    elif i.op == Op.PUT:
+                        refs = i.srcs
+                    else:
+                        continue
+                    for r in refs:
+                        if r is not None and r.space == space and r.rank == rank:
+                            end = max(end, r.offset + i.elems)
         return end
 
 

@@ -3,7 +3,7 @@
 
 Layout (int64 words): a 16-word header (magic, version, world, arch, dtype,
 input_elems, output_elems, advance, threads, n_roles, n_buffers, n_signals,
-4 reserved); n_roles x (kind, blocks); n_buffers x (kind, slots, elems);
+flags (FLAG_SYMMETRIC), 3 reserved); n_roles x (kind, blocks); n_buffers x (kind, slots, elems);
 n_signals x (slots); a directory of world x n_roles x (first instruction,
 count); n_instrs, n_refs; the instructions (16 words each: op mech elems sig
 peer slot base rel order scope redop buf offset dst_ref src_first src_count,
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from purlin.plan import Plan
 
 # Header words after magic and version, by name.
-_WORLD, _ARCH, _DTYPE, _INPUT, _OUTPUT, _ADVANCE, _THREADS, _ROLES, _BUFFERS, _SIGNALS = range(2, 12)
+_WORLD, _ARCH, _DTYPE, _INPUT, _OUTPUT, _ADVANCE, _THREADS, _ROLES, _BUFFERS, _SIGNALS, _FLAGS = range(2, 13)
 # Instruction words that hold the refs.
 _DST, _SRC_FIRST, _SRC_COUNT = 13, 14, 15
 
@@ -38,7 +38,8 @@ class BinaryForm:
         words = [
             m.MAGIC, self.version, self.world, m.ARCHS[self.arch], m.DTYPES[self.dtype][0],
             self.input_elems, self.output_elems, self.advance, self.threads,
-            len(self.roles), len(self.buffers), len(self.signals), 0, 0, 0, 0,
+            len(self.roles), len(self.buffers), len(self.signals), m.FLAG_SYMMETRIC if self.symmetric else 0,
+            0, 0, 0,
         ]
         for r in self.roles:
             words += [int(r.kind), r.blocks]
@@ -84,7 +85,7 @@ class BinaryForm:
         programs = [[tables.program(rank, role, entries[rank * n_roles + role]) for role in range(n_roles)]
                     for rank in range(world)]
         plan = cls(arch, world, dtype, w[_INPUT], w[_OUTPUT], w[_ADVANCE], w[_THREADS], roles, buffers,
-                   signals, programs)
+                   signals, programs, symmetric=bool(w[_FLAGS] & m.FLAG_SYMMETRIC))
         validate(plan)
         return plan
 
@@ -133,6 +134,8 @@ def _read_header(w: list[int]) -> tuple[str, str]:
         raise m.PlanError(f"unknown arch code {w[_ARCH]}")
     if dtype is None:
         raise m.PlanError(f"unknown dtype code {w[_DTYPE]}")
+    if w[_FLAGS] & ~m.FLAG_SYMMETRIC:
+        raise m.PlanError(f"header: unknown flags {w[_FLAGS]:#x}")
     counts = (("world", w[_WORLD]), ("roles", w[_ROLES]), ("buffers", w[_BUFFERS]), ("signals", w[_SIGNALS]))
     for what, n in counts:
         if not 0 <= n <= 1 << 20 or (what in ("world", "roles") and n < 1):

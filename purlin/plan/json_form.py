@@ -44,6 +44,8 @@ class JsonForm:
         }
         if self.in_place:
             doc["in_place"] = True
+        if self.symmetric:
+            doc["symmetric"] = True
         return json.dumps(doc, separators=(",", ":"))
 
     @classmethod
@@ -64,6 +66,7 @@ class JsonForm:
                 [[[_instr(i, f"rank {r} role {k} instruction {n}") for n, i in enumerate(role)]
                   for k, role in enumerate(rank)] for r, rank in enumerate(doc["ranks"])],
                 in_place=doc.get("in_place", False) is True,
+                symmetric=doc.get("symmetric", False) is True,
             )
         except m.PlanError:
             raise

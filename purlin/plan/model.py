@@ -16,7 +16,7 @@ from purlin.snac import dialect as snac
 
 # What purlin.plan re-exports.
 __all__ = [
-    "ARCHS", "DTYPES", "FORMAT", "HEADER_WORDS", "INSTR_WORDS", "INT64", "MAGIC", "MULTIMEM_REDUCE",
+    "ARCHS", "DTYPES", "FLAG_SYMMETRIC", "FORMAT", "HEADER_WORDS", "INSTR_WORDS", "INT64", "MAGIC", "MULTIMEM_REDUCE",
     "REF_WORDS", "VERSION", "Base", "BufKind", "BufferSpec", "Instr", "Mech", "Op", "Order", "PlanError",
     "RedOp", "Ref", "RoleKind", "RoleSpec", "Scope", "SignalSpec", "Space",
 ]
@@ -27,6 +27,8 @@ MAGIC = 0x4E4C5250  # "PRLN"
 INSTR_WORDS = 16
 REF_WORDS = 5
 HEADER_WORDS = 16
+# Header flags: the plan reads and writes other ranks' user buffers in place.
+FLAG_SYMMETRIC = 1
 
 
 class PlanError(Exception):

@@ -172,9 +172,11 @@ def _check_ref(at: _Site, r: Ref, what: str, writes: bool) -> None:
 
 
 def _user_buffer_size(at: _Site, r: Ref, what: str, writes: bool) -> int:
-    """Elements of the input or output a ref names: only the executing rank's are mapped."""
-    if r.rank != at.rank:
-        at.fail(f"{what} reads rank {r.rank}'s {r.space.name.lower()}, only rank {at.rank}'s is mapped")
+    """Elements of the input or output a ref names: unless the plan is
+    symmetric, only the executing rank's are mapped."""
+    if r.rank != at.rank and not at.plan.symmetric:
+        at.fail(f"{what} names rank {r.rank}'s {r.space.name.lower()}, only rank {at.rank}'s is mapped "
+                "(the plan is not symmetric)")
     if writes and r.space == Space.INPUT:
         at.fail(f"{what} writes the input buffer")
     return at.plan.input_elems if r.space == Space.INPUT else at.plan.output_elems

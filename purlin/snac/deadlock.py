@@ -48,10 +48,10 @@ def _stored_signals(program: snac.ProgramOpBase, phases: dict[str, PhaseState]) 
     for op in program.body.walk():
         if isinstance(op, snac.NotifyOpBase):
             stored.add(phases[op.phase.string_value()].ready)
-        elif isinstance(op, (snac.AckOpBase, snac.FinishOpBase)):
+        elif isinstance(op, (snac.AckOpBase, snac.FinishOpBase, snac.GrantOpBase)):
             stored.add(phases[op.phase.string_value()].free)
         elif isinstance(op, snac.PutOpBase):
-            stored.add(f"@{phases[op.phase.string_value()].buffer.sym_name.data} packets")
+            stored.add(f"@{phases[op.phase.string_value()].buf} packets")
     return stored
 
 

@@ -13,6 +13,13 @@ Per rank, in symmetric memory (visible to every peer):
 
 Flags are epochs compared with >=, never reset; the staging half is the
 epoch's parity. Memory order and scope are explicit on every signal op.
+
+A `symmetric` program's input and output are addressable by every peer (one
+address space, or buffers registered with the runtime). Its phases may then
+move data in place, with no buffer: `direct pull` (a consumer reads its
+sources from their ranks' buffers) or `direct push` (a producer writes its
+units into their destinations' outputs); `grant`, `reclaim`, `notify`,
+`wait`, `finish` and `drain` order those accesses within each call.
 """
 
 from __future__ import annotations
@@ -92,6 +99,13 @@ class Route(StrEnum):
     FROM_OWNER = "from_owner"
 
 
+class Transfer(StrEnum):
+    """How a phase without a buffer moves data between the ranks' own buffers."""
+
+    PULL = "pull"  # consumers read their sources in the source ranks' buffers
+    PUSH = "push"  # producers write their units into the destinations' outputs
+
+
 class RoleKind(StrEnum):
     PRODUCER = "producer"
     CONSUMER = "consumer"
@@ -110,6 +124,7 @@ StrategyAttr = enum_attribute(Strategy, "snac.strategy", __name__)
 PhaseSourceAttr = enum_attribute(PhaseSource, "snac.source", __name__)
 RouteAttr = enum_attribute(Route, "snac.route", __name__)
 RoleKindAttr = enum_attribute(RoleKind, "snac.role_kind", __name__)
+TransferAttr = enum_attribute(Transfer, "snac.transfer", __name__)
 
 
 @irdl_attr_definition
@@ -143,12 +158,14 @@ class ProgramOpBase(IRDLOperation):
     world = prop_def(IntegerAttr[I64])
     regime = prop_def(RegimeAttr)
     strategy = prop_def(StrategyAttr)
+    # Every rank's input and output are addressable by its peers.
+    symmetric = opt_prop_def(UnitAttr)
     body = region_def("single_block")
 
     traits = traits_def(NoTerminator(), SymbolTable())
     assembly_format = (
         "$input `,` $output (`counts` $counts^)? `world` $world `regime` $regime "
-        "`strategy` $strategy attr-dict `:` type($input) `,` type($output) "
+        "`strategy` $strategy (`symmetric` $symmetric^)? attr-dict `:` type($input) `,` type($output) "
         "(`,` type($counts)^)? $body"
     )
 
@@ -161,16 +178,16 @@ class ProgramOpBase(IRDLOperation):
         regime: Regime,
         strategy: Strategy,
         body,
+        symmetric: bool = False,
     ):
-        super().__init__(
-            operands=[inp, out, counts],
-            properties={
-                "world": _int(world),
-                "regime": RegimeAttr(regime),
-                "strategy": StrategyAttr(strategy),
-            },
-            regions=[body],
-        )
+        props: dict[str, Attribute] = {
+            "world": _int(world),
+            "regime": RegimeAttr(regime),
+            "strategy": StrategyAttr(strategy),
+        }
+        if symmetric:
+            props["symmetric"] = UnitAttr()
+        super().__init__(operands=[inp, out, counts], properties=props, regions=[body])
 
     @property
     def world_size(self) -> int:
@@ -274,19 +291,23 @@ class PhaseOp(IRDLOperation):
     dst_layout = prop_def(LayoutAttr)
     consume = prop_def(ConsumeAttr)
     chunk = prop_def(IntegerAttr[I64])
-    buffer = prop_def(SymbolRefAttr)
+    # Through a staging buffer or packet window, or (symmetric programs) in
+    # place between the ranks' own buffers.
+    buffer = opt_prop_def(SymbolRefAttr)
+    transfer = opt_prop_def(TransferAttr)
     ready = prop_def(SymbolRefAttr)
     free = prop_def(SymbolRefAttr)
     route = opt_prop_def(RouteAttr)
     deterministic = opt_prop_def(UnitAttr)
-    # Stage the consumer's own contribution too (multimem reads all of a
-    # group's sources at one symmetric address).
+    # Make the consumer's own contribution a unit too: staged (multimem reads
+    # all of a group's sources at one symmetric address), or pushed by the
+    # producer with its peers' (one read of the input for every destination).
     stage_local = opt_prop_def(UnitAttr)
 
     traits = traits_def(SymbolOpInterface())
     assembly_format = (
         "$sym_name `from` $source $src_layout `to` $dst_layout (`route` $route^)? "
-        "`consume` $consume `chunk` $chunk `via` $buffer `ready` $ready `free` $free "
+        "`consume` $consume `chunk` $chunk (`via` $buffer^)? (`direct` $transfer^)? `ready` $ready `free` $free "
         "(`deterministic` $deterministic^)? (`stage_local` $stage_local^)? attr-dict"
     )
 
@@ -298,12 +319,13 @@ class PhaseOp(IRDLOperation):
         dst: LayoutAttr,
         consume: ConsumeAttr,
         chunk: int,
-        buffer: str,
+        buffer: str | Transfer,
         ready: str,
         free: str,
         deterministic: bool,
         route: Route | None = None,
     ):
+        """`buffer`: the buffer's symbol, or how a direct phase moves data."""
         props: dict[str, Attribute] = {
             "sym_name": StringAttr(name),
             "source": PhaseSourceAttr(source),
@@ -311,10 +333,13 @@ class PhaseOp(IRDLOperation):
             "dst_layout": dst,
             "consume": consume,
             "chunk": _int(chunk),
-            "buffer": SymbolRefAttr(buffer),
             "ready": SymbolRefAttr(ready),
             "free": SymbolRefAttr(free),
         }
+        if isinstance(buffer, Transfer):
+            props["transfer"] = TransferAttr(buffer)
+        else:
+            props["buffer"] = SymbolRefAttr(buffer)
         if deterministic:
             props["deterministic"] = UnitAttr()
         if route is not None:
@@ -327,6 +352,22 @@ class PhaseOp(IRDLOperation):
             raise _err(self, "must be directly inside a snac.program")
         return parent
 
+    def moves(self) -> str:
+        """How the phase moves data: "staging", "packets", "pull" or "push"."""
+        if self.transfer is not None:
+            return self.transfer.data.value
+        buf = self.program().lookup(self.buffer, BufferOp, self)  # type: ignore[arg-type]
+        assert isinstance(buf, BufferOp)
+        return buf.kind.data.value
+
+    def buffer_op(self) -> BufferOp | None:
+        """The phase's staging buffer or packet window; None for a direct phase."""
+        if self.buffer is None:
+            return None
+        buf = self.program().lookup(self.buffer, BufferOp, self)
+        assert isinstance(buf, BufferOp)
+        return buf
+
     def verify_(self) -> None:
         prog = self.program()
         for layout in (self.src_layout, self.dst_layout):
@@ -336,8 +377,11 @@ class PhaseOp(IRDLOperation):
                     self,
                     f"phase layouts are for world {w} but the program for world {prog.world_size}",
                 )
-        buf = prog.lookup(self.buffer, BufferOp, self)
-        assert isinstance(buf, BufferOp)
+        if (self.buffer is None) == (self.transfer is None):
+            raise _err(self, "a phase moves either through a buffer (via @buf) or in place "
+                             "(direct pull or direct push), expected exactly one of them")
+        if self.transfer is not None:
+            self._verify_direct(prog)
         for ref in (self.ready, self.free):
             sig = prog.lookup(ref, SignalsOp, self)
             assert isinstance(sig, SignalsOp)
@@ -350,16 +394,28 @@ class PhaseOp(IRDLOperation):
         if self.chunk.value.data < 0:
             raise _err(self, f"chunk must be non-negative, got {self.chunk.value.data}")
         assert isinstance(prog.input.type, MemRefType)
-        if buf.elem_type != prog.input.type.element_type:
+        buf = self.buffer_op()
+        if buf is not None and buf.elem_type != prog.input.type.element_type:
             raise _err(
                 self,
-                f"buffer '@{self.buffer.string_value()}' holds {buf.elem_type} but the program "
+                f"buffer '@{buf.sym_name.data}' holds {buf.elem_type} but the program "
                 f"moves {prog.input.type.element_type}",
             )
         kind = self.consume.kind
         dtype = dtype_name(prog.input.type.element_type)
         if kind is not None and dtype is not None and (why := check_reduce_dtype(kind, dtype)):
             raise _err(self, why)
+
+
+    def _verify_direct(self, prog: ProgramOpBase) -> None:
+        assert self.transfer is not None
+        how = self.transfer.data.value
+        if prog.symmetric is None:
+            raise _err(self, f"'direct {how}' reads or writes the peers' own buffers, but the program is not "
+                             "symmetric; mark it symmetric or move the phase through a buffer")
+        if self.transfer.data == Transfer.PUSH and self.consume.kind is not None:
+            raise _err(self, "'direct push' writes each unit into its destinations, which cannot "
+                             "reduce; a reduction is 'direct pull'")
 
 
 def _phase_of(op: Operation, ref: SymbolRefAttr) -> PhaseOp:
@@ -414,10 +470,16 @@ class HalfOp(IRDLOperation):
         super().__init__(operands=[epoch], result_types=[_index()])
 
 
+# How a phase may move data (PhaseOp.moves).
+ALL_MOVES = ("staging", "packets", "pull", "push")
+
+
 class _PhaseStep(IRDLOperation):
     """An op of the phase `phase`, built from the phase's name and its
     operands in the order the op declares them."""
 
+    # The ways of moving data (PhaseOp.moves) whose phases the op belongs to.
+    MOVES: ClassVar[tuple[str, ...]] = ALL_MOVES
     phase = prop_def(SymbolRefAttr)
 
     def __init__(self, phase: str, *operands: SSAValue, result_types: Sequence[Attribute] = (),
@@ -429,7 +491,15 @@ class _PhaseStep(IRDLOperation):
         )
 
     def verify_(self) -> None:
-        _phase_of(self, self.phase)
+        phase = _phase_of(self, self.phase)
+        if self.MOVES != ALL_MOVES and (how := phase.moves()) not in self.MOVES:
+            expected = " or ".join(_MOVE_NAMES[m] for m in self.MOVES)
+            raise _err(self, f"phase '@{phase.sym_name.data}' moves {_MOVE_NAMES[how]}, expected a phase that "
+                             f"moves {expected}")
+
+
+_MOVE_NAMES = {"staging": "through a staging buffer", "packets": "through a packet window",
+               "pull": "by direct pull", "push": "by direct push"}
 
 
 class _PhaseQuery(_PhaseStep):
@@ -496,7 +566,7 @@ class RoleOpBase(IRDLOperation):
             raise _err(self, "must be directly inside a snac.program")
         if self.kind.data == RoleKind.FUSED:
             for op in self.body.walk():
-                if isinstance(op, (StageOpBase, NotifyOpBase, AckOpBase)):
+                if isinstance(op, (StageOpBase, NotifyOpBase, AckOpBase, PushOpBase, GrantOpBase, DrainOpBase)):
                     raise _err(
                         self,
                         f"a fused role moves packets only (put, wait, consume), but holds "
@@ -547,13 +617,17 @@ class _Signal(_Signalling):
 
 
 class ReclaimOpBase(_Await):
-    """Before writing unit u: wait until its slot is no longer read.
+    """Before writing unit u: wait until where it goes may be written.
 
-    Unit u goes to slot u mod slots. The first time in a call, the half must
-    be free of the call before last: every peer finished it (free >= prev).
-    Later, the slot's previous unit u - slots must be acknowledged by its
-    consumers (free >= epoch + u - slots + 1).
+    Staging: unit u goes to slot u mod slots. The first time in a call, the
+    half must be free of the call before last: every peer finished it (free
+    >= prev). Later, the slot's previous unit u - slots must be acknowledged
+    by its consumers (free >= epoch + u - slots + 1). Packets: the first put
+    of a call waits for the half as staging does. Direct push: every other
+    destination of unit u granted this call (free >= epoch + 1).
     """
+
+    MOVES: ClassVar[tuple[str, ...]] = ("staging", "packets", "push")
 
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
@@ -575,11 +649,25 @@ class StageOpBase(_PhaseStep):
     half = operand_def(IndexType)
     assembly_format = "$phase `unit` $unit `of` $rank `half` $half attr-dict"
 
-    def verify_(self) -> None:
-        _check_buffer_kind(self, BufferKind.STAGING)
+    MOVES: ClassVar[tuple[str, ...]] = ("staging",)
 
 
 StageOp = define_op(StageOpBase, __name__, "StageOp", "snac.stage")
+
+
+class PushOpBase(_PhaseStep):
+    """Direct push: copy unit u of this rank from its source buffer into the
+    output of every destination of the unit, in place."""
+
+    MOVES: ClassVar[tuple[str, ...]] = ("push",)
+    unit = operand_def(IndexType)
+    rank = operand_def(IndexType)
+    assembly_format = "$phase `unit` $unit `of` $rank attr-dict"
+
+
+@irdl_op_definition
+class PushOp(PushOpBase):
+    name = "snac.push"
 
 
 class PutOpBase(_Signal):
@@ -595,16 +683,18 @@ class PutOpBase(_Signal):
         "$phase `unit` $unit `of` $rank `half` $half `flag` $flag $order $scope attr-dict"
     )
 
-    def verify_(self) -> None:
-        super().verify_()
-        _check_buffer_kind(self, BufferKind.PACKETS)
+    MOVES: ClassVar[tuple[str, ...]] = ("packets",)
 
 
 PutOp = define_op(PutOpBase, __name__, "PutOp", "snac.put")
 
 
 class NotifyOpBase(_Signal):
-    """Store `value` into slot [rank] of the `ready` signals of every consumer of unit u."""
+    """Store `value` into slot [rank] of the `ready` signals of every consumer
+    of unit u: staged, readable in place (direct pull) or written into it
+    (direct push)."""
+
+    MOVES: ClassVar[tuple[str, ...]] = ("staging", "pull", "push")
 
     unit = operand_def(IndexType)
     rank = operand_def(IndexType)
@@ -617,7 +707,8 @@ NotifyOp = define_op(NotifyOpBase, __name__, "NotifyOp", "snac.notify")
 
 class WaitOpBase(_Await):
     """Wait until every remote source of group g is visible: its `ready` slot
-    reached epoch + unit + 1 (staging) or its packets carry flag >= epoch + 1."""
+    reached epoch + unit + 1 (staging, direct pull and push) or its packets
+    carry flag >= epoch + 1."""
 
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
@@ -634,7 +725,10 @@ WaitOp = define_op(WaitOpBase, __name__, "WaitOp", "snac.wait")
 
 
 class ConsumeOpBase(_PhaseStep):
-    """Copy, or N-to-1 reduce (f32 accumulation), group g into the output."""
+    """Copy, or N-to-1 reduce (f32 accumulation), group g into the output:
+    from staging, packets, or (direct pull) the sources' own buffers. In a
+    direct push phase producers write the groups with remote sources; only
+    the others are consumed."""
 
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
@@ -655,6 +749,8 @@ class AckOpBase(_Signal):
     """After consuming group g: store epoch + unit + 1 into slot [rank] of
     each remote source's `free` signals, so it may reuse the slot."""
 
+    MOVES: ClassVar[tuple[str, ...]] = ("staging",)
+
     group = operand_def(IndexType)
     rank = operand_def(IndexType)
     epoch = operand_def(IndexType)
@@ -668,12 +764,46 @@ class FinishOpBase(_Signal):
     """End of this rank's reads in the phase: store `value` (the next epoch)
     into slot [rank] of every peer's `free` signals."""
 
+    MOVES: ClassVar[tuple[str, ...]] = ("staging", "packets", "pull")
+
     rank = operand_def(IndexType)
     value = operand_def(IndexType)
     assembly_format = "$phase `of` $rank `value` $value $order $scope attr-dict"
 
 
 FinishOp = define_op(FinishOpBase, __name__, "FinishOp", "snac.finish")
+
+
+class GrantOpBase(_Signal):
+    """Direct push, at the start of a call: this rank's output may be written
+    now; store `value` (epoch + 1) into slot [rank] of the `free` signals of
+    every rank that pushes to it."""
+
+    MOVES: ClassVar[tuple[str, ...]] = ("push",)
+    rank = operand_def(IndexType)
+    value = operand_def(IndexType)
+    assembly_format = "$phase `of` $rank `value` $value $order $scope attr-dict"
+
+
+@irdl_op_definition
+class GrantOp(GrantOpBase):
+    name = "snac.grant"
+
+
+class DrainOpBase(_Await):
+    """Direct pull, at the end of a call: wait until every rank that reads
+    this rank's units finished (its `free` slot reached `value`, the next
+    epoch), so that the caller may write the buffers again."""
+
+    MOVES: ClassVar[tuple[str, ...]] = ("pull",)
+    rank = operand_def(IndexType)
+    value = operand_def(IndexType)
+    assembly_format = "$phase `of` $rank `value` $value $order $scope attr-dict"
+
+
+@irdl_op_definition
+class DrainOp(DrainOpBase):
+    name = "snac.drain"
 
 
 @irdl_op_definition
@@ -690,18 +820,6 @@ class AdvanceOp(IRDLOperation):
     def verify_(self) -> None:
         if not isinstance(self.parent_op(), ProgramOpBase):
             raise _err(self, "must be directly inside a snac.program, after its roles")
-
-
-def _check_buffer_kind(op: _PhaseStep, kind: BufferKind) -> None:
-    phase = _phase_of(op, op.phase)
-    buf = phase.program().lookup(phase.buffer, BufferOp, op)
-    assert isinstance(buf, BufferOp)
-    if buf.kind.data != kind:
-        raise _err(
-            op,
-            f"phase '@{phase.sym_name.data}' moves through a {buf.kind.data.value} buffer, "
-            f"expected a {kind.value} buffer",
-        )
 
 
 Snac = Dialect(
@@ -722,11 +840,14 @@ Snac = Dialect(
         ReclaimOp,
         StageOp,
         PutOp,
+        PushOp,
         NotifyOp,
         WaitOp,
         ConsumeOp,
         AckOp,
         FinishOp,
+        GrantOp,
+        DrainOp,
         AdvanceOp,
     ],
     [
@@ -738,6 +859,7 @@ Snac = Dialect(
         PhaseSourceAttr,
         RouteAttr,
         RoleKindAttr,
+        TransferAttr,
         TokenType,
     ],
 )

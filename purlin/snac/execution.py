@@ -22,6 +22,7 @@ from purlin.snac.index_eval import BINARY, IndexEvaluator
 from purlin.snac.phase_binding import PhaseState, phase_states
 from purlin.snac.protocol_steps import ProtocolSteps
 from purlin.snac.symmetric_memory import World
+from purlin.snac.user_buffers import UserBuffers
 
 # What a compiled op of a role is (see Execution._compiled).
 _PROTOCOL, _WAITS, _ARITH, _FOR, _NEXT, _FENCE, _NESTED_ROLE, _INDEX = range(8)
@@ -96,6 +97,7 @@ class Execution(IndexEvaluator, ProtocolSteps):
             self.dtype = args[program.input][0].dtype
         self._watchers = _Watchers()
         self.races = RaceChecker(world, self._wake)
+        self.user = UserBuffers(world.world, program.input == program.output)
         self._blocks: dict[Block, list[tuple[int, Any, Any]]] = {}
         self._declare(counts, phases)
 
@@ -109,6 +111,8 @@ class Execution(IndexEvaluator, ProtocolSteps):
             return
         for ph in self.phases.values():
             buf = ph.buffer
+            if buf is None:
+                continue
             for r in range(self.w.world):
                 key = (buf.sym_name.data, r)
                 if key not in self.w.buffers:
@@ -126,16 +130,22 @@ class Execution(IndexEvaluator, ProtocolSteps):
 
     def run_call(self, threads_per_rank: int, base_tid: list[int], clocks: list[list[int]],
                  nthreads: int) -> list[list[int]]:
-        """One call on every rank; returns each rank's clock at the end of the call."""
+        """One call on every rank; returns each rank's clock at the end of the
+        call. Thread id base_tid[rank] + threads_per_rank is the rank's caller,
+        which hands its buffers over at the call's start."""
         threads: list[Thread] = []
         advances: list[int] = [0] * self.w.world
         for rank in range(self.w.world):
             env: dict[SSAValue, Any] = {}
             roles = 0
+            host = base_tid[rank] + threads_per_rank
+            start = np.asarray(clocks[rank], dtype=np.int64).copy()
+            start[host] += 1
+            self.user.begin(rank, host, int(start[host]))
             for op in self.program.body.block.ops:
                 if isinstance(op, snac.RoleOpBase):
                     t = Thread(base_tid[rank] + roles, rank, op.kind.data.value, nthreads)
-                    t.clock.join(clocks[rank])
+                    t.clock.join(start)
                     t.stamp = int(t.clock.v[t.tid])
                     t.tick()
                     t.gen = self._run_block(op.body.block, dict(env), t)
@@ -166,9 +176,11 @@ class Execution(IndexEvaluator, ProtocolSteps):
         for rank in range(self.w.world):
             c = Clock(nthreads)
             c.join(clocks[rank])
+            c.v[base_tid[rank] + threads_per_rank] += 1
             for t in threads:
                 if t.rank == rank:
                     c.join(t.clock.v)
+            self.user.end(rank, c.v, self.program)
             joined.append(c.v)
             self.w.prev[rank] = self.w.epoch[rank]
             self.w.epoch[rank] += advances[rank]
@@ -306,4 +318,7 @@ _STEPS: dict[type[Operation], tuple[int, str]] = {
     snac.ConsumeOpBase: (_PROTOCOL, "_consume"),
     snac.AckOpBase: (_PROTOCOL, "_ack"),
     snac.FinishOpBase: (_PROTOCOL, "_finish"),
+    snac.PushOpBase: (_PROTOCOL, "_push"),
+    snac.GrantOpBase: (_PROTOCOL, "_grant"),
+    snac.DrainOpBase: (_WAITS, "_drain"),
 }

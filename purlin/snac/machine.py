@@ -69,14 +69,15 @@ def execute(
         raise SnacExecutionError(f"{calls} calls need as many counts, got {len(counts_per_call)}")
     first = counts if counts_per_call is None else counts_per_call[0]
     ex = Execution(program, state, args, first, random.Random(seed), shrink, phases)
-    roles = sum(isinstance(op, snac.RoleOpBase) for op in program.body.block.ops)
-    nthreads = world * max(roles, 1)
-    base = [r * max(roles, 1) for r in range(world)]
+    roles = max(1, sum(isinstance(op, snac.RoleOpBase) for op in program.body.block.ops))
+    # Each rank's roles, then its caller (who hands the buffers over between calls).
+    nthreads = world * (roles + 1)
+    base = [r * (roles + 1) for r in range(world)]
     clocks = [[0] * nthreads for _ in range(world)]
     for k in range(calls):
         if counts_per_call is not None and k > 0:
             ex.rebind(phase_states(program, world, counts_per_call[k], shrink))
-        clocks = ex.run_call(max(roles, 1), base, clocks, nthreads)
+        clocks = ex.run_call(roles, base, clocks, nthreads)
 
 
 def verify_program(program: snac.ProgramOpBase, calls: int = 3, seeds: Sequence[int] = (0, 1, 2),

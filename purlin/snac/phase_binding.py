@@ -20,23 +20,27 @@ from purlin.snac.protocol import PhasePlan, packet_elems, route_layouts
 class PhaseState:
     op: snac.PhaseOp
     plan: PhasePlan
-    buffer: snac.BufferOp
+    buffer: snac.BufferOp | None  # None: the phase moves in place (direct pull or push)
     ready: str
     free: str
     window_offsets: list[list[int]]  # per producer, per unit: offset in its window region
     # Read from the ops once: their IRDL accessors are slow at a step's rate.
     name: str = field(init=False)
-    buf: str = field(init=False)
+    buf: str = field(init=False)  # the buffer's symbol, "" for a direct phase
     slots: int = field(init=False)
+    moves: str = field(init=False)  # snac.PhaseOp.moves
     staged: bool = field(init=False)
+    direct: bool = field(init=False)
     from_input: bool = field(init=False)
     reduce: str | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.name = self.op.sym_name.data
-        self.buf = self.buffer.sym_name.data
-        self.slots = self.buffer.slots.value.data
-        self.staged = self.buffer.kind.data == snac.BufferKind.STAGING
+        self.buf = "" if self.buffer is None else self.buffer.sym_name.data
+        self.slots = 1 if self.buffer is None else self.buffer.slots.value.data
+        self.moves = self.op.moves()
+        self.staged = self.moves == "staging"
+        self.direct = self.buffer is None
         self.from_input = self.op.source.data == snac.PhaseSource.INPUT
         kind = self.op.consume.kind
         self.reduce = None if kind is None else kind.value
@@ -50,16 +54,15 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
     `shrink` cuts slices to slots + 1 units: the program does the same per
     unit at any size, so that covers slot reuse (and three calls half reuse).
     """
-    buffers = {op.sym_name.data: op for op in program.body.block.ops if isinstance(op, snac.BufferOp)}
     phases: dict[str, PhaseState] = {}
     for op in program.body.block.ops:
         if not isinstance(op, snac.PhaseOp):
             continue
         src = _bind(op.src_layout.to_layout(), counts, op)
         dst = _bind(op.dst_layout.to_layout(), counts, op)
-        buf = buffers[op.buffer.string_value()]
+        buf = op.buffer_op()
         if shrink and op.chunk.value.data > 0:
-            cap = op.chunk.value.data * (buf.slots.value.data + 1)
+            cap = op.chunk.value.data * ((1 if buf is None else buf.slots.value.data) + 1)
             src, dst = src.clamped(cap), dst.clamped(cap)
         src, dst = route_layouts(src, dst, None if op.route is None else op.route.data.value)
         plan = PhasePlan(
@@ -67,8 +70,10 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
             keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
             stage_local=op.stage_local is not None,
         )
-        align = packet_elems(element_bytes(buf.elem_type))
-        offsets = [plan.window_offsets(r, align) for r in range(world)]
+        offsets: list[list[int]] = [[] for _ in range(world)]
+        if buf is not None:
+            align = packet_elems(element_bytes(buf.elem_type))
+            offsets = [plan.window_offsets(r, align) for r in range(world)]
         ph = PhaseState(op, plan, buf, op.ready.string_value(), op.free.string_value(), offsets)
         _check_capacity(ph, world)
         phases[op.sym_name.data] = ph
@@ -77,6 +82,8 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
 
 def _check_capacity(ph: PhaseState, world: int) -> None:
     buf = ph.buffer
+    if buf is None:
+        return
     elems = buf.elems.value.data
     if buf.kind.data == snac.BufferKind.STAGING:
         need = ph.plan.max_unit_elems

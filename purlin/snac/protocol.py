@@ -77,8 +77,9 @@ class PhasePlan:
     # Forwarding phases make a unit of every source slice, read or not, so
     # unit g is the reducer's group g.
     keep_unread: bool = False
-    # Stage every contribution, the consumer's own included, so that all of
-    # a group's sources sit in symmetric memory (what multimem reads).
+    # Make every contribution a unit, the consumer's own included: staged so
+    # that all of a group's sources sit in symmetric memory (what multimem
+    # reads), or pushed by its producer with the others.
     stage_local: bool = False
     units: tuple[tuple[Unit, ...], ...] = field(init=False)
     groups: tuple[tuple[Group, ...], ...] = field(init=False)
@@ -95,6 +96,26 @@ class PhasePlan:
     @cached_property
     def max_unit_elems(self) -> int:
         return max((u.size for us in self.units for u in us), default=0)
+
+    @cached_property
+    def destinations(self) -> tuple[tuple[tuple[tuple[int, int], ...], ...], ...]:
+        """Per producer, per unit: the (consumer, output offset) of every group
+        that reads it, in consumer order: where a direct push writes the unit."""
+        dests: list[list[list[tuple[int, int]]]] = [[[] for _ in us] for us in self.units]
+        for groups in self.groups:
+            for g in groups:
+                for s in g.sources:
+                    if s.unit is not None:
+                        dests[s.rank][s.unit].append((g.consumer, g.dst_offset))
+        return tuple(tuple(tuple(d) for d in us) for us in dests)
+
+    def senders(self, rank: int) -> tuple[int, ...]:
+        """The other ranks whose units `rank` consumes."""
+        return tuple(sorted({s.rank for g in self.groups[rank] for s in g.remote} - {rank}))
+
+    def receivers(self, rank: int) -> tuple[int, ...]:
+        """The other ranks that consume units of `rank`."""
+        return tuple(sorted({d for u in self.units[rank] for d in u.consumers} - {rank}))
 
     def staged_groups(self, rank: int) -> int:
         """How many of `rank`'s groups read staging: groups [0, n) wait for

@@ -15,6 +15,7 @@ from purlin.snac.errors import ProtocolViolation, SnacExecutionError
 from purlin.snac.happens_before import RaceChecker, Thread
 from purlin.snac.phase_binding import PhaseState
 from purlin.snac.symmetric_memory import Signal, World
+from purlin.snac.user_buffers import UserBuffers
 
 # (ready, what blocks it, kind, the keys of what it still waits for: a
 # Signal's id or a window location's key, whose stores may make it ready).
@@ -44,6 +45,7 @@ class ProtocolSteps:
     w: World
     args: dict[SSAValue, list[np.ndarray]] | None
     races: RaceChecker
+    user: UserBuffers
 
     def _unit(self, op: Operation, ph: PhaseState, rank: int, u: int):
         units = ph.plan.units[rank]
@@ -88,7 +90,10 @@ class ProtocolSteps:
         rank, u = env[op.rank], env[op.unit]
         self._unit(op, ph, rank, u)
         slots = ph.slots
-        if ph.staged and u >= slots:
+        if ph.moves == "push":
+            need = env[op.epoch] + 1
+            readers = tuple(sorted({d for d, _ in ph.plan.destinations[rank][u]} - {rank}))
+        elif ph.staged and u >= slots:
             prior = ph.plan.units[rank][u - slots]
             need = env[op.epoch] + (u - slots) + 1
             readers = prior.consumers
@@ -106,6 +111,7 @@ class ProtocolSteps:
         rank, u, half = env[op.rank], env[op.unit], env[op.half]
         unit = self._unit(op, ph, rank, u)
         slot = u % ph.slots
+        self._read_source(t, ph, rank, unit.src_offset, unit.size, op)
         key = ("stage", ph.buf, rank, half, slot)
         self.races.write(t, key, (ph.name, rank, u, self.w.epoch[rank]), op,
                          lambda: f"@{ph.buf} of rank {rank} half {half} slot {slot}")
@@ -120,12 +126,42 @@ class ProtocolSteps:
         v = self.program.input if ph.from_input else self.program.output
         return self.args[v][rank]
 
+    def _read_source(self, t: Thread, ph: PhaseState, rank: int, offset: int, size: int, op) -> None:
+        """Thread `t` reads `size` elements at `offset` of rank `rank`'s source buffer."""
+        self.user.access(t, rank, "input" if ph.from_input else "output", offset, offset + size, False, op)
+
+    def _push(self, op: snac.PushOpBase, env, t: Thread) -> None:
+        ph = op.ph
+        rank, u = env[op.rank], env[op.unit]
+        unit = self._unit(op, ph, rank, u)
+        self._read_source(t, ph, rank, unit.src_offset, unit.size, op)
+        for d, off in ph.plan.destinations[rank][u]:
+            self.user.access(t, d, "output", off, off + unit.size, True, op)
+            if self.w.data:
+                assert self.args is not None
+                self.args[self.program.output][d][off : off + unit.size] = self._source(ph, rank)[
+                    unit.src_offset : unit.src_offset + unit.size
+                ]
+
+    def _grant(self, op: snac.GrantOpBase, env, t: Thread) -> None:
+        ph = op.ph
+        rank, value = env[op.rank], env[op.value]
+        self._signal(op, t, ph.free, rank, ((d, value) for d in ph.plan.senders(rank)))
+
+    def _drain(self, op: snac.DrainOpBase, env, t: Thread):
+        ph = op.ph
+        rank, value = env[op.rank], env[op.value]
+        mine = self.w.slots(ph.free, rank)
+        conds = [(mine[d], value, ph.free, rank, d) for d in ph.plan.receivers(rank)]
+        return self._await(t, conds, op.order.data == snac.MemoryOrder.ACQUIRE)
+
     def _put(self, op: snac.PutOpBase, env, t: Thread) -> None:
         ph = op.ph
         rank, u, half, flag = env[op.rank], env[op.unit], env[op.half], env[op.flag]
         unit = self._unit(op, ph, rank, u)
         off = ph.window_offsets[rank][u]
         buf = ph.buf
+        self._read_source(t, ph, rank, unit.src_offset, unit.size, op)
         for d in unit.consumers:
             key = ("win", buf, d, half, rank, u)
             self.races.write(t, key, (ph.name, rank, u, flag), op,
@@ -152,7 +188,7 @@ class ProtocolSteps:
         group = self._group(op, ph, rank, g)
         acquire = op.order.data == snac.MemoryOrder.ACQUIRE
         env[op.token] = Token(ph.name, g, rank, epoch)
-        if ph.staged:
+        if ph.moves != "packets":
             mine = self.w.slots(ph.ready, rank)
             conds = [(mine[s.rank], epoch + s.unit + 1, ph.ready, rank, s.rank) for s in group.remote]
             return self._await(t, conds, acquire)
@@ -210,11 +246,18 @@ class ProtocolSteps:
             )
         group = self._group(op, ph, rank, g)
         buf, staged, slots = ph.buf, ph.staged, ph.slots
+        if ph.moves == "push" and group.remote:
+            raise SnacExecutionError(
+                f"{where(op)}: rank {rank} consumes group {g} of phase '{name}', which its producers push: "
+                "a direct push phase consumes only groups without remote sources"
+            )
         pieces: list[np.ndarray] = []
         for s in group.sources:
-            if s.unit is None:
+            if s.unit is None or ph.direct:
+                # Read in place: the rank's own buffer, or (direct pull) the source rank's.
+                self._read_source(t, ph, s.rank, s.offset, group.size, op)
                 if self.w.data:
-                    src = self._source(ph, rank)
+                    src = self._source(ph, s.rank)
                     pieces.append(src[s.offset : s.offset + group.size])
                 continue
             expect = (name, s.rank, s.unit, tok.epoch + 1 if not staged else tok.epoch)
@@ -233,6 +276,7 @@ class ProtocolSteps:
                 else:
                     off = ph.window_offsets[s.rank][s.unit]
                     pieces.append(self.w.buffers[(buf, rank)][half, s.rank, off : off + group.size])
+        self.user.access(t, rank, "output", group.dst_offset, group.dst_offset + group.size, True, op)
         if not self.w.data:
             return
         assert self.args is not None
@@ -252,9 +296,11 @@ class ProtocolSteps:
         self._signal(op, t, ph.free, rank, ((s.rank, epoch + s.unit + 1) for s in group.remote))
 
     def _finish(self, op: snac.FinishOpBase, env, t: Thread) -> None:
+        """To every peer; in a direct pull phase to the ranks this one read from."""
         ph = op.ph
         rank, value = env[op.rank], env[op.value]
-        self._signal(op, t, ph.free, rank, ((d, value) for d in range(self.w.world) if d != rank))
+        peers = ph.plan.senders(rank) if ph.moves == "pull" else (d for d in range(self.w.world) if d != rank)
+        self._signal(op, t, ph.free, rank, ((d, value) for d in peers))
 
     def _signal(self, op, t: Thread, sym: str, rank: int, stores: Iterable[tuple[int, int]]) -> None:
         """Store each (peer, value) of `stores` into slot `rank` of the peer's `sym`."""

@@ -95,10 +95,11 @@ class RoleThread {
 
   Place place(const Ref& r) const {
     switch (r.space) {
+      // A symmetric plan names other ranks' buffers (check_programs allows no other).
       case Space::Input:
-        return {static_cast<unsigned char*>(const_cast<void*>(inputs_[rank_])) + r.offset * eb_};
+        return {static_cast<unsigned char*>(const_cast<void*>(inputs_[r.rank])) + r.offset * eb_};
       case Space::Output:
-        return {static_cast<unsigned char*>(outputs_[rank_]) + r.offset * eb_};
+        return {static_cast<unsigned char*>(outputs_[r.rank]) + r.offset * eb_};
       case Space::Staging: {
         const Buffer& b = p_.buffers[r.buf];
         return {c_.memory_[r.rank].staging[r.buf] + ((half_ * b.slots + r.slot) * b.elems + r.offset) * eb_};

@@ -36,6 +36,10 @@ ProcessCommunicator::ProcessCommunicator(Plan plan, int64_t rank, Options option
   if (rank < 0 || rank >= plan_.world)
     throw std::out_of_range(options_.name + ": rank " + std::to_string(rank) + " is outside world " +
                             std::to_string(plan_.world));
+  if (plan_.symmetric)
+    throw std::invalid_argument(options_.name + ": the plan reads and writes other ranks' buffers in place "
+                                "(symmetric), but each rank's buffers live in its own process here; lower "
+                                "it without symmetric=true");
   const size_t bytes = region_bytes();
   shm_name_ = unique_name(rank);
   const int fd = ::shm_open(shm_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);

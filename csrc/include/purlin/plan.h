@@ -18,6 +18,8 @@ namespace purlin {
 constexpr int64_t kMagic = 0x4E4C5250;  // "PRLN"
 constexpr int64_t kVersion = 1;
 constexpr int kHeaderWords = 16;
+// Header word 12, flags: the plan reads and writes other ranks' user buffers in place.
+constexpr int64_t kFlagSymmetric = 1;
 constexpr int kInstrWords = 16;
 constexpr int kRefWords = 5;
 
@@ -83,6 +85,8 @@ struct Buffer {
 struct Plan {
   int64_t world, arch, input_elems, output_elems, advance, threads;
   DType dtype;
+  // Refs may name other ranks' inputs and outputs: every rank's must be addressable by every rank.
+  bool symmetric = false;
   std::vector<Role> roles;
   std::vector<Buffer> buffers;
   std::vector<int64_t> signal_slots;
@@ -111,7 +115,8 @@ class PlanError : public std::runtime_error {
 Plan decode_plan(const int64_t* words, int64_t n);
 
 // What decode_plan leaves to the executors: the fields each op reads, refs
-// to the executing rank's user buffers and to buffers of the right kind.
+// to the executing rank's user buffers (any rank's in a symmetric plan) and
+// to buffers of the right kind.
 // std::invalid_argument names the first bad instruction.
 void check_programs(const Plan& p);
 

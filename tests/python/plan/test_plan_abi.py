@@ -47,7 +47,7 @@ def test_format_constants_agree():
     found = {m.group(1): int(m.group(2), 0)
              for m in re.finditer(r"constexpr (?:int|int64_t) (k\w+) = (0x[0-9A-Fa-f]+|\d+);", HEADER)}
     assert found == {"kMagic": P.MAGIC, "kVersion": P.VERSION, "kHeaderWords": P.HEADER_WORDS,
-                     "kInstrWords": P.INSTR_WORDS, "kRefWords": P.REF_WORDS}
+                     "kInstrWords": P.INSTR_WORDS, "kRefWords": P.REF_WORDS, "kFlagSymmetric": P.FLAG_SYMMETRIC}
 
 
 def test_role_names_agree():
