@@ -20,17 +20,23 @@ LOWERINGS = {
     "direct": f"regime=throughput strategy=direct {SMALL}",
     "composed": f"regime=throughput strategy=composed {SMALL}",
     "copy": f"regime=throughput strategy=copy {SMALL}",
+    # In place between the ranks' own buffers: whole slices, and 16-byte units.
+    "symmetric": "regime=throughput symmetric=true",
+    "symmetric-chunked": "regime=throughput symmetric=true chunk-bytes=16",
+    "symmetric-direct": "regime=throughput symmetric=true strategy=direct",
 }
 
 
 def strategies(name, dynamic=False):
     info = COLLECTIVES[name]
+    # Counts read at run time lower staged (symmetric=true falls back): not listed twice.
+    symmetric = [] if dynamic else ["symmetric", "symmetric-chunked"]
     if not info.reduces:
-        return ["latency", "copy"]
+        return ["latency", "copy", *symmetric]
     # Composed needs a name with several destinations: only all_reduce has one.
     if name == "all_reduce" and not dynamic:
-        return ["latency", "latency-composed", "direct", "composed"]
-    return ["latency", "direct"]
+        return ["latency", "latency-composed", "direct", "composed", *symmetric, "symmetric-direct"]
+    return ["latency", "direct", *symmetric]
 
 
 PAIRS = [(n, s) for n in COLLECTIVES for s in strategies(n)]

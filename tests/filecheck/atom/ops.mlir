@@ -512,3 +512,69 @@ func.func @copy_sm70(%in: memref<4xf16>, %out: memref<8xf16>) {
 // GENERIC: "atom.ack"(%g, %rank, %epoch) <{phase = @exchange, order = #snac<order release>, scope = #snac<scope system>}> : (index, index, index) -> ()
 // GENERIC: "atom.fence"() <{scope = #snac<scope system>}> : () -> ()
 // GENERIC: "atom.finish"(%rank, %next) <{phase = @exchange, order = #snac<order release>, scope = #snac<scope system>}> : (index, index) -> ()
+
+// -- symmetric on sm_90 at GPU scope: pushes, grants and drains -----------------
+
+func.func @symmetric(%in: memref<8xf32>, %out: memref<8xf32>) {
+  atom.kernel %in, %out world 2 regime throughput strategy composed symmetric target sm_90 threads 512 smem 0 : memref<8xf32>, memref<8xf32> {
+    snac.signals @reduce_ready slots 2
+    snac.signals @reduce_free slots 2
+    snac.phase @reduce from input <scattered, world 2, 4> to <scattered, world 2, 4> route to_owner consume <reduce sum> chunk 0 direct pull ready @reduce_ready free @reduce_free
+    snac.signals @forward_ready slots 2
+    snac.signals @forward_free slots 2
+    snac.phase @forward from output <scattered, world 2, 4> to <scattered, world 2, 4> route from_owner consume <copy> chunk 0 direct push ready @forward_ready free @forward_free stage_local
+    %0 = snac.rank
+    %1, %2 = snac.epoch
+    %3 = snac.half %1
+    %4 = arith.constant 0 : index
+    %5 = arith.constant 1 : index
+    %6 = snac.max_units @reduce
+    %7 = snac.max_units @forward
+    %8 = arith.maxui %6, %7 : index
+    %9 = arith.ori %8, %5 : index
+    %10 = arith.addi %1, %9 : index
+    %11 = arith.addi %1, %5 : index
+    atom.blocks producer first 0 blocks 1 {
+      %12 = snac.units @reduce of %0
+      scf.for %13 = %4 to %12 step %5 {
+        %14 = arith.addi %13, %5 : index
+        %15 = arith.addi %1, %14 : index
+        atom.fence gpu
+        atom.notify @reduce unit %13 of %0 value %15 release gpu
+      }
+      atom.drain @reduce of %0 value %10 acquire gpu
+    }
+    atom.blocks reducer first 1 blocks 64 {
+      %16 = snac.groups @reduce of %0
+      scf.for %17 = %4 to %16 step %5 {
+        %18 = atom.wait_ready @reduce group %17 of %0 epoch %1 acquire gpu
+        atom.reduce @reduce group %17 of %0 half %3 after %18 mech vector width 16
+        atom.wait_free @forward unit %17 of %0 epoch %1 prev %2 acquire gpu
+        atom.push @forward unit %17 of %0 mech vector width 16
+        %19 = arith.addi %17, %5 : index
+        %20 = arith.addi %1, %19 : index
+        atom.fence gpu
+        atom.notify @forward unit %17 of %0 value %20 release gpu
+      }
+      atom.fence gpu
+      atom.finish @reduce of %0 value %10 release gpu
+    }
+    atom.blocks consumer first 65 blocks 1 {
+      atom.grant @forward of %0 value %11 release gpu
+      %21 = snac.groups @forward of %0
+      scf.for %22 = %4 to %21 step %5 {
+        %23 = atom.wait_ready @forward group %22 of %0 epoch %1 acquire gpu
+      }
+    }
+    snac.advance %9
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @symmetric
+// CHECK-NEXT:    atom.kernel %in, %out world 2 regime throughput strategy composed symmetric target sm_90 threads 512 smem 0 : memref<8xf32>, memref<8xf32> {
+// CHECK:           atom.drain @reduce of %{{.*}} value %{{.*}} acquire gpu
+// CHECK:           atom.push @forward unit %{{.*}} of %{{.*}} mech vector width 16
+// CHECK:           atom.grant @forward of %{{.*}} value %{{.*}} release gpu
+// GENERIC-LABEL: sym_name = "symmetric"
+// GENERIC:       "atom.kernel"(%in, %out) <{world = 2 : i64, regime = #snac<regime throughput>, strategy = #snac<strategy composed>, symmetric, target = #atom<target sm_90>, threads = 512 : i64, smem = 0 : i64}> ({
+// GENERIC:         "atom.push"(%{{.*}}, %{{.*}}) <{phase = @forward, mech = #atom<mechanism vector>, width = 16 : i64}> : (index, index) -> ()

@@ -498,7 +498,7 @@ func.func @stage_on_packets(%a: memref<8xf32>) {
     %e, %prev = snac.epoch
     %h = snac.half %e
     snac.stage @p unit %r of %r half %h
-// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.stage': phase '@p' moves through a packets buffer, expected a staging buffer
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.stage': phase '@p' moves through a packet window, expected a phase that moves through a staging buffer
   }
   func.return
 }
@@ -514,7 +514,168 @@ func.func @put_on_staging(%a: memref<8xf32>) {
     %e, %prev = snac.epoch
     %h = snac.half %e
     snac.put @p unit %r of %r half %h flag %e relaxed system
-// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.put': phase '@p' moves through a staging buffer, expected a packets buffer
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.put': phase '@p' moves through a staging buffer, expected a phase that moves through a packet window
+  }
+  func.return
+}
+
+// -- direct (in place) phases of symmetric programs ----------------------------
+
+// -----
+
+func.func @phase_without_a_way_to_move(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': a phase moves either through a buffer (via @buf) or in place (direct pull or direct push), expected exactly one of them
+  }
+  func.return
+}
+
+// -----
+
+func.func @phase_with_two_ways_to_move(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy symmetric : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 via @b direct push ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': a phase moves either through a buffer (via @buf) or in place (direct pull or direct push), expected exactly one of them
+  }
+  func.return
+}
+
+// -----
+
+func.func @direct_phase_of_a_program_not_symmetric(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 direct push ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': 'direct push' reads or writes the peers' own buffers, but the program is not symmetric; mark it symmetric or move the phase through a buffer
+  }
+  func.return
+}
+
+// -----
+
+func.func @pushed_reduction(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy direct symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <scattered, world 2, 4> to <packed, world 2, 4> consume <reduce sum> chunk 0 direct push ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': 'direct push' writes each unit into its destinations, which cannot reduce; a reduction is 'direct pull'
+  }
+  func.return
+}
+
+// -----
+
+func.func @push_in_a_pulled_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy direct symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <scattered, world 2, 4> to <packed, world 2, 4> consume <reduce sum> chunk 0 direct pull ready @s free @s
+    %r = snac.rank
+    snac.push @p unit %r of %r
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.push': phase '@p' moves by direct pull, expected a phase that moves by direct push
+  }
+  func.return
+}
+
+// -----
+
+func.func @grant_in_a_staged_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy symmetric : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.grant @p of %r value %e release system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.grant': phase '@p' moves through a staging buffer, expected a phase that moves by direct push
+  }
+  func.return
+}
+
+// -----
+
+func.func @drain_in_a_pushed_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 direct push ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.drain @p of %r value %e acquire system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.drain': phase '@p' moves by direct push, expected a phase that moves by direct pull
+  }
+  func.return
+}
+
+// -----
+
+func.func @reclaim_in_a_pulled_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy direct symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <scattered, world 2, 4> to <packed, world 2, 4> consume <reduce sum> chunk 0 direct pull ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.reclaim @p unit %r of %r epoch %e prev %prev acquire system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.reclaim': phase '@p' moves by direct pull, expected a phase that moves through a staging buffer or through a packet window or by direct push
+  }
+  func.return
+}
+
+// -----
+
+func.func @finish_in_a_pushed_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 direct push ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.finish @p of %r value %e release system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.finish': phase '@p' moves by direct push, expected a phase that moves through a staging buffer or through a packet window or by direct pull
+  }
+  func.return
+}
+
+// -----
+
+func.func @ack_in_a_pulled_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy direct symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <scattered, world 2, 4> to <packed, world 2, 4> consume <reduce sum> chunk 0 direct pull ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.ack @p group %r of %r epoch %e release system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.ack': phase '@p' moves by direct pull, expected a phase that moves through a staging buffer
+  }
+  func.return
+}
+
+// -----
+
+func.func @notify_in_a_packet_phase(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime latency strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b packets halves 2 slots 2 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 via @b ready @s free @s
+    %r = snac.rank
+    %e, %prev = snac.epoch
+    snac.notify @p unit %r of %r value %e release system
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.notify': phase '@p' moves through a packet window, expected a phase that moves through a staging buffer or by direct pull or by direct push
+  }
+  func.return
+}
+
+// -----
+
+func.func @push_in_a_fused_role(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 direct push ready @s free @s
+    %r = snac.rank
+    snac.role fused blocks 1 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.role': a fused role moves packets only (put, wait, consume), but holds 'snac.push'; staged phases need separate producer and consumer roles
+      snac.push @p unit %r of %r
+    }
   }
   func.return
 }

@@ -294,3 +294,73 @@ func.func @dtypes(%h: memref<4xf16>, %e4: memref<4xf8E4M3FN>, %e5: memref<4xf8E5
 // CHECK-NEXT:      snac.signals @s slots 1
 // CHECK-NEXT:      snac.phase @p from input <packed, world 1, 4> to <scattered, world 1, 4> consume <copy> chunk 4 via @b ready @s free @s
 // CHECK-NEXT:    }
+
+// -- symmetric: in place between the ranks' buffers (direct pull, push) -------
+
+func.func @symmetric(%in: memref<8xf32>, %out: memref<8xf32>) {
+  snac.program %in, %out world 2 regime throughput strategy composed symmetric : memref<8xf32>, memref<8xf32> {
+    snac.signals @reduce_ready slots 2
+    snac.signals @reduce_free slots 2
+    snac.phase @reduce from input <scattered, world 2, 4> to <scattered, world 2, 4> route to_owner consume <reduce sum> chunk 0 direct pull ready @reduce_ready free @reduce_free
+    snac.signals @forward_ready slots 2
+    snac.signals @forward_free slots 2
+    snac.phase @forward from output <scattered, world 2, 4> to <scattered, world 2, 4> route from_owner consume <copy> chunk 0 direct push ready @forward_ready free @forward_free stage_local
+    %rank = snac.rank
+    %epoch, %prev = snac.epoch
+    %half = snac.half %epoch
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %mr = snac.max_units @reduce
+    %mf = snac.max_units @forward
+    %most = arith.maxui %mr, %mf : index
+    %adv = arith.ori %most, %c1 : index
+    %next = arith.addi %epoch, %adv : index
+    %open = arith.addi %epoch, %c1 : index
+    snac.role producer blocks 1 {
+      %n = snac.units @reduce of %rank
+      scf.for %u = %c0 to %n step %c1 {
+        %u1 = arith.addi %u, %c1 : index
+        %flag = arith.addi %epoch, %u1 : index
+        snac.notify @reduce unit %u of %rank value %flag release gpu
+      }
+      snac.drain @reduce of %rank value %next acquire gpu
+    }
+    snac.role reducer blocks 64 {
+      %n = snac.groups @reduce of %rank
+      scf.for %g = %c0 to %n step %c1 {
+        %t = snac.wait @reduce group %g of %rank epoch %epoch acquire gpu
+        snac.consume @reduce group %g of %rank half %half after %t
+        snac.reclaim @forward unit %g of %rank epoch %epoch prev %prev acquire gpu
+        snac.push @forward unit %g of %rank
+        %g1 = arith.addi %g, %c1 : index
+        %flag = arith.addi %epoch, %g1 : index
+        snac.notify @forward unit %g of %rank value %flag relaxed system
+      }
+      snac.finish @reduce of %rank value %next release gpu
+    }
+    snac.role consumer blocks 1 {
+      snac.grant @forward of %rank value %open relaxed gpu
+      %n = snac.groups @forward of %rank
+      scf.for %g = %c0 to %n step %c1 {
+        %t = snac.wait @forward group %g of %rank epoch %epoch acquire gpu
+      }
+    }
+    snac.advance %adv
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @symmetric
+// CHECK-NEXT:    snac.program %in, %out world 2 regime throughput strategy composed symmetric : memref<8xf32>, memref<8xf32> {
+// CHECK:           snac.phase @reduce from input <scattered, world 2, 4> to <scattered, world 2, 4> route to_owner consume <reduce sum> chunk 0 direct pull ready @reduce_ready free @reduce_free
+// CHECK:           snac.phase @forward from output <scattered, world 2, 4> to <scattered, world 2, 4> route from_owner consume <copy> chunk 0 direct push ready @forward_ready free @forward_free stage_local
+// CHECK:           snac.drain @reduce of %rank value %next acquire gpu
+// CHECK:           snac.push @forward unit %g of %rank
+// CHECK:           snac.notify @forward unit %g of %rank value %{{.*}} relaxed system
+// CHECK:           snac.finish @reduce of %rank value %next release gpu
+// CHECK:           snac.grant @forward of %rank value %open relaxed gpu
+// GENERIC-LABEL: sym_name = "symmetric"
+// GENERIC:       "snac.program"(%in, %out) <{world = 2 : i64, regime = #snac<regime throughput>, strategy = #snac<strategy composed>, symmetric}> ({
+// GENERIC:         "snac.phase"() <{sym_name = "reduce", {{.*}}, chunk = 0 : i64, transfer = #snac<transfer pull>, ready = @reduce_ready, free = @reduce_free}> : () -> ()
+// GENERIC:         "snac.drain"(%rank, %next) <{phase = @reduce, order = #snac<order acquire>, scope = #snac<scope gpu>}> : (index, index) -> ()
+// GENERIC:         "snac.push"(%g, %rank) <{phase = @forward}> : (index, index) -> ()
+// GENERIC:         "snac.grant"(%rank, %open) <{phase = @forward, order = #snac<order relaxed>, scope = #snac<scope gpu>}> : (index, index) -> ()

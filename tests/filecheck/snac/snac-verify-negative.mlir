@@ -305,3 +305,208 @@ builtin.module {
   }
 }
 
+
+// -----
+
+// Direct push without reclaim: a producer writes a peer's output before that peer's call began (its grant orders nothing).
+// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) before rank {{[0-9]}}'s call may have begun
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 0 direct push ready @exchange_ready free @exchange_free stage_local
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      %9 = arith.addi %1, %5 : index
+      snac.role producer blocks 64 {
+        %10 = snac.units @exchange of %0
+        scf.for %11 = %4 to %10 step %5 {
+          snac.push @exchange unit %11 of %0
+          %12 = arith.addi %11, %5 : index
+          %13 = arith.addi %1, %12 : index
+          snac.notify @exchange unit %11 of %0 value %13 release system
+        }
+      }
+      snac.role consumer blocks 1 {
+        snac.grant @exchange of %0 value %9 release system
+        %14 = snac.groups @exchange of %0
+        scf.for %15 = %4 to %14 step %5 {
+          %16 = snac.wait @exchange group %15 of %0 epoch %1 acquire system
+        }
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+// -----
+
+// Direct push without waits: the consumer's call returns while producers may still write its output.
+// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 0 direct push ready @exchange_ready free @exchange_free stage_local
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      %9 = arith.addi %1, %5 : index
+      snac.role producer blocks 64 {
+        %10 = snac.units @exchange of %0
+        scf.for %11 = %4 to %10 step %5 {
+          snac.reclaim @exchange unit %11 of %0 epoch %1 prev %2 acquire system
+          snac.push @exchange unit %11 of %0
+          %12 = arith.addi %11, %5 : index
+          %13 = arith.addi %1, %12 : index
+          snac.notify @exchange unit %11 of %0 value %13 release system
+        }
+      }
+      snac.role consumer blocks 1 {
+        snac.grant @exchange of %0 value %9 release system
+        %14 = snac.groups @exchange of %0
+        scf.for %15 = %4 to %14 step %5 {
+        }
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+// -----
+
+// Direct push, relaxed notify: the consumer's wait does not order the producers' writes before its return.
+// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+builtin.module {
+  func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed, world 3, 8> to <scattered, world 3, 8> consume <copy> chunk 0 direct push ready @exchange_ready free @exchange_free stage_local
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      %9 = arith.addi %1, %5 : index
+      snac.role producer blocks 64 {
+        %10 = snac.units @exchange of %0
+        scf.for %11 = %4 to %10 step %5 {
+          snac.reclaim @exchange unit %11 of %0 epoch %1 prev %2 acquire system
+          snac.push @exchange unit %11 of %0
+          %12 = arith.addi %11, %5 : index
+          %13 = arith.addi %1, %12 : index
+          snac.notify @exchange unit %11 of %0 value %13 relaxed system
+        }
+      }
+      snac.role consumer blocks 1 {
+        snac.grant @exchange of %0 value %9 release system
+        %14 = snac.groups @exchange of %0
+        scf.for %15 = %4 to %14 step %5 {
+          %16 = snac.wait @exchange group %15 of %0 epoch %1 acquire system
+        }
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+// -----
+
+// Direct pull without drain: a producer's call returns while its peers still read its input.
+// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+builtin.module {
+  func.func @all_reduce(%in: memref<24xf32>, %out: memref<24xf32>) {
+    snac.program %in, %out world 3 regime throughput strategy direct symmetric : memref<24xf32>, memref<24xf32> {
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <named, world 3, [(0, 0, 24, 0), (1, 0, 24, 0), (2, 0, 24, 0)]> to <named, world 3, [(0, 0, 24, 0), (1, 0, 24, 0), (2, 0, 24, 0)]> consume <reduce sum> chunk 0 direct pull ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      snac.role producer blocks 1 {
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          %11 = arith.addi %10, %5 : index
+          %12 = arith.addi %1, %11 : index
+          snac.notify @exchange unit %10 of %0 value %12 release system
+        }
+      }
+      snac.role consumer blocks 64 {
+        %13 = snac.groups @exchange of %0
+        scf.for %14 = %4 to %13 step %5 {
+          %15 = snac.wait @exchange group %14 of %0 epoch %1 acquire system
+          snac.consume @exchange group %14 of %0 half %3 after %15
+        }
+        snac.finish @exchange of %0 value %8 release system
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+// -----
+
+// Direct pull in place: a one-shot reduction overwrites a rank's buffer while its peers still read it as input.
+// CHECK: snac-verify: {{.*}}: in place: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) as input, but rank {{[0-9]}} (consumer) already overwrote
+builtin.module {
+  func.func @all_reduce(%in: memref<24xf32>) {
+    snac.program %in, %in world 3 regime throughput strategy direct symmetric : memref<24xf32>, memref<24xf32> {
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <named, world 3, [(0, 0, 24, 0), (1, 0, 24, 0), (2, 0, 24, 0)]> to <named, world 3, [(0, 0, 24, 0), (1, 0, 24, 0), (2, 0, 24, 0)]> consume <reduce sum> chunk 0 direct pull ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %7 : index
+      snac.role producer blocks 1 {
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          %11 = arith.addi %10, %5 : index
+          %12 = arith.addi %1, %11 : index
+          snac.notify @exchange unit %10 of %0 value %12 release system
+        }
+        snac.drain @exchange of %0 value %8 acquire system
+      }
+      snac.role consumer blocks 64 {
+        %13 = snac.groups @exchange of %0
+        scf.for %14 = %4 to %13 step %5 {
+          %15 = snac.wait @exchange group %14 of %0 epoch %1 acquire system
+          snac.consume @exchange group %14 of %0 half %3 after %15
+        }
+        snac.finish @exchange of %0 value %8 release system
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}

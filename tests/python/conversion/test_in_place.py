@@ -16,7 +16,9 @@ from purlin.runtime.aliasing import AliasingError
 WORLD = 4
 N = 1000
 LOWERINGS = ["regime=latency", "regime=throughput chunk-bytes=256 slots=2",
-             "regime=throughput strategy=composed chunk-bytes=256 slots=2"]
+             "regime=throughput strategy=composed chunk-bytes=256 slots=2",
+             # In place between the ranks' buffers: composed, and the one-shot that falls back to staging.
+             "regime=throughput symmetric=true strategy=composed", "regime=throughput symmetric=true"]
 
 
 def values(rank: int, n: int, salt: int = 0) -> np.ndarray:
@@ -41,7 +43,7 @@ def test_all_reduce_in_place_over_repeated_calls(lowering, world):
         expected = expected * world
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS[:2])
+@pytest.mark.parametrize("lowering", [*LOWERINGS[:2], LOWERINGS[4]])
 def test_all_gather_into_the_rank_s_own_output_slice(lowering):
     plan = compile_plan("all_gather", WORLD, "f32", None, N // WORLD, lowering=lowering)
     n = N // WORLD
@@ -55,7 +57,7 @@ def test_all_gather_into_the_rank_s_own_output_slice(lowering):
         np.testing.assert_array_equal(out, expected)
 
 
-@pytest.mark.parametrize("lowering", LOWERINGS[:2])
+@pytest.mark.parametrize("lowering", [*LOWERINGS[:2], LOWERINGS[4]])
 def test_reduce_scatter_into_the_rank_s_own_input_slice(lowering):
     n = N // WORLD
     plan = compile_plan("reduce_scatter", WORLD, "f32", "sum", n, lowering=lowering)

@@ -52,6 +52,8 @@ SAMPLES = {
     "f32max": ("all_reduce", 2, 8, f"regime=throughput strategy=direct {SMALL}", "sm_90", "f32", "max", False),
     # One reducer per slice (the switch's bits reach the others by forwarding).
     "multimem": ("all_reduce", 2, 8, f"regime=throughput strategy=composed {SMALL}", "sm_90", "bf16", None, True),
+    # In place between the ranks' buffers: refs name the peers' inputs and outputs.
+    "symmetric": ("all_reduce", 2, 8, "regime=throughput symmetric=true", "sm_90", "bf16", None, False),
 }
 
 
@@ -76,7 +78,7 @@ ROUND_TRIP = [
     (name, world, lowering, arch)
     for name in COLLECTIVES
     for world in (2, 3)
-    for lowering in ("regime=latency", f"regime=throughput {SMALL}")
+    for lowering in ("regime=latency", f"regime=throughput {SMALL}", "regime=throughput symmetric=true")
     for arch in ("sm_80", "sm_90", "sm_100")
 ]
 
@@ -274,6 +276,7 @@ BINARY_CORRUPTIONS = [
      "(reduce): a reduce needs sources and a reduction"),
     ("writes_input", "direct", set_dst(is_op(P.Op.REDUCE), SPACE, int(P.Space.INPUT)),
      "(reduce): destination writes the input buffer"),
+    ("unknown_flags", "direct", lambda w, _: w.__setitem__(12, 6), "header: unknown flags 0x6"),
     ("reads_peer_input", "direct", set_src(is_op(P.Op.COPY), RRANK, 1),
      "(copy): source 0 names rank 1's input, only rank 0's is mapped (the plan is not symmetric)"),
     ("multimem_on_sm80", "direct", set_field(is_op(P.Op.REDUCE), MECH, int(P.Mech.MULTIMEM)),
@@ -585,3 +588,15 @@ def test_fuzz_from_json(key, edits, cut):
     except P.PlanError:
         return
     check_reads_back(plan)
+
+
+def test_symmetric_plans_name_the_peers_buffers():
+    plan = sample("symmetric")
+    refs = [r for rank in plan.programs for role in rank for i in role for r in (i.dst, *i.srcs) if r is not None]
+    assert plan.symmetric and not plan.buffers
+    assert any(r.rank != rank for rank, body in enumerate(plan.programs) for role in body for i in role
+               for r in (i.dst, *i.srcs) if r is not None)
+    assert {r.space for r in refs} <= {P.Space.INPUT, P.Space.OUTPUT}
+    # The flag is what lets the same refs through: without it they are refused.
+    with pytest.raises(P.PlanError, match="only rank 0's is mapped .the plan is not symmetric."):
+        P.validate(dataclasses.replace(plan, symmetric=False))

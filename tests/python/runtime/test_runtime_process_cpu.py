@@ -175,3 +175,11 @@ def test_run_refuses_a_read_only_output_and_a_stream(group_of_one):
 def test_unknown_backend(group_of_one):
     with pytest.raises(ValueError, match="ar: unknown backend 'tpu', expected one of cpu, cuda"):
         ProcessCommunicator(ONE, name="ar", backend="tpu")
+
+
+def test_a_symmetric_plan_is_refused(group_of_one):
+    # Its instructions name the peers' own buffers, which live in their processes.
+    plan = compile_plan("all_gather", 1, "f32", None, 1 << 16, symmetric=True)
+    assert plan.symmetric
+    with pytest.raises(ValueError, match="reads and writes other ranks' buffers in place .symmetric."):
+        ProcessCommunicator(plan, name="ag")
