@@ -34,7 +34,9 @@ void register_bindings(py::module_& m) {
       .def_readwrite("output_bytes", &KernelSpec::output_bytes)
       .def_readwrite("site_names", &KernelSpec::site_names)
       .def_readwrite("multimem", &KernelSpec::multimem)
-      .def_readwrite("count_words", &KernelSpec::count_words);
+      .def_readwrite("count_words", &KernelSpec::count_words)
+      .def_readwrite("symmetric", &KernelSpec::symmetric)
+      .def_readwrite("gpu_scope", &KernelSpec::gpu_scope);
   py::class_<Communicator>(m, "CudaCommunicator",
                            "One process driving every rank (a GPU may host several): one compiled kernel per rank.")
       .def(py::init<KernelSpec, std::vector<int>, double, std::string>(), py::arg("spec"), py::arg("devices"),

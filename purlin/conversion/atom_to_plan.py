@@ -55,6 +55,7 @@ HALF = _Half()
 _MECH = {m: P.Mech[m.name] for m in atom.Mechanism}
 _REDOP = {kind: P.RedOp[kind.name] for kind in ReduceKind}
 _ORDER = {o: P.Order[o.name] for o in snac.MemoryOrder}
+_SCOPE = {o: P.Scope[o.name] for o in snac.Scope}
 _ROLE = {kind: P.RoleKind[kind.name] for kind in snac.RoleKind}
 
 
@@ -216,16 +217,16 @@ class _Expander(IndexEvaluator):
         if a.moves == "push":
             e = self._sym(a.env[op.epoch], op)  # type: ignore[attr-defined]
             granted = sorted({d for d, _ in a.ph.plan.destinations[a.rank][u]} - {a.rank})
-            return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=e.base, rel=e.rel + 1, order=a.order)
+            return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=e.base, rel=e.rel + 1, order=a.order, scope=a.scope)
                     for d in granted]
         if a.staged and u >= a.slots:
             e = self._sym(a.env[op.epoch], op)  # type: ignore[attr-defined]
             prior = units[u - a.slots]
             return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=e.base, rel=e.rel + u - a.slots + 1,
-                            order=a.order) for d in prior.consumers]
+                            order=a.order, scope=a.scope) for d in prior.consumers]
         if u == 0:
             prev = self._sym(a.env[op.prev], op)  # type: ignore[attr-defined]
-            return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=prev.base, rel=prev.rel, order=a.order)
+            return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=prev.base, rel=prev.rel, order=a.order, scope=a.scope)
                     for d in range(self.kernel.world_size) if d != a.rank]
         return []
 
@@ -250,25 +251,25 @@ class _Expander(IndexEvaluator):
 
     def _grant(self, a: _At) -> list[P.Instr]:
         v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
-        return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=d, slot=a.rank, base=v.base, rel=v.rel, order=a.order)
+        return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=d, slot=a.rank, base=v.base, rel=v.rel, order=a.order, scope=a.scope)
                 for d in a.ph.plan.senders(a.rank)]
 
     def _drain(self, a: _At) -> list[P.Instr]:
         v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
-        return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=v.base, rel=v.rel, order=a.order)
+        return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=v.base, rel=v.rel, order=a.order, scope=a.scope)
                 for d in a.ph.plan.receivers(a.rank)]
 
     def _notify(self, a: _At) -> list[P.Instr]:
         unit = a.unit()
         v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
         return [P.Instr(P.Op.SIGNAL, sig=a.ready, peer=d, slot=a.rank, base=v.base, rel=v.rel,
-                        order=a.order) for d in unit.consumers]
+                        order=a.order, scope=a.scope) for d in unit.consumers]
 
     def _wait_ready(self, a: _At) -> list[P.Instr]:
         group = a.group()
         e = self._sym(a.env[a.op.epoch], a.op)  # type: ignore[attr-defined]
         return [P.Instr(P.Op.WAIT, sig=a.ready, slot=s.rank, base=e.base, rel=e.rel + s.unit + 1,
-                        order=a.order) for s in group.remote]
+                        order=a.order, scope=a.scope) for s in group.remote]
 
     def _wait_packets(self, a: _At) -> list[P.Instr]:
         group = a.group()
@@ -317,7 +318,7 @@ class _Expander(IndexEvaluator):
         group = a.group()
         e = self._sym(a.env[a.op.epoch], a.op)  # type: ignore[attr-defined]
         return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=s.rank, slot=a.rank, base=e.base,
-                        rel=e.rel + s.unit + 1, order=a.order) for s in group.remote]
+                        rel=e.rel + s.unit + 1, order=a.order, scope=a.scope) for s in group.remote]
 
     def _finish(self, a: _At) -> list[P.Instr]:
         v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
@@ -325,7 +326,7 @@ class _Expander(IndexEvaluator):
         peers = a.ph.plan.senders(a.rank) if a.moves == "pull" else [
             d for d in range(self.kernel.world_size) if d != a.rank]
         return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=d, slot=a.rank, base=v.base, rel=v.rel,
-                        order=a.order) for d in peers]
+                        order=a.order, scope=a.scope) for d in peers]
 
 
 class _At:
@@ -343,6 +344,7 @@ class _At:
         self.moves = ph.moves
         self.staged = ph.staged
         self.order = _ORDER[op.order.data] if hasattr(op, "order") else P.Order.RELAXED  # type: ignore[attr-defined]
+        self.scope = _SCOPE[op.scope.data] if hasattr(op, "scope") else P.Scope.SYSTEM  # type: ignore[attr-defined]
         self.mech = _MECH[op.mech.data] if hasattr(op, "mech") else P.Mech.NONE  # type: ignore[attr-defined]
         self.source_space = P.Space.INPUT if ph.op.source.data == snac.PhaseSource.INPUT else P.Space.OUTPUT
 

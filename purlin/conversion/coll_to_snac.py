@@ -98,7 +98,7 @@ class LowerCollective(RewritePattern):
         b = Builder(InsertPoint.at_end(body))
         for p in phases:
             _declare_phase(b, p, low, op, in_place)
-        gen = _Gen(b, low.regime, low.blocks, {p.name: _moves(p, low) for p in phases})
+        gen = _Gen(b, low.regime, low.blocks, {p.name: _moves(p, low) for p in phases}, _scope(self.opts, op.world))
         _emit_roles(gen, phases, low, op.world)
         program = snac.ProgramOp(
             op.input, op.output, op.counts, op.world, low.regime, low.strategy, Region(body),
@@ -211,6 +211,14 @@ def _phases(low: Lowering, op: CollectiveOp, inp: Layout, out: Layout) -> list[P
                       snac.Route.FROM_OWNER),
         ]
     return [PhaseSpec("exchange", snac.PhaseSource.INPUT, low.src, low.dst, op.consume)]
+
+
+def _scope(o: ConvertCollToSnacPass, world: int) -> snac.Scope:
+    """The scope of every signal: the option's, or (auto) GPU scope where all
+    the ranks share one GPU, else system scope."""
+    if o.scope != "auto":
+        return snac.Scope(o.scope)
+    return snac.Scope.GPU if o.ranks_per_device >= world else snac.Scope.SYSTEM
 
 
 def _moves(p: PhaseSpec, low: Lowering) -> str:
@@ -377,11 +385,12 @@ class _Gen:
     """Emits the rank-generic body: loops over units and groups, not peers.
     `moves`: how each phase moves data (snac.PhaseOp.moves)."""
 
-    def __init__(self, b: Builder, regime: snac.Regime, blocks: int, moves: dict[str, str]):
+    def __init__(self, b: Builder, regime: snac.Regime, blocks: int, moves: dict[str, str], scope: snac.Scope):
         self.b = b
         self.regime = regime
         self.blocks = blocks
         self.moves = moves
+        self.scope = scope
 
     def _const(self, b: Builder, v: int) -> SSAValue:
         return b.insert(arith.ConstantOp.from_int_and_width(v, IndexType())).result
@@ -419,9 +428,9 @@ class _Gen:
     def _produce(self, b: Builder, phase: str, unit: SSAValue, reclaim: bool = True) -> None:
         moves = self.moves[phase]
         if reclaim and moves != "pull":
-            b.insert(snac.ReclaimOp(phase, unit, self.rank, self.epoch, self.prev))
+            b.insert(snac.ReclaimOp(phase, unit, self.rank, self.epoch, self.prev, scope=self.scope))
         if moves == "packets":
-            b.insert(snac.PutOp(phase, unit, self.rank, self.half, self.flag))
+            b.insert(snac.PutOp(phase, unit, self.rank, self.half, self.flag, scope=self.scope))
             return
         if moves == "staging":
             b.insert(snac.StageOp(phase, unit, self.rank, self.half))
@@ -429,7 +438,7 @@ class _Gen:
             b.insert(snac.PushOp(phase, unit, self.rank))
         u1 = b.insert(arith.AddiOp(unit, self.c1)).result
         value = b.insert(arith.AddiOp(self.epoch, u1)).result
-        b.insert(snac.NotifyOp(phase, unit, self.rank, value))
+        b.insert(snac.NotifyOp(phase, unit, self.rank, value, scope=self.scope))
 
     def producer_role(self, phase: str, blocks: int) -> None:
         """Stages, pushes or (pulled in place) announces the rank's units; a
@@ -440,7 +449,7 @@ class _Gen:
         self._produce(body, phase, u)
         body.insert(scf.YieldOp())
         if self.moves[phase] == "pull":
-            b.insert(snac.DrainOp(phase, self.rank, self.next_epoch))
+            b.insert(snac.DrainOp(phase, self.rank, self.next_epoch, scope=self.scope))
 
     def fused_role(self, phase: str, blocks: int, handshake: bool) -> None:
         """Latency, one phase: the same blocks push the rank's units and consume
@@ -453,11 +462,11 @@ class _Gen:
         body.insert(scf.YieldOp())
         n = b.insert(snac.GroupsOp(phase, self.rank)).result
         body, g = self._loop(b, n)
-        token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch)).token
+        token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch, scope=self.scope)).token
         body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
         body.insert(scf.YieldOp())
         if handshake:
-            b.insert(snac.FinishOp(phase, self.rank, self.next_epoch))
+            b.insert(snac.FinishOp(phase, self.rank, self.next_epoch, scope=self.scope))
 
     def consumer_role(self, phase: str, kind: snac.RoleKind, blocks: int, forward: str | None = None,
                       local_blocks: int = 0) -> None:
@@ -468,28 +477,28 @@ class _Gen:
         b = self._role(kind, blocks)
         moves = self.moves[phase]
         if moves == "push":
-            b.insert(snac.GrantOp(phase, self.rank, self.flag))
+            b.insert(snac.GrantOp(phase, self.rank, self.flag, scope=self.scope))
         query = snac.StagedGroupsOp if local_blocks else snac.GroupsOp
         n = b.insert(query(phase, self.rank)).result
         body, g = self._loop(b, n)
-        token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch)).token
+        token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch, scope=self.scope)).token
         if moves != "push":
             body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
         if forward is not None:
             # The owner's reduced chunk g is unit g of the forwarding phase.
             self._produce(body, forward, g)
         if moves == "staging":
-            body.insert(snac.AckOp(phase, g, self.rank, self.epoch))
+            body.insert(snac.AckOp(phase, g, self.rank, self.epoch, scope=self.scope))
         body.insert(scf.YieldOp())
         if moves != "push":
-            b.insert(snac.FinishOp(phase, self.rank, self.next_epoch))
+            b.insert(snac.FinishOp(phase, self.rank, self.next_epoch, scope=self.scope))
         if local_blocks:
             lb = self._role(snac.RoleKind.LOCAL, local_blocks)
             first = lb.insert(snac.StagedGroupsOp(phase, self.rank)).result
             n = lb.insert(snac.GroupsOp(phase, self.rank)).result
             body, g = self._loop(lb, n, first)
             # The wait has no staged source to wait for; its token orders the read.
-            token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch)).token
+            token = body.insert(snac.WaitOp(phase, g, self.rank, self.epoch, scope=self.scope)).token
             body.insert(snac.ConsumeOp(phase, g, self.rank, self.half, token))
             body.insert(scf.YieldOp())
 
@@ -502,7 +511,8 @@ class ConvertCollToSnacPass(ModulePass):
     are addressable by every rank: throughput phases then move data in place
     between them, no staging); ranks-per-device (ranks sharing one GPU) and sms
     (its multiprocessors, 0: the generation's), which bound the blocks per role
-    so that every rank's grid is resident at once."""
+    so that every rank's grid is resident at once; scope (auto|gpu|system) of
+    the signals: auto is GPU scope where every rank shares one GPU."""
 
     name = "convert-coll-to-snac"
 
@@ -515,11 +525,13 @@ class ConvertCollToSnacPass(ModulePass):
     symmetric: bool = False
     ranks_per_device: int = 1
     sms: int = 0
+    scope: str = "auto"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_choice("arch", self.arch, THRESHOLDS)
         _check_choice("regime", self.regime, ["auto", *snac.Regime])
         _check_choice("strategy", self.strategy, ["auto", *snac.Strategy])
+        _check_choice("scope", self.scope, ["auto", *snac.Scope])
         if self.chunk_bytes < 0 or self.slots < 0 or self.blocks < 0 or self.sms < 0:
             raise PassFailedException(
                 f"{self.name}: chunk-bytes, slots, blocks and sms must be non-negative"

@@ -27,7 +27,9 @@ from purlin.coll.attributes import dtype_name, element_bytes
 from purlin.conversion.runtime_convention import convention_error
 from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac
-from purlin.snac.protocol import route_layouts
+from purlin.snac.errors import SnacExecutionError
+from purlin.snac.phase_binding import phase_states
+from purlin.snac.protocol import packet_elems, route_layouts
 
 
 def _int(v: int) -> IntegerAttr:
@@ -55,7 +57,7 @@ class LowerProgram(RewritePattern):
         pipelined = any(isinstance(inner, snac.StageOp) for inner in op.body.walk())
         props.update(
             target=atom.TargetAttr(gen.target),
-            threads=_int(gen.threads),
+            threads=_int(_threads(op, gen)),
             smem=_int(gen.smem_bytes(op.world_size) if pipelined else 0),
         )
         if self.multimem:
@@ -161,6 +163,35 @@ _LOWER: dict[type[Operation], Callable[[LowerProgram, _Step], None]] = {
     snac.GrantOp: LowerProgram._grant,
     snac.DrainOp: LowerProgram._drain,
 }
+
+
+def _threads(op: snac.ProgramOp, gen: Generation) -> int:
+    """Threads per block: the generation's, but a packet kernel of static sizes
+    gets the first of THREAD_STEPS that covers its pieces (one packet put to
+    one consumer, or polled) spread over its smallest role: a 16-byte call runs
+    one warp, as a hand-fused kernel does."""
+    if op.regime.data != snac.Regime.LATENCY:
+        return gen.threads
+    try:
+        phases = phase_states(op, op.world_size, None)
+    except SnacExecutionError:
+        return gen.threads  # dynamic counts: any size the buffers hold
+    pieces = 0
+    for ph in phases.values():
+        assert ph.buffer is not None
+        per = packet_elems(element_bytes(ph.buffer.elem_type))
+        for r in range(op.world_size):
+            put = sum(-(-u.size // per) * len(u.consumers) for u in ph.plan.units[r])
+            polled = sum(-(-g.size // per) for g in ph.plan.groups[r])
+            pieces = max(pieces, put, polled)
+    blocks = min(role.blocks.value.data for role in op.body.block.ops if isinstance(role, snac.RoleOp))
+    # Few sizes of threads, so that sizes near each other share a compiled kernel.
+    need = -(-pieces // blocks)
+    return next((t for t in THREAD_STEPS if t >= need and t < gen.threads), gen.threads)
+
+
+# The block sizes of packet kernels below the generation's.
+THREAD_STEPS = (32, 128)
 
 
 def _path(p: Datapath) -> dict:

@@ -31,14 +31,20 @@ PH_READY = 10
 PH_FREE = 11
 PH_SOURCE = 12
 PH_MULTICAST = 13
-PHASE_WORDS = 16
+PH_SENDERS_AT = 14
+PH_SENDERS = 15
+PH_RECEIVERS_AT = 16
+PH_RECEIVERS = 17
+PHASE_WORDS = 18
 
 U_SRC = 0
 U_BYTES = 1
 U_WINDOW = 2
 U_CONSUMERS_AT = 3
 U_CONSUMERS = 4
-UNIT_WORDS = 5
+U_DESTS_AT = 5
+U_DESTS = 6
+UNIT_WORDS = 7
 
 G_DST = 0
 G_BYTES = 1
@@ -61,6 +67,9 @@ HEADER_FIELDS = ("rank", "input", "output", "blocks", "arrivals", "error", "erro
 HEADER_BYTES = 8 * len(HEADER_FIELDS)
 BLOCK_STATE_BYTES = 16
 
+# abi::Moves, by snac.PhaseOp.moves.
+MOVES = {"staging": 0, "packets": 1, "pull": 2, "push": 3}
+
 # abi::LayoutKind and abi::CountsError.
 LAYOUT_KINDS = {"packed": 0, "scattered": 1, "addressed": 2, "transposed": 3}
 COUNTS_ERRORS = {"None": 0, "Negative": 1, "Input": 2, "Output": 3, "Buffer": 4, "Tables": 5}
@@ -75,9 +84,10 @@ CONSTANTS = {
     "kPhUnitsAt": PH_UNITS_AT, "kPhGroupsAt": PH_GROUPS_AT, "kPhBuffer": PH_BUFFER,
     "kPhHalfBytes": PH_HALF_BYTES, "kPhSlotBytes": PH_SLOT_BYTES, "kPhSlots": PH_SLOTS,
     "kPhReady": PH_READY, "kPhFree": PH_FREE, "kPhSource": PH_SOURCE, "kPhMulticast": PH_MULTICAST,
-    "kPhaseWords": PHASE_WORDS,
+    "kPhSendersAt": PH_SENDERS_AT, "kPhSenders": PH_SENDERS, "kPhReceiversAt": PH_RECEIVERS_AT,
+    "kPhReceivers": PH_RECEIVERS, "kPhaseWords": PHASE_WORDS,
     "kUSrc": U_SRC, "kUBytes": U_BYTES, "kUWindow": U_WINDOW, "kUConsumersAt": U_CONSUMERS_AT,
-    "kUConsumers": U_CONSUMERS, "kUnitWords": UNIT_WORDS,
+    "kUConsumers": U_CONSUMERS, "kUDestsAt": U_DESTS_AT, "kUDests": U_DESTS, "kUnitWords": UNIT_WORDS,
     "kGDst": G_DST, "kGBytes": G_BYTES, "kGSourcesAt": G_SOURCES_AT, "kGSources": G_SOURCES,
     "kGRemote": G_REMOTE, "kGroupWords": GROUP_WORDS,
     "kSRank": S_RANK, "kSUnit": S_UNIT, "kSOffset": S_OFFSET, "kSourceWords": SOURCE_WORDS,

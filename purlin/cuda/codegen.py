@@ -21,6 +21,13 @@ Two peepholes keep the latency path as short as a hand-fused kernel:
   data it polled, with no barrier and no fence;
 - an `atom.fence` right before a release signal is folded into it (the
   release store orders the block's earlier writes).
+A third keeps a composed reduction in place at the least traffic: the
+`atom.reduce` of a direct pull group followed by the `atom.wait_free` and
+`atom.push` that forward it becomes the wait, then one `reduce_push` that
+stores the reduced chunk to the output and every destination at once.
+
+A symmetric kernel takes every rank's input and output of the call as a
+second parameter (abi::Peers), which its direct phases read and write.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from purlin.atom import dialect as atom
 from purlin.coll.attributes import DTYPES, ReduceKind, dtype_name, element_bytes
 from purlin.coll.layouts import LayoutKind
+from purlin.cuda import abi
 from purlin.cuda.abi import LAYOUT_KINDS
 from purlin.diagnostics import where
 from purlin.snac import dialect as snac
@@ -42,6 +50,7 @@ from purlin.snac import dialect as snac
 _DTYPE = {d.name: d.name.upper() for d in DTYPES}
 _REDOP = {None: "None", **{kind: kind.name.capitalize() for kind in ReduceKind}}
 _MECH = {m: "".join(w.capitalize() for w in m.name.split("_")) for m in atom.Mechanism}
+_MOVES = {moves: f"abi::Moves::{moves.capitalize()}" for moves in abi.MOVES}
 _BINARY = {
     arith.AddiOp: "{} + {}", arith.SubiOp: "{} - {}", arith.MuliOp: "{} * {}", arith.OrIOp: "{} | {}",
     arith.AndIOp: "{} & {}", arith.XOrIOp: "{} ^ {}", arith.RemUIOp: "{} % {}", arith.DivUIOp: "{} / {}",
@@ -73,6 +82,8 @@ class KernelSource:
     sites: tuple[str, ...]  # per site index: the op that waits or signals there
     multimem: bool
     count_words: int = 0  # device counts: words of counts each rank passes (0: none)
+    symmetric: bool = False  # takes every rank's buffers (abi::Peers) as its second parameter
+    system_scope: bool = True  # signals at system scope; else every rank must run on one GPU
 
 
 def _error(op: Operation, msg: str) -> CodegenError:
@@ -122,10 +133,11 @@ class _Emitter:
         self.sites.append(f"'{op.name}'{what} at {where(op)}")
         return len(self.sites) - 1
 
-    def phase_of(self, op: Operation) -> tuple[int, snac.PhaseOp, snac.BufferOp]:
+    def phase_of(self, op: Operation) -> tuple[int, snac.PhaseOp, str]:
+        """The phase's index, op and how it moves data (abi::Moves, as C++)."""
         name = op.phase.string_value()  # type: ignore[attr-defined]
         ph = self.phase_ops[name]
-        return self.phases[name], ph, self.buffers[ph.buffer.string_value()]
+        return self.phases[name], ph, _MOVES[ph.moves()]
 
     def own_rank(self, op: Operation, v: SSAValue) -> None:
         if v is not self.rank:
@@ -208,6 +220,12 @@ class _Emitter:
                 assert nxt is not None
                 fused.add(nxt)
                 self.poll_consume(op, nxt, depth, role)
+            elif isinstance(op, atom.ReduceOp) and (forward := _forwarded(op, ops[k + 1:k + 3],
+                                                                           self.phase_ops)) is not None:
+                wait, push = forward
+                fused.update(forward)
+                self.atom(wait, depth, role)
+                self.reduce_push(op, push, depth, role)
             elif isinstance(op, atom.FenceOp) and _folds(op, nxt):
                 self.emit(depth, "// atom.fence: folded into the release store that follows")
             elif op.dialect_name() == "atom":
@@ -221,17 +239,16 @@ class _Emitter:
         n = self.name
         b = role.blocks
         if isinstance(op, atom.FenceOp):
-            self.emit(depth, "fence_acq_rel_sys();")
+            self.emit(depth, f"fence_acq_rel<{'true' if op.scope.data == snac.Scope.SYSTEM else 'false'}>();")
             return
-        p, phase, buf = self.phase_of(op)
-        staged = buf.kind.data == snac.BufferKind.STAGING
+        p, phase, moves = self.phase_of(op)
         if hasattr(op, "rank"):
             self.own_rank(op, op.rank)  # type: ignore[attr-defined]
         order = getattr(op, "order", None)
         strong = "true" if order is not None and order.data in (snac.MemoryOrder.ACQUIRE,
                                                                snac.MemoryOrder.RELEASE) else "false"
         if isinstance(op, atom.WaitFreeOp):
-            self.emit(depth, f"wait_free<{'true' if staged else 'false'}, {strong}>(k, {p}, {n(op.unit)}, "
+            self.emit(depth, f"wait_free<{moves}, {strong}>(k, {p}, {n(op.unit)}, "
                              f"{n(op.epoch)}, {n(op.prev)}, {self.site(op)});")
         elif isinstance(op, atom.StageOp):
             self.barrier_if_reads_output(op, op.unit, phase, depth, role)
@@ -241,11 +258,20 @@ class _Emitter:
             self.barrier_if_reads_output(op, op.unit, phase, depth, role)
             u = n(op.unit)
             self.emit(depth, f"put_units(k, {p}, {u}, {u} + 1, {n(op.half)}, {n(op.flag)}, part);")
+        elif isinstance(op, atom.PushOp):
+            self.barrier_if_reads_output(op, op.unit, phase, depth, role)
+            self.emit(depth, f"push<{self.dtype}, Mech::{_MECH[op.mech.data]}, {op.width.value.data}>"
+                             f"(k, {p}, {n(op.unit)}, part, smem, kSmem);")
+        elif isinstance(op, atom.GrantOp):
+            self.emit(depth, f"grant<{strong}>(k, {p}, {n(op.value)}, part);")
+        elif isinstance(op, atom.DrainOp):
+            self.emit(depth, f"drain<{strong}>(k, {p}, {n(op.value)}, {self.site(op)});")
         elif isinstance(op, atom.NotifyOp):
             self.emit(depth, f"notify<{b}, {strong}>(k, {p}, {n(op.unit)}, {n(op.value)}, {self.site(op)});")
         elif isinstance(op, atom.WaitReadyOp):
             self.names[op.token] = "token"
-            self.emit(depth, f"wait_ready<{strong}>(k, {p}, {n(op.group)}, {n(op.epoch)}, {self.site(op)});")
+            g = n(op.group)
+            self.emit(depth, f"wait_ready<{strong}>(k, {p}, {g}, {g} + 1, {n(op.epoch)}, {self.site(op)});")
         elif isinstance(op, atom.WaitPacketsOp):
             self.names[op.token] = "token"
             self.emit(depth, f"wait_packets<{strong}>(k, {p}, {n(op.group)}, {n(op.epoch)}, part, "
@@ -259,15 +285,25 @@ class _Emitter:
             if mech == atom.Mechanism.COPY_ENGINE:
                 raise _error(op, "the copy engine is not driven from a kernel")
             self.emit(depth, f"consume<{self.dtype}, Mech::{_MECH[mech]}, {op.width.value.data}, "
-                             f"{'true' if reduce else 'false'}, {'false' if staged else 'true'}>"
+                             f"{'true' if reduce else 'false'}, {moves}>"
                              f"(k, {p}, {self.redop(phase)}, {n(op.group)}, {n(op.half)}, part, smem, kSmem);")
             role.wrote_output = True
         elif isinstance(op, atom.AckOp):
             self.emit(depth, f"ack<{b}, {strong}>(k, {p}, {n(op.group)}, {n(op.epoch)}, {self.site(op)});")
         elif isinstance(op, atom.FinishOp):
-            self.emit(depth, f"finish<{b}, {strong}>(k, {p}, {n(op.value)}, {self.site(op)});")
+            self.emit(depth, f"finish<{b}, {strong}, {moves}>(k, {p}, {n(op.value)}, {self.site(op)});")
         else:
             raise _error(op, "the CUDA code generator does not handle this op")
+
+    def reduce_push(self, op: atom.ReduceOp, push: atom.PushOp, depth: int, role: _Role) -> None:
+        """The fused reduce of a pull group and push of the unit forwarding it."""
+        p, phase, _ = self.phase_of(op)
+        fwd, _, _ = self.phase_of(push)
+        self.own_rank(op, op.rank)
+        self.emit(depth, f"reduce_push<{self.dtype}, Mech::{_MECH[op.mech.data]}, {op.width.value.data}>"
+                         f"(k, {p}, {self.redop(phase)}, {self.name(op.group)}, {fwd}, part, smem, kSmem);"
+                         f"  // atom.reduce + atom.push @{push.phase.string_value()}")
+        role.wrote_output = True
 
     def redop(self, phase: snac.PhaseOp) -> str:
         return f"int(RedOp::{_REDOP[phase.consume.kind]})"
@@ -311,6 +347,16 @@ class _Emitter:
             self.emit(depth, "// scf.for over atom.wait_packets + consume")
             self.poll_consume(body[0], body[1], depth, role, bounds)
             return True
+        if (len(body) == 1 and isinstance(body[0], atom.WaitReadyOp) and body[0].group is iv
+                and not body[0].token.uses and outside(body[0].epoch)):
+            # Waits of groups that producers wrote in place (direct push): all polled at once.
+            wait = body[0]
+            p, _, _ = self.phase_of(wait)
+            self.own_rank(wait, wait.rank)
+            strong = "true" if wait.order.data == snac.MemoryOrder.ACQUIRE else "false"
+            self.emit(depth, f"wait_ready<{strong}>(k, {p}, {bounds[0]}, {bounds[1]}, {self.name(wait.epoch)}, "
+                             f"{self.site(wait)});  // scf.for over atom.wait_ready")
+            return True
         return False
 
     def barrier_if_reads_output(self, op: Operation, index: SSAValue, phase: snac.PhaseOp, depth: int,
@@ -333,12 +379,38 @@ def _fuses(wait: atom.WaitPacketsOp, nxt: Operation | None) -> bool:
     )
 
 
+def _forwarded(reduce: atom.ReduceOp, after: list[Operation],
+               phases: dict[str, snac.PhaseOp]) -> tuple[atom.WaitFreeOp, atom.PushOp] | None:
+    """The wait_free and push right after `reduce` that forward the chunk it
+    reduced (unit g of a phase pushing from the output, g the reduced group),
+    or None. Reducing in place and pushing the result reads each source once."""
+    if len(after) != 2 or reduce.mech.data != atom.Mechanism.VECTOR:
+        return None
+    wait, push = after
+    source, target = phases[reduce.phase.string_value()], None
+    if isinstance(push, atom.PushOp):
+        target = phases[push.phase.string_value()]
+    if (target is None or source.moves() != "pull" or not isinstance(wait, atom.WaitFreeOp)
+            or wait.phase != push.phase or wait.unit is not reduce.group or push.unit is not reduce.group
+            or target.source.data != snac.PhaseSource.OUTPUT or target.route is None
+            or target.route.data != snac.Route.FROM_OWNER or push.mech.data != atom.Mechanism.VECTOR):
+        return None
+    return wait, push
+
+
 def _folds(fence: atom.FenceOp, nxt: Operation | None) -> bool:
     return (
         isinstance(nxt, (atom.NotifyOp, atom.AckOp, atom.FinishOp))
         and nxt.order.data == snac.MemoryOrder.RELEASE
         and (nxt.scope.data == snac.Scope.SYSTEM or fence.scope.data == snac.Scope.GPU)
     )
+
+
+def system_scope(kernel: atom.KernelOp) -> bool:
+    """Whether the kernel signals at system scope: unless every signal and
+    fence of it is at GPU scope (all its ranks on one GPU)."""
+    scopes = {op.scope.data for op in kernel.body.walk() if isinstance(getattr(op, "scope", None), snac.ScopeAttr)}
+    return snac.Scope.SYSTEM in scopes or not scopes
 
 
 def kernel_name(kernel: atom.KernelOp) -> str:
@@ -454,6 +526,8 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
     prologue = _counts_prologue(e) if dynamic else []
     name = kernel_name(kernel)
     world = kernel.world_size
+    symmetric = kernel.symmetric is not None
+    system = system_scope(kernel)
     grid = grid_of(kernel)
     smem = kernel.smem.value.data
     head = [
@@ -466,17 +540,21 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         "using namespace purlin::cuda;",
         f"constexpr int kWorld = {world};",
         f"constexpr bool kSharedTables = {'true' if shared_tables else 'false'};",
+        f"// Signals and packets at {'system' if system else 'GPU (every rank on one GPU)'} scope.",
+        f"constexpr bool kSystem = {'true' if system else 'false'};",
         f"// Dynamic shared memory: {smem} bytes for the pipelines, then the tables.",
         f"constexpr int kSmem = {smem};",
-        "using K = Kernel<kWorld, kSharedTables>;",
+        "using K = Kernel<kWorld, kSharedTables, kSystem>;",
         "}  // namespace",
         "",
         f"// {grid} block{'s' if grid > 1 else ''} of {threads} threads, all co-resident.",
         f'extern "C" __global__ void __launch_bounds__({threads}, {blocks_per_sm})',
-        f"{name}(const __grid_constant__ abi::Header p) {{",
+        f"{name}(const __grid_constant__ abi::Header p"
+        + (", const __grid_constant__ abi::Peers<kWorld> peers) {" if symmetric else ") {"),
         "  extern __shared__ __align__(128) char smem[];",
-        "  K k(p, reinterpret_cast<i64*>(smem + kSmem));",
+        f"  K k(p, reinterpret_cast<i64*>(smem + kSmem){', &peers' if symmetric else ''});",
     ]
     text = "\n".join(head + prologue + e.lines + ["}", ""])
     return KernelSource(text, name, kernel.arch.value, threads, grid, smem, shared_tables, blocks_per_sm,
-                        tuple(e.sites), kernel.multimem is not None, count_words(kernel) if dynamic else 0)
+                        tuple(e.sites), kernel.multimem is not None, count_words(kernel) if dynamic else 0,
+                        symmetric, system)

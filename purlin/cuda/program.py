@@ -103,4 +103,6 @@ class CudaProgram:
         s.output_bytes = list(output_bytes)
         s.multimem = src.multimem
         s.count_words = src.count_words
+        s.symmetric = src.symmetric
+        s.gpu_scope = not src.system_scope
         return s

@@ -87,10 +87,29 @@ def build_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState]) -> Tables
     at, offsets, sizes = _symmetric_layout(kernel, eb)
     symmetric = max(at, ALIGN)
     ordered = [phases[op.sym_name.data] for op in kernel.body.block.ops if isinstance(op, snac.PhaseOp)]
+    _check_forwarding(ordered, world)
     stride = max([1] + [max(len(ph.plan.units[r]), len(ph.plan.groups[r]))
                         for ph in ordered for r in range(world)])
     ranks = tuple(_rank_tables(r, world, eb, ordered, offsets, sizes, stride) for r in range(world))
     return Tables(ranks, symmetric, stride)
+
+
+def _check_forwarding(phases: list[PhaseState], world: int) -> None:
+    """A composed reduction forwards its owner's reduced group g as unit g of
+    the next phase (the kernels read, and may push, that range of the
+    output): the two must be the same range on every rank."""
+    for reduce, forward in zip(phases, phases[1:]):
+        if forward.op.route is None or forward.op.route.data != snac.Route.FROM_OWNER:
+            continue
+        for r in range(world):
+            units = forward.plan.units[r]
+            for g in reduce.plan.groups[r]:
+                u = units[g.index] if g.index < len(units) else None
+                if u is None or (u.src_offset, u.size) != (g.dst_offset, g.size):
+                    raise TableError(
+                        f"phase '{forward.name}': rank {r}'s unit {g.index} is not the range its group "
+                        f"{g.index} of phase '{reduce.name}' reduced ([{g.dst_offset}, {g.dst_offset + g.size}))"
+                    )
 
 
 def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offsets: dict[str, int],
@@ -100,11 +119,9 @@ def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offse
     words[abi.PHASE_COUNT] = len(phases)
     for k, ph in enumerate(phases):
         head = abi.GLOBAL_WORDS + world + k * abi.PHASE_WORDS
-        buf = ph.buffer.sym_name.data
-        staged = ph.buffer.kind.data == snac.BufferKind.STAGING
+        packets = ph.moves == "packets"
         units, groups = ph.plan.units[rank], ph.plan.groups[rank]
         window = ph.window_offsets
-        half_bytes, slot_bytes = sizes[buf]
         fields = {
             abi.PH_UNITS: len(units), abi.PH_GROUPS: len(groups),
             abi.PH_STAGED: ph.plan.staged_groups(rank), abi.PH_MAX_UNITS: ph.plan.max_units,
@@ -114,13 +131,20 @@ def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offse
             words[head + f] = v
         words[head + abi.PH_UNITS_AT] = len(words)
         consumers_at = len(words) + abi.UNIT_WORDS * len(units)
+        # Direct push: where each unit goes, (rank, byte offset in its output) pairs, after the consumers.
+        dests = [ph.plan.destinations[rank][u.index] if ph.moves == "push" else () for u in units]
+        dests_at = consumers_at + sum(len(u.consumers) for u in units)
         consumer_words: list[int] = []
         unit_words: list[int] = []
-        for u in units:
-            unit_words += [u.src_offset * eb, u.size * eb, window[rank][u.index] * eb if not staged else 0,
-                           consumers_at + len(consumer_words), len(u.consumers)]
+        dest_words: list[int] = []
+        for u, where_to in zip(units, dests):
+            unit_words += [u.src_offset * eb, u.size * eb, window[rank][u.index] * eb if packets else 0,
+                           consumers_at + len(consumer_words), len(u.consumers),
+                           dests_at + len(dest_words) if where_to else 0, len(where_to)]
             consumer_words += list(u.consumers)
-        words += unit_words + consumer_words
+            for d, off in where_to:
+                dest_words += [d, off * eb]
+        words += unit_words + consumer_words + dest_words
         words[head + abi.PH_GROUPS_AT] = len(words)
         sources_at = len(words) + abi.GROUP_WORDS * len(groups)
         group_words: list[int] = []
@@ -137,19 +161,27 @@ def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offse
                 if s.unit is None:
                     source_words += [s.rank, -1, s.offset * eb]
                 else:
-                    source_words += [s.rank, s.unit, 0 if staged else window[s.rank][s.unit] * eb]
+                    source_words += [s.rank, s.unit, window[s.rank][s.unit] * eb if packets
+                                     else s.offset * eb if ph.direct else 0]
         words += group_words + source_words
+        if ph.direct:
+            # The peers a direct phase signals: grants to its senders, drains from its receivers.
+            for at_field, count_field, peers in ((abi.PH_SENDERS_AT, abi.PH_SENDERS, ph.plan.senders(rank)),
+                                                 (abi.PH_RECEIVERS_AT, abi.PH_RECEIVERS, ph.plan.receivers(rank))):
+                words[head + at_field], words[head + count_field] = len(words), len(peers)
+                words += list(peers)
     return np.asarray(words, dtype=np.int64)
 
 
-def _static_fields(phase: snac.PhaseOp, buffer: snac.BufferOp, offsets: dict[str, int],
+def _static_fields(phase: snac.PhaseOp, buffer: snac.BufferOp | None, offsets: dict[str, int],
                    sizes: dict[str, tuple[int, int]]) -> dict[int, int]:
-    """A phase header's words that no count changes."""
-    buf = buffer.sym_name.data
-    half_bytes, slot_bytes = sizes[buf]
+    """A phase header's words that no count changes (a direct phase has no buffer)."""
+    buf = None if buffer is None else buffer.sym_name.data
+    half_bytes, slot_bytes = (0, 0) if buf is None else sizes[buf]
     return {
-        abi.PH_BUFFER: offsets[buf], abi.PH_HALF_BYTES: half_bytes, abi.PH_SLOT_BYTES: slot_bytes,
-        abi.PH_SLOTS: buffer.slots.value.data, abi.PH_READY: offsets[phase.ready.string_value()],
+        abi.PH_BUFFER: 0 if buf is None else offsets[buf], abi.PH_HALF_BYTES: half_bytes,
+        abi.PH_SLOT_BYTES: slot_bytes, abi.PH_SLOTS: 1 if buffer is None else buffer.slots.value.data,
+        abi.PH_READY: offsets[phase.ready.string_value()],
         abi.PH_FREE: offsets[phase.free.string_value()],
         abi.PH_SOURCE: int(phase.source.data == snac.PhaseSource.OUTPUT), abi.PH_MULTICAST: 0,
     }

@@ -29,6 +29,7 @@ from purlin.coll.attributes import DTYPE_ALIASES, ReduceKind, canonical_dtype
 from purlin.coll.builder import COLLECTIVES, SpecError, byte_step
 from purlin.coll.dialect import CollectiveOp, NamedCollective
 from purlin.coll.layouts import world_problem
+from purlin.compile import placement_options
 from purlin.diagnostics import decode_source
 from purlin.dtypes import DTYPE_NAMES, dtype_of_array, dtype_of_element_type, itemsize
 from purlin.interpret import SimError, arg_numpy_dtype, arg_types
@@ -236,11 +237,25 @@ def _copy(args: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
 
 def _options(args: argparse.Namespace) -> dict:
     options: dict = {"arch": args.arch, "backend": args.backend}
-    if args.lowering:
-        options["lowering"] = args.lowering
+    lowering = args.lowering
+    if args.backend in ("cpu", "cuda"):
+        # One process runs every rank: their buffers are one another's to read
+        # and write in place; ranks listed on one GPU share its multiprocessors.
+        devices = args.devices or []
+        ranks_per_device = max((devices.count(d) for d in devices), default=1)
+        lowering = placement_options(lowering, True, ranks_per_device, _sms(devices) if args.backend == "cuda" else 0)
+    if lowering:
+        options["lowering"] = lowering
     if args.devices is not None:
         options["devices"] = args.devices
     return options
+
+
+def _sms(devices: list[int]) -> int:
+    """The fewest multiprocessors of the GPUs named (0: none named)."""
+    from purlin import _runtime
+
+    return min((_runtime.cuda_device_sms(d) for d in set(devices)), default=0)
 
 
 def _run_level(

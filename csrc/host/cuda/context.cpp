@@ -62,6 +62,8 @@ std::string counts_problem(int code, int rank, int64_t need, int64_t have) {
 
 // Dynamic shared memory a kernel gets without opting in.
 constexpr int kDefaultSmem = 48 * 1024;
+// Kernel parameters every launch takes (a symmetric kernel's abi::Peers among them).
+constexpr int64_t kMaxParamBytes = 4096;
 // The error claim word sits after the block epochs, padded to 16 bytes.
 constexpr int64_t kClaimBytes = 16;
 
@@ -93,6 +95,9 @@ Executor::Executor(KernelSpec spec, double timeout_s, std::string name)
   if (s.multimem)
     fail("the kernel uses multimem, which needs an NVLink multicast object; this runtime never creates one "
          "(multicast is off on the machines it targets): lower without multimem");
+  if (s.symmetric && int64_t(sizeof(abi::Header)) + 2 * int64_t(sizeof(char*)) * s.world > kMaxParamBytes)
+    fail("a symmetric kernel of world " + std::to_string(s.world) + " needs more than the " +
+         std::to_string(kMaxParamBytes) + " bytes of kernel parameters a launch takes");
 }
 
 Executor::~Executor() {
@@ -129,6 +134,10 @@ void Executor::check_devices(const std::vector<int>& devices) {
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   std::map<int, int> ranks_on;
   for (int d : devices) ++ranks_on[d];
+  if (spec_.gpu_scope && ranks_on.size() > 1)
+    throw std::invalid_argument(name_ + ": the kernel signals at GPU scope, so all its ranks must run on one GPU; "
+                                "they are on " + std::to_string(ranks_on.size()) +
+                                " (lower with scope=system, or ranks-per-device below the world)");
   std::map<int, cudaDeviceProp> props;
   for (const auto& [device, n] : ranks_on) {
     if (device < 0 || device >= count)
@@ -280,6 +289,18 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
     check(cudaEventRecord(ranks_[i].fork, reinterpret_cast<cudaStream_t>(streams[i])), "forking a rank's stream");
     check(cudaStreamWaitEvent(ranks_[i].side, ranks_[i].fork, 0), "forking a rank's stream");
   }
+  // A symmetric kernel's abi::Peers: every rank's input, then every rank's output.
+  std::vector<char*> peers;
+  if (spec_.symmetric) {
+    if (static_cast<int>(ranks_.size()) != spec_.world)
+      throw std::invalid_argument(name_ + ": the kernel reads and writes every rank's buffers in place "
+                                  "(symmetric), so one process must run all its ranks");
+    peers.assign(2 * size_t(spec_.world), nullptr);
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      peers[ranks_[i].rank] = reinterpret_cast<char*>(inputs[i]);
+      peers[spec_.world + ranks_[i].rank] = reinterpret_cast<char*>(outputs[i]);
+    }
+  }
   for (size_t i = 0; i < ranks_.size(); ++i) {
     Rank& r = ranks_[i];
     check(cudaSetDevice(r.device), "cudaSetDevice");
@@ -290,7 +311,7 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
       h.counts = reinterpret_cast<const i64*>(counts.counts[i]);
       h.recv_counts = reinterpret_cast<i64*>(counts.recv[i]);
     }
-    void* args[] = {&h};
+    void* args[] = {&h, peers.data()};
     const cudaStream_t s = forked[i] ? r.side : reinterpret_cast<cudaStream_t>(streams[i]);
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
                            dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),
@@ -475,6 +496,13 @@ ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, 
   if (rank < 0 || rank >= world())
     throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside the kernel's world " +
                                 std::to_string(world()));
+  if (exec_.spec().gpu_scope)
+    throw std::invalid_argument(exec_.name() + ": the kernel signals at GPU scope, which orders nothing for ranks "
+                                "of other processes on other GPUs; lower it with scope=system");
+  if (exec_.spec().symmetric)
+    throw std::invalid_argument(exec_.name() + ": the kernel reads and writes the peers' buffers in place "
+                                "(symmetric), which another process's ranks cannot map; lower it without "
+                                "symmetric=true");
   DeviceRestore restore;
   try {
     exec_.check_devices({device});

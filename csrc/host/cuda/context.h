@@ -50,6 +50,11 @@ struct KernelSpec {
   std::vector<std::string> site_names;               // per site: the IR op, for timeout reports
   bool multimem = false;
   int count_words = 0;  // device counts: int64 words of counts each rank passes (0: none)
+  // The kernel reads and writes every rank's input and output in place: its
+  // second parameter (abi::Peers) holds them, so all ranks must be this process's.
+  bool symmetric = false;
+  // Signals and packets at GPU scope: every rank must run on one GPU.
+  bool gpu_scope = false;
 };
 
 // Per rank, the device counts of a call (see KernelSpec::count_words): its

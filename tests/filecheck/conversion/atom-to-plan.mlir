@@ -5,6 +5,9 @@
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency},convert-snac-to-atom{arch=sm_90}' -t plan-json | filecheck %s --check-prefix=LAT
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=8 slots=2 blocks=16},convert-snac-to-atom{arch=sm_80}' -t plan-hex | filecheck %s --check-prefix=HEX
 
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput symmetric=true},convert-snac-to-atom' -t plan-json | filecheck %s --check-prefix=SYM
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput symmetric=true},convert-snac-to-atom' -t plan-hex | filecheck %s --check-prefix=SYM-HEX
+
 // The JSON reads back to the same plan.
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=8 slots=2 blocks=16},convert-snac-to-atom{arch=sm_100}' -t plan-json > %t.json
 // RUN: %python -c "import sys; from purlin.plan import plans_from_json, plans_to_json; print(plans_to_json(plans_from_json(sys.stdin.read())))" < %t.json > %t.again.json
@@ -60,7 +63,7 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // source rank) and polls its own in place; no ack, and no wait_free / finish
 // handshake, since each rank also receives from the peer it sends to.
 // LAT:      [{"format":"purlin-plan","version":1,"arch":"sm_90","world":2,"dtype":"f32",
-// LAT-SAME: "kernel":{"threads":512,"roles":[{"kind":"fused","blocks":1}]},
+// LAT-SAME: "kernel":{"threads":32,"roles":[{"kind":"fused","blocks":1}]},
 // LAT-SAME: "buffers":[{"name":"exchange_buf","kind":"packets","slots":2,"elems":2}],
 // LAT-SAME: "ranks":{{\[\[\[}}{"op":"put","mech":"packet","elems":2,"peer":1,"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]},
 // LAT-SAME: {"op":"wait_packets","mech":"packet","elems":2,"peer":1},
@@ -97,3 +100,26 @@ func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
 // HEX-NEXT: 0000000000000002
 // The sentinel -1 (no destination) as an unsigned hex word.
 // HEX:      ffffffffffffffff
+
+// Symmetric: no buffers; rank 0's producer waits for rank 1's grant, then
+// copies its input into its own output and into rank 1's (refs naming
+// another rank's output), then notifies both; the flag says so, in JSON and
+// in header word 12 of the binary form.
+// SYM:      "buffers":[],
+// SYM-SAME: "ranks":{{\[\[\[}}{"op":"wait","mech":"none","sig":1,"slot":1,"rel":1,"order":"acquire"},
+// SYM-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":0,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]},
+// SYM-SAME: {"op":"copy","mech":"vector","elems":2,"dst":{"space":"output","rank":1,"buf":0,"slot":0,"offset":0},"srcs":[{"space":"input","rank":0,"buf":0,"slot":0,"offset":0}]},
+// SYM:      "symmetric":true}]{{$}}
+// SYM-HEX:      000000004e4c5250
+// SYM-HEX-NEXT: 0000000000000001
+// SYM-HEX-NEXT: 0000000000000002
+// SYM-HEX-NEXT: 000000000000005a
+// SYM-HEX-NEXT: 0000000000000002
+// SYM-HEX-NEXT: 0000000000000002
+// SYM-HEX-NEXT: 0000000000000004
+// SYM-HEX-NEXT: 0000000000000001
+// SYM-HEX-NEXT: 0000000000000200
+// SYM-HEX-NEXT: 0000000000000002
+// SYM-HEX-NEXT: 0000000000000000
+// SYM-HEX-NEXT: 0000000000000002
+// SYM-HEX-NEXT: 0000000000000001

@@ -29,7 +29,7 @@
 // ERR-STRATEGY-NOT: Traceback
 // ERR-ARCH:         error: convert-coll-to-snac: unknown arch 'sm_70', expected one of sm_80, sm_90, sm_100
 // ERR-ARCH-NOT:     Traceback
-// ERR-NEGATIVE:     error: convert-coll-to-snac: chunk-bytes, slots and blocks must be non-negative
+// ERR-NEGATIVE:     error: convert-coll-to-snac: chunk-bytes, slots, blocks and sms must be non-negative
 // ERR-NEGATIVE-NOT: Traceback
 // ERR-COMPOSED-RS:     stdin:1:{{[0-9]+}}: error: the composed strategy needs static counts and a slice that several ranks receive; use strategy=direct
 // ERR-COMPOSED-RS-NOT: Traceback

@@ -1,6 +1,7 @@
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency},convert-snac-to-atom{arch=sm_90}' -t cuda | filecheck %s --check-prefix=LAT
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput strategy=composed chunk-bytes=1024 slots=2 blocks=4},convert-snac-to-atom{arch=sm_80}' -t cuda | filecheck %s --check-prefix=THR
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency},convert-snac-to-atom{arch=sm_100}' -t cuda | filecheck %s --check-prefix=SIZE
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput symmetric=true ranks-per-device=4},convert-snac-to-atom{arch=sm_90}' -t cuda | filecheck %s --check-prefix=SYM
 // RUN: not purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency}' -t cuda 2>&1 | filecheck %s --check-prefix=NOKERNEL
 
 // -t cuda: one translation unit per atom.kernel. Roles are blockIdx ranges,
@@ -15,10 +16,11 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 
 // Latency: one fused role; the loop of puts and the loop of polls become one
 // call each that spreads (item, packet) pieces over the threads.
-// LAT:      // purlin: latency direct collective, world 4, sm_90, generated from the atom.kernel at {{.*}}target-cuda.mlir:12:3
+// LAT:      // purlin: latency direct collective, world 4, sm_90, generated from the atom.kernel at {{.*}}target-cuda.mlir:{{[0-9]+}}:3
 // LAT-NEXT: #include <purlin/kernel.cuh>
 // LAT:      constexpr int kWorld = 4;
-// LAT:      using K = Kernel<kWorld, kSharedTables>;
+// LAT:      constexpr bool kSystem = true;
+// LAT:      using K = Kernel<kWorld, kSharedTables, kSystem>;
 // LAT:      // 1 block of 512 threads, all co-resident.
 // LAT-NEXT: extern "C" __global__ void __launch_bounds__(512, 1)
 // LAT-NEXT: purlin_latency_direct(const __grid_constant__ abi::Header p) {
@@ -50,25 +52,42 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 // THR:      // 12 blocks of 512 threads, all co-resident.
 // THR:      if (blockIdx.x < 4) {  // atom.blocks producer first 0 blocks 4
 // THR:        for (u64 [[U:v[0-9]+]] = {{v[0-9]+}}; [[U]] < {{v[0-9]+}}; [[U]] += {{v[0-9]+}}) {
-// THR-NEXT:     wait_free<true, true>(k, 0, [[U]],
+// THR-NEXT:     wait_free<abi::Moves::Staging, true>(k, 0, [[U]],
 // THR-NEXT:     stage<DType::BF16, Mech::CpAsync, 16>(k, 0, [[U]], {{v[0-9]+}}, part, smem, kSmem);
 // THR:          // atom.fence: folded into the release store that follows
 // THR-NEXT:     notify<4, true>(k, 0, [[U]],
 // THR:      if (blockIdx.x >= 4 && blockIdx.x < 8) {  // atom.blocks reducer first 4 blocks 4
 // THR:          wait_ready<true>(k, 0, [[G:v[0-9]+]],
-// THR-NEXT:     consume<DType::BF16, Mech::Vector, 16, true, false>(k, 0, int(RedOp::Sum), [[G]],
-// THR-NEXT:     wait_free<true, true>(k, 1, [[G]],
+// THR-NEXT:     consume<DType::BF16, Mech::Vector, 16, true, abi::Moves::Staging>(k, 0, int(RedOp::Sum), [[G]],
+// THR-NEXT:     wait_free<abi::Moves::Staging, true>(k, 1, [[G]],
 // THR-NEXT:     role_barrier<4>(k, {{[0-9]+}}, [[G]]);
 // THR-NEXT:     stage<DType::BF16, Mech::CpAsync, 16>(k, 1, [[G]],
 // THR:          notify<4, true>(k, 1, [[G]],
 // THR-NEXT:     ack<4, true>(k, 0, [[G]],
-// THR:        finish<4, true>(k, 0,
+// THR:        finish<4, true, abi::Moves::Staging>(k, 0,
 // THR:      if (blockIdx.x >= 8 && blockIdx.x < 12) {  // atom.blocks consumer first 8 blocks 4
-// THR:          consume<DType::BF16, Mech::Vector, 16, false, false>(k, 1, int(RedOp::None),
+// THR:          consume<DType::BF16, Mech::Vector, 16, false, abi::Moves::Staging>(k, 1, int(RedOp::None),
 
-// Every size of the same structure is the same code (a test compiles 1, 2 and
-// 3 KiB once); sm_100 differs from sm_90 in its header only.
+// Every size of the same structure and block size is the same code (a test
+// compiles 2, 3 and 4 KiB once); sm_100 differs from sm_90 in its header only.
 // SIZE:     purlin: latency direct collective, world 4, sm_100
 // SIZE:     purlin_latency_direct
+
+// Symmetric, every rank on one GPU: GPU scope, the ranks' buffers as a second
+// parameter, each owner's reduce fused with the push that forwards it, and
+// the consumer's loop of waits one wait over all its groups.
+// SYM:      constexpr bool kSystem = false;
+// SYM:      // 66 blocks of 512 threads, all co-resident.
+// SYM:      purlin_throughput_composed(const __grid_constant__ abi::Header p, const __grid_constant__ abi::Peers<kWorld> peers) {
+// SYM:        K k(p, reinterpret_cast<i64*>(smem + kSmem), &peers);
+// SYM:          drain<true>(k, 0,
+// SYM:          wait_ready<true>(k, 0, [[G:v[0-9]+]], [[G]] + 1,
+// SYM-NEXT:     wait_free<abi::Moves::Push, true>(k, 1, [[G]],
+// SYM-NEXT:     reduce_push<DType::BF16, Mech::Vector, 16>(k, 0, int(RedOp::Sum), [[G]], 1, part, smem, kSmem);  // atom.reduce + atom.push @forward
+// SYM:          notify<64, true>(k, 1, [[G]],
+// SYM:        finish<64, true, abi::Moves::Pull>(k, 0,
+// SYM:        grant<true>(k, 1,
+// SYM-NEXT:   const u64 [[N:v[0-9]+]] = k.t(K::phase(1) + abi::kPhGroups);
+// SYM-NEXT:   wait_ready<true>(k, 1, {{v[0-9]+}}, [[N]], {{v[0-9]+}}, {{[0-9]+}});  // scf.for over atom.wait_ready
 
 // NOKERNEL: error: no atom.kernel to compile; lower with convert-snac-to-atom first

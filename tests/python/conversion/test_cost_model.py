@@ -49,3 +49,37 @@ def test_packet_blocks_follow_what_a_rank_receives():
     assert gather.latency_blocks == t.latency_blocks == (64 << 10) // t.latency_block_bytes
     scatter = choose("sm_90", 8, 64 << 10, 64 << 10, reduce=True, dynamic=False, out_per_rank_bytes=8 << 10)
     assert scatter.latency_blocks == t.latency_blocks
+
+
+@pytest.mark.parametrize("ranks, budget", [(1, None), (2, 132), (4, 66), (8, 33), (3, 88)])
+def test_ranks_sharing_a_gpu_divide_its_blocks(ranks, budget):
+    from purlin.conversion.cost_model import block_budget
+
+    assert block_budget("sm_90", ranks) == budget
+    assert block_budget("sm_90", ranks, sms=114) == (None if ranks == 1 else 2 * 114 // ranks)
+
+
+def test_in_place_throughput_composes_whole_slices():
+    # Symmetric buffers: every reduction with a shared slice is composed (the
+    # least traffic), at any size, and units are whole slices.
+    c = choose("sm_90", 4, 1 << 20, 4 << 20, reduce=True, dynamic=False, symmetric=True, ranks_per_device=4)
+    assert (c.regime, c.strategy, c.chunk_bytes, c.block_budget) == (Regime.THROUGHPUT, Strategy.COMPOSED, 0, 66)
+    small = choose("sm_90", 4, 16, 64, reduce=True, dynamic=False, symmetric=True)
+    assert (small.regime, small.strategy) == (Regime.LATENCY, Strategy.DIRECT)
+    forced = choose("sm_90", 4, 16, 64, reduce=True, dynamic=False, symmetric=True, regime=Regime.THROUGHPUT)
+    assert (forced.regime, forced.strategy, forced.chunk_bytes) == (Regime.THROUGHPUT, Strategy.COMPOSED, 0)
+
+
+@pytest.mark.parametrize("world", range(2, 9))
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_every_lowering_fits_the_gpu_its_ranks_share(world, symmetric):
+    # The grids of `world` ranks on one 132-SM GPU: at most two 512-thread blocks per SM.
+    from purlin.compile import compile_plan
+
+    for name, count in (("all_reduce", 1 << 20), ("all_gather", 1 << 18), ("reduce_scatter", 1 << 18),
+                        ("all_to_all", 1 << 16)):
+        plan = compile_plan(name, world, "bf16", "sum" if "reduce" in name else None, count, symmetric=symmetric,
+                            ranks_per_device=world)
+        grid = sum(r.blocks for r in plan.roles)
+        assert world * grid <= 2 * 132, (name, [r.blocks for r in plan.roles])
+        assert plan.cuda.blocks_per_sm(world, 132) <= 2

@@ -97,7 +97,8 @@ def test_latency_kernels_do_not_spill(name):
 def test_sizes_of_one_structure_share_a_kernel(tmp_path, monkeypatch):
     monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(nvrtc, "_memory", {})
-    programs = [plan_of("all_reduce", count=kib * 512).cuda for kib in (1, 2, 3)]
+    # Sizes whose packets need the same threads per block (THREAD_STEPS).
+    programs = [plan_of("all_reduce", count=kib * 512).cuda for kib in (2, 3, 4)]
     assert len({p.source().text for p in programs}) == 1
     assert [nvrtc.compile_cubin(p.source().text, "sm_90").cached for p in programs] == [False, True, True]
     # ... while what differs lives in the tables.
@@ -118,7 +119,8 @@ def test_compiling_leaves_the_interpreter_s_one_byte_singletons_intact(tmp_path,
 def test_one_kernel_serves_every_rank_and_world_is_one_constant():
     sources = {}
     for world in (2, 4, 8):
-        program = plan_of("all_reduce", world=world).cuda
+        # 2 KiB: enough packets for the full block at every world (snac_to_atom.THREAD_STEPS).
+        program = plan_of("all_reduce", world=world, count=1024).cuda
         assert len({tuple(t) for t in program.tables.ranks}) == world
         sources[world] = program.source().text
     strip = lambda text: [ln for ln in text.splitlines() if "kWorld =" not in ln and not ln.startswith("// purlin:")]  # noqa: E731
@@ -175,7 +177,7 @@ def test_queries_of_another_rank_are_refused():
 
 
 def test_more_blocks_per_sm_than_threads_allow_is_refused():
-    kernel = plan_of("all_reduce").cuda.kernel
+    kernel = plan_of("all_reduce", count=1024).cuda.kernel
     with pytest.raises(CodegenError, match="5 blocks of 512 threads per SM exceed the 2048 threads an SM holds"):
         emit_cuda(kernel, True, 5)
 

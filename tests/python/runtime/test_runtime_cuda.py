@@ -38,12 +38,16 @@ REGIMES = {
     "throughput": "regime=throughput blocks=16",
     "throughput-small-chunks": "regime=throughput chunk-bytes=4096 slots=2 blocks=8",
     "composed": "regime=throughput strategy=composed blocks=16",
+    # In place between the ranks' buffers, blocks sized for WORLD ranks on one GPU.
+    "symmetric": f"regime=throughput symmetric=true ranks-per-device={WORLD}",
+    "symmetric-chunked": f"regime=throughput symmetric=true chunk-bytes=4096 ranks-per-device={WORLD}",
+    "symmetric-direct": f"regime=throughput symmetric=true strategy=direct ranks-per-device={WORLD}",
 }
 
 
 def regimes(name: str) -> list[str]:
-    base = ["latency", "throughput", "throughput-small-chunks"]
-    return base + (["composed"] if name == "all_reduce" else [])
+    base = ["latency", "throughput", "throughput-small-chunks", "symmetric", "symmetric-chunked"]
+    return base + (["composed", "symmetric-direct"] if name == "all_reduce" else [])
 
 
 def make_case(name: str, per_rank_bytes: int, world: int = WORLD, dtype: str = "bf16") -> Case:
@@ -124,26 +128,80 @@ def test_collective_matches_reference(name, regime, size, placement):
 
 
 @pytest.mark.parametrize("world", [4, 8])
-@pytest.mark.parametrize("regime", ["latency", "throughput"])
+@pytest.mark.parametrize("regime", ["latency", "throughput", "symmetric"])
 @pytest.mark.parametrize("name", list(COLLECTIVES))
 def test_worlds_sharing_one_gpu(name, regime, world):
-    lowering = REGIMES[regime] if regime == "latency" else "regime=throughput blocks=4"
+    lowering = {"latency": REGIMES["latency"], "throughput": "regime=throughput blocks=4",
+                "symmetric": f"regime=throughput symmetric=true ranks-per-device={world}"}[regime]
     run_case(make_case(name, 4096, world), lowering, [0] * world, calls=3)
 
 
+def placed_plan(case: Case, symmetric: bool):
+    """`case`'s plan in the cost model's own lowering for all its ranks on GPU 0."""
+    from purlin.compile import compile_plan
+
+    return compile_plan(case.collective, case.world, case.dtype, case.op, case.count, case.counts, arch="sm_90",
+                        symmetric=symmetric, ranks_per_device=case.world, sms=runtime._runtime.cuda_device_sms(0))
+
+
+# The cost model's lowering knows how many ranks share the GPU: it always fits.
+@pytest.mark.parametrize("size", [1 << 20, 16 << 20], ids=lambda s: f"{s}B")
+@pytest.mark.parametrize("world", range(2, 9))
+@pytest.mark.parametrize("name", list(COLLECTIVES))
+def test_default_lowering_runs_at_every_world_on_one_gpu(name, world, size):
+    case = make_case(name, size, world)
+    plan = placed_plan(case, symmetric=True)
+    assert plan.symmetric
+    args = large_args(case)
+    devices = [0] * world
+    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=name, devices=devices)
+    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
+    for _ in range(2):
+        comm.run(ins, outs)
+    comm.synchronize()
+    check(case, outs, args, "default")
+
+
+@pytest.mark.parametrize("world", [3, 5, 8])
+@pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all_v"])
+def test_staged_default_lowering_fits_ranks_sharing_one_gpu(name, world):
+    case = make_case(name, 1 << 20, world)
+    plan = placed_plan(case, symmetric=False)
+    assert not plan.symmetric
+    args = large_args(case)
+    devices = [0] * world
+    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=name, devices=devices)
+    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
+    comm.run(ins, outs)
+    comm.synchronize()
+    check(case, outs, args, "staged default")
+
+
+@pytest.mark.parametrize("regime", ["throughput", "symmetric"])
 @pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"])
-def test_one_gibibyte(name):
-    run_case(make_case(name, 1 << 30), REGIMES["throughput"], PLACEMENTS["shared"], large=True)
+def test_one_gibibyte(name, regime):
+    run_case(make_case(name, 1 << 30), REGIMES[regime], PLACEMENTS["shared"], large=True)
 
 
 @pytest.mark.parametrize("name,regime", [("all_reduce", "latency"), ("all_reduce", "composed"),
                                          ("all_gather_v", "throughput-small-chunks"),
-                                         ("all_to_all", "latency"), ("reduce_scatter", "throughput")])
+                                         ("all_to_all", "latency"), ("reduce_scatter", "throughput"),
+                                         ("all_reduce", "symmetric"), ("all_to_all", "symmetric-chunked"),
+                                         ("reduce_scatter_v", "symmetric")])
 def test_hundred_repeated_calls(name, regime):
     run_case(make_case(name, 8192), REGIMES[regime], PLACEMENTS["shared"], calls=100)
 
 
-@pytest.mark.parametrize("regime", ["latency", "throughput-small-chunks", "composed"])
+def test_symmetric_kernels_need_every_rank_in_the_process():
+    case = make_case("all_gather", 4096)
+    plan = lowered(case, REGIMES["symmetric"])
+    spec = runtime.kernel_spec(plan, "all_gather", [0], [(case.buffer_sizes()[0], case.buffer_sizes()[1])] * WORLD)
+    assert spec.symmetric
+    with pytest.raises(ValueError, match="reads and writes the peers' buffers in place"):
+        runtime._runtime.CudaProcessCommunicator(spec, 0, 0, 1.0, "all_gather")
+
+
+@pytest.mark.parametrize("regime", ["latency", "throughput-small-chunks", "composed", "symmetric"])
 def test_cuda_graph_capture_and_replay(regime):
     case = make_case("all_reduce", 1 << 16)
     devices = PLACEMENTS["shared"]
@@ -168,7 +226,8 @@ def test_cuda_graph_capture_and_replay(regime):
 
 
 @pytest.mark.parametrize("lowering", ["regime=latency", "regime=throughput blocks=8 chunk-bytes=4096 slots=2",
-                                      "regime=throughput strategy=composed blocks=8 chunk-bytes=4096 slots=2"])
+                                      "regime=throughput strategy=composed blocks=8 chunk-bytes=4096 slots=2",
+                                      f"regime=throughput strategy=composed symmetric=true ranks-per-device={WORLD}"])
 def test_in_place_forms(lowering):
     from purlin.compile import compile_plan
 
@@ -281,7 +340,7 @@ def misaligned_case(name: str, dtype: str, op: str | None, offset: int) -> Case:
     return Case(name, WORLD, dtype, op, counts=counts)
 
 
-@pytest.mark.parametrize("regime", ["throughput", "latency"])
+@pytest.mark.parametrize("regime", ["throughput", "latency", "symmetric"])
 @pytest.mark.parametrize(
     "name,op",
     [("all_gather_v", None), ("reduce_scatter_v", "sum"), ("reduce_scatter_v", "max"), ("all_to_all_v", None)],

@@ -57,7 +57,11 @@ constexpr int kPhReady = 10;     // the ready signal slots (one u64 per rank)
 constexpr int kPhFree = 11;      // the free signal slots
 constexpr int kPhSource = 12;    // 0: units come from the input, 1: from the output
 constexpr int kPhMulticast = 13; // the buffer's multicast address (never bound: 0)
-constexpr int kPhaseWords = 16;
+constexpr int kPhSendersAt = 14;   // word of the first other rank whose units this one consumes
+constexpr int kPhSenders = 15;
+constexpr int kPhReceiversAt = 16; // word of the first other rank that consumes this one's units
+constexpr int kPhReceivers = 17;
+constexpr int kPhaseWords = 18;
 
 // A unit this rank produces.
 constexpr int kUSrc = 0;           // offset in the source buffer
@@ -65,7 +69,9 @@ constexpr int kUBytes = 1;
 constexpr int kUWindow = 2;        // offset in this rank's region of a consumer's window
 constexpr int kUConsumersAt = 3;   // word of the first consumer rank
 constexpr int kUConsumers = 4;
-constexpr int kUnitWords = 5;
+constexpr int kUDestsAt = 5;       // direct push: word of the first (rank, output offset) it is written to
+constexpr int kUDests = 6;
+constexpr int kUnitWords = 7;
 
 // A group this rank consumes, and its sources in reduction order.
 constexpr int kGDst = 0;           // offset in the output
@@ -77,8 +83,11 @@ constexpr int kGroupWords = 5;
 
 constexpr int kSRank = 0;
 constexpr int kSUnit = 1;          // the unit on that rank, -1 when read locally
-constexpr int kSOffset = 2;        // local: offset in the source buffer; window: in the source's region
+constexpr int kSOffset = 2;        // local and direct pull: offset in the source rank's buffer; window: in its region
 constexpr int kSourceWords = 3;
+
+// How a phase moves data (snac.PhaseOp.moves), folded into the code that runs it.
+enum class Moves : i64 { Staging = 0, Packets = 1, Pull = 2, Push = 3 };
 
 // The V layouts whose counts a kernel may read on the device
 // (purlin/coll/layouts.py's LayoutKind, less `named`).
@@ -119,6 +128,14 @@ struct Header {
   i64 table_words;          // their length; a block copies them to shared memory when they fit
   const i64* counts;        // device counts: this rank's (a count, or a row of the matrix)
   i64* recv_counts;         // device counts: where the counts this rank receives go, or null
+};
+
+// A symmetric kernel's second parameter: every rank's input and output of
+// this call, as this rank addresses them.
+template <int W>
+struct Peers {
+  char* input[W];
+  char* output[W];
 };
 
 }  // namespace abi

@@ -36,7 +36,7 @@ __device__ bool device_counts(K& k, i64* shared, const counts::PhaseShape (&phas
   if (blockIdx.x == 0)
     for (int j = threadIdx.x; j < N; j += blockDim.x) {
       const int to = j / Row, q = j % Row;
-      if (to != k.rank()) st_packet(line(to, k.rank(), q), u64(k.h.counts[q]), need);
+      if (to != k.rank()) st_packet<K::system>(line(to, k.rank(), q), u64(k.h.counts[q]), need);
     }
   bool ok = true;
   for (int j = threadIdx.x; j < N && ok; j += blockDim.x) {
@@ -47,7 +47,8 @@ __device__ bool device_counts(K& k, i64* shared, const counts::PhaseShape (&phas
     }
     u64 data, flag;
     Deadline deadline;
-    for (ld_packet(line(k.rank(), from, q), data, flag); flag < need; ld_packet(line(k.rank(), from, q), data, flag)) {
+    for (ld_packet<K::system>(line(k.rank(), from, q), data, flag); flag < need;
+         ld_packet<K::system>(line(k.rank(), from, q), data, flag)) {
       if (deadline.expired(k)) {
         if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 1, from, q, need, flag);
         ok = false;

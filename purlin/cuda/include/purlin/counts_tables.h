@@ -241,6 +241,9 @@ PURLIN_HD inline i64 build_phase(const Counts& n, const PhaseShape& p, const Ind
       tab[unit + abi::kUWindow] = p.packets ? window * eb : 0;
       tab[unit + abi::kUConsumersAt] = consumer;
       tab[unit + abi::kUConsumers] = readers_;
+      // Device counts lower staged or packet phases only: nothing is pushed in place.
+      tab[unit + abi::kUDestsAt] = 0;
+      tab[unit + abi::kUDests] = 0;
       for (i64 r = 0; r < readers_; ++r) tab[consumer++] = reader(p, name, rank, r);
       window += round_up(part, align);
     }

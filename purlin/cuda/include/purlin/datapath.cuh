@@ -153,4 +153,37 @@ __device__ void move(const Span& dst, const Span* srcs, int n_srcs, int op, i64 
   if (done < bytes) move_registers<D, Width, Packets>(dst, srcs, n_srcs, Reduce, op, done, bytes, part);
 }
 
+// dsts[0..n_dsts) = srcs[0] (a copy) or srcs[0] op srcs[1] op ... (a
+// reduce), all linear. Where the destinations are element-aligned and alike
+// modulo the widest access W (as buffers at one offset of every rank's are),
+// each is moved to W-alignment on its own, then the sources are read once
+// and every chunk stored to all of them: aligned, or for a copy from
+// sources shifted into place. Else each destination is moved on its own.
+template <DType D, Mech M, int Width, bool Reduce>
+__device__ void move_to_all(const Span* dsts, int n_dsts, const Span* srcs, int n_srcs, int op, i64 bytes, Part part,
+                            char* smem, int smem_bytes) {
+  constexpr int Widest = Width < kWidestAccess ? Width : kWidestAccess;
+  constexpr int W = Reduce && 16 * Elem<D>::bytes < Widest ? 16 * Elem<D>::bytes : Widest;
+  const int unit = Reduce ? Elem<D>::bytes : 1;
+  const int head = int((W - reinterpret_cast<u64>(dsts[0].p) % W) % W);
+  const i64 body = min(i64(head), bytes), chunks = (bytes - body) / W;
+  const bool aligned_sources = sources_aligned_at(srcs, Reduce ? n_srcs : 1, body, W);
+  bool together = n_dsts > 1 && (aligned_sources || !Reduce);
+  for (int d = 0; d < n_dsts && together; ++d)
+    together = aligned(dsts[d], unit) && (reinterpret_cast<u64>(dsts[d].p) - reinterpret_cast<u64>(dsts[0].p)) % W == 0;
+  if (!together) {
+    for (int d = 0; d < n_dsts; ++d)
+      move<D, M, Width, Reduce, false>(dsts[d], srcs, n_srcs, op, bytes, part, smem, smem_bytes, nullptr);
+    return;
+  }
+  for (int d = 0; d < n_dsts; ++d) move_units<D>(dsts[d], srcs, n_srcs, Reduce, op, 0, body, part);
+  if constexpr (Reduce)
+    reduce_chunks_to_all<D, W, ArchCombine>(dsts, n_dsts, srcs, n_srcs, op, body, chunks, part);
+  else if (aligned_sources)
+    copy_chunks_to_all<W>(dsts, n_dsts, srcs[0].p, body, chunks, part);
+  else
+    copy_shifted_to_all<W>(dsts, n_dsts, srcs[0].p, body, chunks, part);
+  for (int d = 0; d < n_dsts; ++d) move_units<D>(dsts[d], srcs, n_srcs, Reduce, op, body + chunks * W, bytes, part);
+}
+
 }  // namespace purlin::cuda

@@ -15,17 +15,23 @@ constexpr int kPollsPerCheck = 256;
 
 // One rank's call as a block sees it. W: the world size; Shared: whether the
 // block copies the tables into shared memory first (one round trip, next to
-// the epoch's load; purlin/cuda/program.py decides by their size).
-template <int W, bool Shared>
+// the epoch's load; purlin/cuda/program.py decides by their size); System:
+// whether its signals and packets are at system scope (else every rank runs
+// on this GPU and GPU scope orders them).
+template <int W, bool Shared, bool System = true>
 struct Kernel {
   static constexpr int world = W;
+  static constexpr bool system = System;
   const abi::Header& h;
   const i64* tab;
+  // A symmetric kernel's: every rank's input and output of this call.
+  const abi::Peers<W>* peers;
   u64 epoch, prev;
   bool failed = false;  // a wait of this thread gave up, or saw another give up
 
   // `shared`: room for the tables in dynamic shared memory.
-  __device__ Kernel(const abi::Header& header, i64* shared) : h(header) {
+  __device__ Kernel(const abi::Header& header, i64* shared, const abi::Peers<W>* peer_buffers = nullptr)
+      : h(header), peers(peer_buffers) {
     const abi::BlockState s = h.blocks[blockIdx.x];
     if constexpr (Shared) {
       for (i64 i = threadIdx.x; i < h.table_words; i += blockDim.x) shared[i] = h.tables[i];
@@ -44,6 +50,9 @@ struct Kernel {
   __device__ char* sym(i64 r) const { return reinterpret_cast<char*>(t(abi::kGlobalWords + r)); }
   static constexpr i64 phase(int k) { return abi::kGlobalWords + W + i64(k) * abi::kPhaseWords; }
   __device__ char* source(i64 ph) const { return t(ph + abi::kPhSource) ? h.output : h.input; }
+  // Rank r's source buffer of phase ph, and its output (direct phases: symmetric kernels only).
+  __device__ char* source_of(i64 ph, i64 r) const { return t(ph + abi::kPhSource) ? peers->output[r] : peers->input[r]; }
+  __device__ char* output_of(i64 r) const { return peers->output[r]; }
   __device__ i64 unit(i64 ph, u64 u) const { return t(ph + abi::kPhUnitsAt) + i64(u) * abi::kUnitWords; }
   __device__ i64 group(i64 ph, u64 g) const { return t(ph + abi::kPhGroupsAt) + i64(g) * abi::kGroupWords; }
   __device__ i64 source_at(i64 group, i64 j) const { return t(group + abi::kGSourcesAt) + j * abi::kSourceWords; }
@@ -70,12 +79,12 @@ __device__ __forceinline__ u64 ld_acquire_gpu(const u64* p) {
   return v;
 }
 
-template <bool Release>
+template <bool Release, class K>
 __device__ __forceinline__ void store_signal(u64* slot, u64 value) {
   if constexpr (Release)
-    st_release_sys(slot, value);
+    st_release<K::system>(slot, value);
   else
-    st_relaxed_sys(slot, value);
+    st_relaxed<K::system>(slot, value);
 }
 
 // Called by the one thread that gave up: the first record per rank wins, and
@@ -118,7 +127,7 @@ template <class K>
 __device__ bool poll_signal(const K& k, const u64* slot, u64 need, int site, int which) {
   Deadline deadline;
   u64 seen;
-  while ((seen = ld_relaxed_sys(slot)) < need) {
+  while ((seen = ld_relaxed<K::system>(slot)) < need) {
     if (deadline.expired(k)) {
       if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 0, which, -1, need, seen);
       return false;
@@ -127,25 +136,26 @@ __device__ bool poll_signal(const K& k, const u64* slot, u64 need, int site, int
   return true;
 }
 
-// Thread 0 polls every (slot, need, which) that `each` visits, relaxed, then
-// acquires them; the block continues together. `each` takes a visitor that
-// returns false to stop.
+// The threads share out every (slot, need, which) that `each` visits, each
+// polling its own relaxed, then acquiring what it saw; the block continues
+// together after the barrier, which orders every thread's later reads after
+// all the acquires. `each` takes a visitor that returns false to stop.
 template <bool Acquire, class K, class Each>
 __device__ void block_wait(K& k, int site, Each each) {
   bool ok = true;
-  if (threadIdx.x == 0) {
-    const u64* last = nullptr;
-    int polled = 0;
-    each([&](const u64* slot, u64 need, int which) {
-      if (!poll_signal(k, slot, need, site, which)) return ok = false;
-      last = slot;
-      ++polled;
-      return true;
-    });
-    // A relaxed read followed by a fence acquires what it observed.
-    if (ok && Acquire && polled == 1) ld_acquire_sys(last);
-    if (ok && Acquire && polled > 1) fence_acq_rel_sys();
-  }
+  const u64* last = nullptr;
+  int polled = 0;
+  unsigned item = 0;
+  each([&](const u64* slot, u64 need, int which) {
+    if (item++ % blockDim.x != threadIdx.x) return true;
+    if (!poll_signal(k, slot, need, site, which)) return ok = false;
+    last = slot;
+    ++polled;
+    return true;
+  });
+  // A relaxed read followed by a fence acquires what it observed.
+  if (ok && Acquire && polled == 1) ld_acquire<K::system>(last);
+  if (ok && Acquire && polled > 1) fence_acq_rel<K::system>();
   if (__syncthreads_or(!ok)) k.failed = true;
 }
 
@@ -192,12 +202,21 @@ __device__ void role_barrier(K& k, int site, u64 iv) {
 // -- signals -------------------------------------------------------------------
 
 // atom.wait_free: before unit u goes to its slot (or the first unit to the
-// half), its previous readers must be done with it.
-template <bool Staged, bool Acquire, class K>
+// half), its previous readers must be done with it; direct push: before it
+// goes to its destinations, each of them granted this call.
+template <abi::Moves Mv, bool Acquire, class K>
 __device__ void wait_free(K& k, int phase, u64 u, u64 epoch, u64 prev, int site) {
   const i64 ph = K::phase(phase);
   const i64 slots = k.t(ph + abi::kPhSlots);
-  if (Staged && i64(u) >= slots) {
+  if constexpr (Mv == abi::Moves::Push) {
+    const i64 unit = k.unit(ph, u), at = k.t(unit + abi::kUDestsAt);
+    block_wait<Acquire>(k, site, [&](auto&& visit) {
+      for (i64 c = 0; c < k.t(unit + abi::kUDests); ++c) {
+        const i64 d = k.t(at + 2 * c);
+        if (d != k.rank() && !visit(k.signal(k.rank(), ph, abi::kPhFree, d), epoch + 1, int(d))) return;
+      }
+    });
+  } else if (Mv == abi::Moves::Staging && i64(u) >= slots) {
     const i64 prior = k.unit(ph, u - slots);
     const u64 need = epoch + u - slots + 1;
     block_wait<Acquire>(k, site, [&](auto&& visit) {
@@ -214,16 +233,20 @@ __device__ void wait_free(K& k, int phase, u64 u, u64 epoch, u64 prev, int site)
   }
 }
 
-// atom.wait_ready: every remote source of group g was announced.
+// atom.wait_ready of groups [lo, hi) (a loop whose body is one wait, or one
+// wait): every remote source of each was announced, all polled at once.
 template <bool Acquire, class K>
-__device__ void wait_ready(K& k, int phase, u64 g, u64 epoch, int site) {
-  const i64 ph = K::phase(phase), group = k.group(ph, g);
+__device__ void wait_ready(K& k, int phase, u64 lo, u64 hi, u64 epoch, int site) {
+  const i64 ph = K::phase(phase);
   block_wait<Acquire>(k, site, [&](auto&& visit) {
-    for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
-      const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
-      if (unit < 0) continue;
-      const i64 from = k.t(s + abi::kSRank);
-      if (!visit(k.signal(k.rank(), ph, abi::kPhReady, from), epoch + u64(unit) + 1, int(from))) return;
+    for (u64 g = lo; g < hi; ++g) {
+      const i64 group = k.group(ph, g);
+      for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
+        const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
+        if (unit < 0) continue;
+        const i64 from = k.t(s + abi::kSRank);
+        if (!visit(k.signal(k.rank(), ph, abi::kPhReady, from), epoch + u64(unit) + 1, int(from))) return;
+      }
     }
   });
 }
@@ -234,7 +257,7 @@ __device__ void notify(const K& k, int phase, u64 u, u64 value, int site) {
   if (!last_arrival<Blocks>(k, site, u)) return;
   const i64 ph = K::phase(phase), unit = k.unit(ph, u);
   for (i64 c = 0; c < k.t(unit + abi::kUConsumers); ++c)
-    store_signal<Release>(k.signal(k.t(k.t(unit + abi::kUConsumersAt) + c), ph, abi::kPhReady, k.rank()), value);
+    store_signal<Release, K>(k.signal(k.t(k.t(unit + abi::kUConsumersAt) + c), ph, abi::kPhReady, k.rank()), value);
 }
 
 // atom.ack: each remote source of group g may reuse the unit's slot.
@@ -245,17 +268,45 @@ __device__ void ack(const K& k, int phase, u64 g, u64 epoch, int site) {
   for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
     const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
     if (unit >= 0)
-      store_signal<Release>(k.signal(k.t(s + abi::kSRank), ph, abi::kPhFree, k.rank()), epoch + u64(unit) + 1);
+      store_signal<Release, K>(k.signal(k.t(s + abi::kSRank), ph, abi::kPhFree, k.rank()), epoch + u64(unit) + 1);
   }
 }
 
-// atom.finish: this rank is done reading the phase's half on every peer.
-template <int Blocks, bool Release, class K>
+// atom.finish: this rank is done reading the phase's half on every peer
+// (direct pull: the buffers of the ranks it read from).
+template <int Blocks, bool Release, abi::Moves Mv, class K>
 __device__ void finish(const K& k, int phase, u64 value, int site) {
   if (!last_arrival<Blocks>(k, site, 0)) return;
   const i64 ph = K::phase(phase);
-  for (i64 d = 0; d < K::world; ++d)
-    if (d != k.rank()) store_signal<Release>(k.signal(d, ph, abi::kPhFree, k.rank()), value);
+  if constexpr (Mv == abi::Moves::Pull) {
+    for (i64 j = 0; j < k.t(ph + abi::kPhSenders); ++j)
+      store_signal<Release, K>(k.signal(k.t(k.t(ph + abi::kPhSendersAt) + j), ph, abi::kPhFree, k.rank()), value);
+  } else {
+    for (i64 d = 0; d < K::world; ++d)
+      if (d != k.rank()) store_signal<Release, K>(k.signal(d, ph, abi::kPhFree, k.rank()), value);
+  }
+}
+
+// atom.grant: this rank's output may be written this call; one thread of the
+// role tells every rank that pushes to it (nothing before it to order).
+template <bool Release, class K>
+__device__ void grant(const K& k, int phase, u64 value, Part part) {
+  if (part.index != 0 || threadIdx.x != 0) return;
+  const i64 ph = K::phase(phase);
+  for (i64 j = 0; j < k.t(ph + abi::kPhSenders); ++j)
+    store_signal<Release, K>(k.signal(k.t(k.t(ph + abi::kPhSendersAt) + j), ph, abi::kPhFree, k.rank()), value);
+}
+
+// atom.drain: every rank that reads this rank's units in place is done.
+template <bool Acquire, class K>
+__device__ void drain(K& k, int phase, u64 value, int site) {
+  const i64 ph = K::phase(phase);
+  block_wait<Acquire>(k, site, [&](auto&& visit) {
+    for (i64 j = 0; j < k.t(ph + abi::kPhReceivers); ++j) {
+      const i64 d = k.t(k.t(ph + abi::kPhReceiversAt) + j);
+      if (!visit(k.signal(k.rank(), ph, abi::kPhFree, d), value, int(d))) return;
+    }
+  });
 }
 
 // -- data ------------------------------------------------------------------------
@@ -311,7 +362,7 @@ __device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 f
                              : load_bytes(src + b, bytes - b);
         char* line = k.sym(k.t(k.t(unit + abi::kUConsumersAt) + c)) + region +
                      (k.t(unit + abi::kUWindow) / kPacketDataBytes + pk) * kPacketBytes;
-        st_packet(line, data, flag);
+        st_packet<K::system>(line, data, flag);
         return true;
       });
 }
@@ -340,7 +391,7 @@ __device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int s
       const char* line = w.p + (w.packet_byte / kPacketDataBytes + pk) * kPacketBytes;
       u64 data, flag;
       Deadline deadline;
-      for (ld_packet(line, data, flag); flag < need; ld_packet(line, data, flag)) {
+      for (ld_packet<K::system>(line, data, flag); flag < need; ld_packet<K::system>(line, data, flag)) {
         if (deadline.expired(k)) {
           if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 1, int(k.t(s + abi::kSRank)), pk, need, flag);
           ok = false;
@@ -356,31 +407,42 @@ __device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int s
     return;
   }
   if (Acquire) {
-    if (threadIdx.x == 0) fence_acq_rel_sys();
+    if (threadIdx.x == 0) fence_acq_rel<K::system>();
     __syncthreads();
   }
 }
 
-// atom.copy / atom.reduce of group g: from its sources (own buffer, peers'
-// staging, or packets) into the output, with mechanism M.
-template <DType D, Mech M, int Width, bool Reduce, bool Packets, class K>
-__device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part part, char* smem, int smem_bytes) {
-  __shared__ Span srcs[K::world];
-  __shared__ Span dst;
-  const i64 ph = K::phase(phase), group = k.group(ph, g);
+// The sources of group `group` into `srcs`: own buffer, peers' staging,
+// packets, or (direct pull) the source ranks' own buffers.
+template <abi::Moves Mv, class K>
+__device__ void group_sources(const K& k, i64 ph, i64 group, u64 half, Span* srcs) {
   const int n = int(k.t(group + abi::kGSources));
-  __syncthreads();  // the previous step is done with the spans
   for (int j = threadIdx.x; j < n; j += blockDim.x) {
     const i64 s = k.source_at(group, j);
     if (k.t(s + abi::kSUnit) < 0)
       srcs[j] = {k.source(ph) + k.t(s + abi::kSOffset), -1};
-    else if (Packets)
+    else if constexpr (Mv == abi::Moves::Packets)
       srcs[j] = window_span(k, ph, s, half);
+    else if constexpr (Mv == abi::Moves::Pull)
+      srcs[j] = {k.source_of(ph, k.t(s + abi::kSRank)) + k.t(s + abi::kSOffset), -1};
     else
       srcs[j] = {k.half_of(ph, k.t(s + abi::kSRank), half) +
                      k.t(s + abi::kSUnit) % k.t(ph + abi::kPhSlots) * k.t(ph + abi::kPhSlotBytes),
                  -1};
   }
+}
+
+// atom.copy / atom.reduce of group g: from its sources (own buffer, peers'
+// staging, packets or peers' buffers) into the output, with mechanism M.
+template <DType D, Mech M, int Width, bool Reduce, abi::Moves Mv, class K>
+__device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part part, char* smem, int smem_bytes) {
+  constexpr bool Packets = Mv == abi::Moves::Packets;
+  __shared__ Span srcs[K::world];
+  __shared__ Span dst;
+  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  const int n = int(k.t(group + abi::kGSources));
+  __syncthreads();  // the previous step is done with the spans
+  group_sources<Mv>(k, ph, group, half, srcs);
   if (threadIdx.x == 0) dst = {k.h.output + k.t(group + abi::kGDst), -1};
   __syncthreads();
   char* mc = nullptr;
@@ -393,6 +455,58 @@ __device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part par
   // A slice copied onto itself (the rank's input is its own output slice) is left alone.
   if (!Reduce && !Packets && dst.p == srcs[0].p) return;
   move<D, M, Width, Reduce, Packets>(dst, srcs, n, op, k.t(group + abi::kGBytes), part, smem, smem_bytes, mc);
+}
+
+// The destinations of unit `unit` of a direct push phase into `dsts`, but
+// where the unit would be copied onto itself; returns how many.
+template <class K>
+__device__ int unit_destinations(const K& k, i64 unit, const char* src, Span* dsts, int first) {
+  __shared__ int count;
+  if (threadIdx.x == 0) {
+    int n = first;
+    const i64 at = k.t(unit + abi::kUDestsAt);
+    for (i64 c = 0; c < k.t(unit + abi::kUDests); ++c) {
+      char* p = k.output_of(k.t(at + 2 * c)) + k.t(at + 2 * c + 1);
+      if (p != src) dsts[n++] = {p, -1};
+    }
+    count = n;
+  }
+  __syncthreads();
+  return count;
+}
+
+// atom.push of unit u: from this rank's source buffer into the output of
+// every destination, all written from one read of the unit.
+template <DType D, Mech M, int Width, class K>
+__device__ void push(const K& k, int phase, u64 u, Part part, char* smem, int smem_bytes) {
+  __shared__ Span dsts[K::world];
+  __shared__ Span src;
+  const i64 ph = K::phase(phase), unit = k.unit(ph, u);
+  __syncthreads();  // the previous step is done with the spans
+  if (threadIdx.x == 0) src = {k.source(ph) + k.t(unit + abi::kUSrc), -1};
+  __syncthreads();
+  const int n = unit_destinations(k, unit, src.p, dsts, 0);
+  move_to_all<D, M, Width, false>(dsts, n, &src, 1, 0, k.t(unit + abi::kUBytes), part, smem, smem_bytes);
+}
+
+// atom.reduce of group g of a direct pull phase fused with the atom.push of
+// unit g of the phase `fwd` that forwards it (a composed reduction): the
+// reduced chunk goes to this rank's output and to the unit's destinations
+// from one pass over the sources (tables.py checks that unit g is the range
+// group g reduces).
+template <DType D, Mech M, int Width, class K>
+__device__ void reduce_push(const K& k, int phase, int op, u64 g, int fwd, Part part, char* smem, int smem_bytes) {
+  __shared__ Span srcs[K::world];
+  __shared__ Span dsts[K::world + 1];
+  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  const i64 unit = k.unit(K::phase(fwd), g);
+  __syncthreads();  // the previous step is done with the spans
+  group_sources<abi::Moves::Pull>(k, ph, group, 0, srcs);
+  if (threadIdx.x == 0) dsts[0] = {k.h.output + k.t(group + abi::kGDst), -1};
+  __syncthreads();
+  const int n = unit_destinations(k, unit, dsts[0].p, dsts, 1);
+  move_to_all<D, M, Width, true>(dsts, n, srcs, int(k.t(group + abi::kGSources)), op, k.t(group + abi::kGBytes),
+                                 part, smem, smem_bytes);
 }
 
 // Packet pk of group `group` from its n sources, combined in source order
@@ -433,7 +547,7 @@ __device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 n
     for (bool waiting = true; waiting;) {
 #pragma unroll
       for (int q = 0; q < kBatch; ++q)
-        if (pending[q]) ld_packet(line[q], data[q], flag[q]);
+        if (pending[q]) ld_packet<K::system>(line[q], data[q], flag[q]);
       waiting = false;
 #pragma unroll
       for (int q = 0; q < kBatch; ++q) {

@@ -258,6 +258,27 @@ __device__ void copy_chunks(Span dst, Span src, i64 from, i64 chunks, Part part)
   }
 }
 
+// Several destinations at once (a push, a reduce that forwards its result):
+// the linear spans of dsts[0..n), W-aligned at byte `from`, each get every
+// chunk, which is loaded (or reduced) once.
+
+// dsts[d][from + k * W, ...) = src[from + k * W, ...) for k in [0, chunks), src aligned as they are.
+template <int W>
+__device__ void copy_chunks_to_all(const Span* dsts, int n, const char* src, i64 from, i64 chunks, Part part) {
+  constexpr int U = 4;
+  const i64 stride = part.stride();
+  for (i64 i = part.first(); i < chunks; i += stride * U) {
+    Word<W> v[U] = {};
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i + u * stride < chunks) v[u] = load<W>(src + from + (i + u * stride) * W);
+    for (int d = 0; d < n; ++d)
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) store<W>(dsts[d].p + from + (i + u * stride) * W, v[u]);
+  }
+}
+
 // dst[from, to) = src[from, to) a byte per thread: the few bytes around
 // wider copies, without copy_chunks' loads in flight (and their registers).
 __device__ __forceinline__ void copy_bytes(Span dst, Span src, i64 from, i64 to, Part part) {
@@ -306,6 +327,27 @@ __device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, i6
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (i + u * stride < chunks) store<W>(at(dst, from + (i + u * stride) * W), pack<D, W>(acc[u]));
+  }
+}
+
+// dsts[d] = srcs[0] op srcs[1] op ... from byte `from`, sources aligned as
+// the destinations. Each store packs its chunk again: holding the packed
+// chunks as well as the accumulators spills at 64 registers (measured slower).
+template <DType D, int W, class Combine>
+__device__ void reduce_chunks_to_all(const Span* dsts, int n, const Span* srcs, int n_srcs, int op, i64 from,
+                                     i64 chunks, Part part) {
+  constexpr int U = kReduceUnroll<D, W>;
+  const i64 stride = part.stride();
+  for (i64 i = part.first(); i < chunks; i += stride * U) {
+    AccT<D> acc[U][W / Elem<D>::bytes];
+    reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
+      const i64 c = i + u * stride;
+      return c < chunks ? load<W>(srcs[s].p + from + c * W) : Word<W>{};
+    });
+    for (int d = 0; d < n; ++d)
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) store<W>(dsts[d].p + from + (i + u * stride) * W, pack<D, W>(acc[u]));
   }
 }
 
@@ -395,6 +437,31 @@ __device__ void copy_shifted(char* dst, const char* src, i64 chunks, Part part) 
   }
 }
 
+// As copy_shifted to each of the n linear `dsts`, W-aligned at byte `from`,
+// from `src` + from, aligned otherwise: every source word read once.
+template <int W>
+__device__ void copy_shifted_to_all(const Span* dsts, int n, const char* src, i64 from, i64 chunks, Part part) {
+  constexpr int U = 64 / W;
+  const int off = int(reinterpret_cast<u64>(src + from) % W);
+  const char* base = src + from - off;
+  const int lane = threadIdx.x % 32;
+  for (i64 k0 = (part.first() - lane) * U; k0 < chunks; k0 += part.stride() * U) {
+    Word<W> w[U + 1] = {};
+#pragma unroll
+    for (int u = 0; u <= U; ++u) {
+      const i64 k = k0 + u * 32 + lane;
+      if (k <= chunks && (u < U || lane == 0)) w[u] = load<W>(base + k * W);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const i64 k = k0 + u * 32 + lane;
+      const Word<W> v = extract<W>(w[u], next_word<W>(w[u], w[u + 1]), off);
+      if (k < chunks)
+        for (int d = 0; d < n; ++d) store<W>(dsts[d].p + from + k * W, v);
+    }
+  }
+}
+
 // As reduce_chunks from byte `from` of each span, for a destination W-aligned
 // there (dst points at it) and sources at any alignment. Lane l of a warp
 // takes chunks k + u * stride, consecutive across the warp for every u.
@@ -417,24 +484,48 @@ __device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, 
 
 // -- signals ------------------------------------------------------------------
 
-__device__ __forceinline__ u64 ld_relaxed_sys(const u64* p) {
+// Sys: system scope (peers on other GPUs); else GPU scope, enough where every
+// rank of the kernel runs on this GPU.
+template <bool Sys>
+__device__ __forceinline__ u64 ld_relaxed(const u64* p) {
   u64 v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  if constexpr (Sys)
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void st_relaxed_sys(u64* p, u64 v) {
-  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+template <bool Sys>
+__device__ __forceinline__ void st_relaxed(u64* p, u64 v) {
+  if constexpr (Sys)
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-__device__ __forceinline__ void st_release_sys(u64* p, u64 v) {
-  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+template <bool Sys>
+__device__ __forceinline__ void st_release(u64* p, u64 v) {
+  if constexpr (Sys)
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  else
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 // After relaxed polling: re-reading the slot with acquire orders the reads after it.
-__device__ __forceinline__ u64 ld_acquire_sys(const u64* p) {
+template <bool Sys>
+__device__ __forceinline__ u64 ld_acquire(const u64* p) {
   u64 v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  if constexpr (Sys)
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  else
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void fence_acq_rel_sys() { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+template <bool Sys>
+__device__ __forceinline__ void fence_acq_rel() {
+  if constexpr (Sys)
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+  else
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
 
 __device__ __forceinline__ u64 globaltimer() {
   u64 t;
@@ -444,11 +535,19 @@ __device__ __forceinline__ u64 globaltimer() {
 
 // -- packets ------------------------------------------------------------------
 
+template <bool Sys>
 __device__ __forceinline__ void st_packet(char* p, u64 data, u64 flag) {
-  asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(data), "l"(flag) : "memory");
+  if constexpr (Sys)
+    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(data), "l"(flag) : "memory");
+  else
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(data), "l"(flag) : "memory");
 }
+template <bool Sys>
 __device__ __forceinline__ void ld_packet(const char* p, u64& data, u64& flag) {
-  asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(data), "=l"(flag) : "l"(p) : "memory");
+  if constexpr (Sys)
+    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(data), "=l"(flag) : "l"(p) : "memory");
+  else
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(data), "=l"(flag) : "l"(p) : "memory");
 }
 
 // The first n (at most 8) bytes at p, little-endian, at any alignment: the

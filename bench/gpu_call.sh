@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine (the device tool runs it in a copy of the
+# checkout): install the pure-Python wheels it lacks (.whl/, from
+# ../shared/tools/device-wheels), build purlin's runtime in place for the
+# machine (skipped while that build is still there), then run what is asked.
+#
+#   bench/gpu_call.sh tests [PYTEST ARGS]    pytest -m gpu (default: tests/python)
+#   bench/gpu_call.sh bench [ONE_GPU ARGS]   bench/one_gpu.py beside its floors, built from .ref/
+#                                            (../shared/reference copied there), results in $OUT
+#   bench/gpu_call.sh both [ONE_GPU ARGS]    the tests, then the benchmark
+#
+# NVLink multicast stays off (the machines are shared).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/purlin-out}
+mkdir -p "$OUT"
+
+if [ ! -d /tmp/site/xdsl ]; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+fi
+export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+if ! ls purlin/_runtime*.so >/dev/null 2>&1 || [ -n "$(find csrc purlin/cuda/include -newer purlin/_runtime*.so -type f | head -1)" ]; then
+  cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
+  ninja -C build/gpu >/dev/null
+  cp build/gpu/csrc/_runtime*.so purlin/
+fi
+
+what=${1:-both}
+shift || true
+run_tests() {
+  python3 -m pytest -q -p no:cacheprovider -m gpu -x "${@:-tests/python}" 2>&1 | tee "$OUT/gpu-tests.txt" | tail -25
+}
+run_bench() {
+  [ -x .ref/floor ] || nvcc -O3 -arch=sm_90 .ref/one_gpu_floor.cu -o .ref/floor
+  python3 bench/one_gpu.py --floor .ref/floor --least-traffic .ref/least_traffic.py --out "$OUT" "$@"
+}
+case "$what" in
+  tests) run_tests "$@" ;;
+  bench) run_bench "$@" ;;
+  both) run_tests; run_bench "$@" ;;
+  *) echo "usage: bench/gpu_call.sh tests|bench|both [ARGS]" >&2; exit 2 ;;
+esac
