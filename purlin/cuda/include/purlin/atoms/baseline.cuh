@@ -411,34 +411,12 @@ __device__ Word<W> load_shifted(const char* src, i64 k, i64 chunks) {
   return extract<W>(w, next_word<W>(w, next), off);
 }
 
-// dst[k * W, (k + 1) * W) = src[k * W, (k + 1) * W) for k in [0, chunks), dst
-// W-aligned, src not. As copy_chunks, several loads in flight per thread: a
-// warp takes 32 * U consecutive chunks, lane l loading aligned words l,
-// l + 32, ..., and lane 0 also the word after the warp's.
-template <int W>
-__device__ void copy_shifted(char* dst, const char* src, i64 chunks, Part part) {
-  constexpr int U = 64 / W;
-  const int off = int(reinterpret_cast<u64>(src) % W);
-  const char* base = src - off;
-  const int lane = threadIdx.x % 32;
-  for (i64 k0 = (part.first() - lane) * U; k0 < chunks; k0 += part.stride() * U) {
-    Word<W> w[U + 1] = {};
-#pragma unroll
-    for (int u = 0; u <= U; ++u) {
-      const i64 k = k0 + u * 32 + lane;
-      if (k <= chunks && (u < U || lane == 0)) w[u] = load<W>(base + k * W);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const i64 k = k0 + u * 32 + lane;
-      const Word<W> v = extract<W>(w[u], next_word<W>(w[u], w[u + 1]), off);
-      if (k < chunks) store<W>(dst + k * W, v);
-    }
-  }
-}
-
-// As copy_shifted to each of the n linear `dsts`, W-aligned at byte `from`,
-// from `src` + from, aligned otherwise: every source word read once.
+// dsts[d].p + from + [k * W, (k + 1) * W) = src + from + [k * W, (k + 1) * W)
+// for k in [0, chunks) and each of the n linear destinations, W-aligned
+// there, src not. As copy_chunks, several loads in flight per thread, every
+// source word read once: a warp takes 32 * U consecutive chunks, lane l
+// loading aligned words l, l + 32, ..., and lane 0 also the word after the
+// warp's.
 template <int W>
 __device__ void copy_shifted_to_all(const Span* dsts, int n, const char* src, i64 from, i64 chunks, Part part) {
   constexpr int U = 64 / W;
@@ -460,6 +438,13 @@ __device__ void copy_shifted_to_all(const Span* dsts, int n, const char* src, i6
         for (int d = 0; d < n; ++d) store<W>(dsts[d].p + from + k * W, v);
     }
   }
+}
+
+// dst[k * W, (k + 1) * W) = src[k * W, (k + 1) * W) for k in [0, chunks), dst W-aligned, src not.
+template <int W>
+__device__ void copy_shifted(char* dst, const char* src, i64 chunks, Part part) {
+  const Span to{dst, -1};
+  copy_shifted_to_all<W>(&to, 1, src, 0, chunks, part);
 }
 
 // As reduce_chunks from byte `from` of each span, for a destination W-aligned
@@ -485,46 +470,40 @@ __device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, 
 // -- signals ------------------------------------------------------------------
 
 // Sys: system scope (peers on other GPUs); else GPU scope, enough where every
-// rank of the kernel runs on this GPU.
+// rank of the kernel runs on this GPU. The instruction `op` is `op.sys` or
+// `op.gpu` followed by `rest`, with the asm operands after it.
+#define PURLIN_SCOPED_ASM(Sys, op, rest, ...) \
+  do {                                        \
+    if constexpr (Sys)                        \
+      asm volatile(op ".sys" rest __VA_ARGS__); \
+    else                                      \
+      asm volatile(op ".gpu" rest __VA_ARGS__); \
+  } while (0)
+
 template <bool Sys>
 __device__ __forceinline__ u64 ld_relaxed(const u64* p) {
   u64 v;
-  if constexpr (Sys)
-    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  else
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  PURLIN_SCOPED_ASM(Sys, "ld.relaxed", ".global.u64 %0, [%1];", : "=l"(v) : "l"(p) : "memory");
   return v;
 }
 template <bool Sys>
 __device__ __forceinline__ void st_relaxed(u64* p, u64 v) {
-  if constexpr (Sys)
-    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  else
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  PURLIN_SCOPED_ASM(Sys, "st.relaxed", ".global.u64 [%0], %1;", ::"l"(p), "l"(v) : "memory");
 }
 template <bool Sys>
 __device__ __forceinline__ void st_release(u64* p, u64 v) {
-  if constexpr (Sys)
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-  else
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+  PURLIN_SCOPED_ASM(Sys, "st.release", ".global.u64 [%0], %1;", ::"l"(p), "l"(v) : "memory");
 }
 // After relaxed polling: re-reading the slot with acquire orders the reads after it.
 template <bool Sys>
 __device__ __forceinline__ u64 ld_acquire(const u64* p) {
   u64 v;
-  if constexpr (Sys)
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  else
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  PURLIN_SCOPED_ASM(Sys, "ld.acquire", ".global.u64 %0, [%1];", : "=l"(v) : "l"(p) : "memory");
   return v;
 }
 template <bool Sys>
 __device__ __forceinline__ void fence_acq_rel() {
-  if constexpr (Sys)
-    asm volatile("fence.acq_rel.sys;" ::: "memory");
-  else
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  PURLIN_SCOPED_ASM(Sys, "fence.acq_rel", ";", ::: "memory");
 }
 
 __device__ __forceinline__ u64 globaltimer() {
@@ -537,17 +516,11 @@ __device__ __forceinline__ u64 globaltimer() {
 
 template <bool Sys>
 __device__ __forceinline__ void st_packet(char* p, u64 data, u64 flag) {
-  if constexpr (Sys)
-    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(data), "l"(flag) : "memory");
-  else
-    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(data), "l"(flag) : "memory");
+  PURLIN_SCOPED_ASM(Sys, "st.relaxed", ".global.v2.u64 [%0], {%1, %2};", ::"l"(p), "l"(data), "l"(flag) : "memory");
 }
 template <bool Sys>
 __device__ __forceinline__ void ld_packet(const char* p, u64& data, u64& flag) {
-  if constexpr (Sys)
-    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(data), "=l"(flag) : "l"(p) : "memory");
-  else
-    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(data), "=l"(flag) : "l"(p) : "memory");
+  PURLIN_SCOPED_ASM(Sys, "ld.relaxed", ".global.v2.u64 {%0, %1}, [%2];", : "=l"(data), "=l"(flag) : "l"(p) : "memory");
 }
 
 // The first n (at most 8) bytes at p, little-endian, at any alignment: the
