@@ -22,6 +22,15 @@ follow the rules of `purlin.runtime.Communicator`.
 A device-counts collective (purlin.compile.compile_device_counts) in place
 of the plan runs on cuda with each call's counts given to `run` as device
 tensors (see purlin.runtime.device_counts); its buffers are the bounds.
+
+A symmetric plan (compile_plan(symmetric=True)) reads and writes the peers'
+buffers in place. On cpu each rank's buffers then live in its shared heap,
+`heap_bytes` after its region (default: room for this plan's largest input
+and output), which `alloc` hands out:
+
+    comm = ProcessCommunicator(compile_plan(..., symmetric=True), name="all_gather")
+    x, y = comm.alloc(n_in), comm.alloc(n_out)   # numpy arrays, every rank alike
+    comm.run(x, y)
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import hashlib
 
 import numpy as np
 
+from purlin.dtypes import numpy_dtype
 from purlin.plan import Plan, decode, validate
 from purlin.runtime.aliasing import AliasingError, Buffers
 from purlin.runtime.backend import (
@@ -59,6 +69,7 @@ class ProcessCommunicator:
         timeout_s: float = 10.0,
         name: str = "collective",
         backend: str | None = None,
+        heap_bytes: int | None = None,
     ) -> None:
         # A device-counts collective carries its kernel, not a plan.
         self.count_words = getattr(plan, "count_words", 0) if not isinstance(plan, (Plan, np.ndarray)) else 0
@@ -97,9 +108,19 @@ class ProcessCommunicator:
             extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
             self._overlaps = Buffers(plan, name)
         self._extents = extents[self.rank]
+        if plan.symmetric and backend != "cpu":
+            raise ValueError(f"{name}: the plan is symmetric (it reads and writes the peers' buffers in place); "
+                             "on cuda one process runs every rank of such a plan (purlin.runtime.Communicator)")
+        if heap_bytes is None:
+            # Every rank's heap is one size: room for the largest rank's input and output.
+            eb = plan.elem_bytes
+            heap_bytes = max(_aligned(i * eb) + _aligned(o * eb) for i, o in extents) if plan.symmetric else 0
+        if heap_bytes < 0:
+            raise ValueError(f"{name}: heap_bytes must be non-negative, got {heap_bytes}")
+        self._heap_used = 0
         if backend == "cpu":
             self.device = None
-            self._connect_cpu(dist, size, timeout_s)
+            self._connect_cpu(dist, size, timeout_s, heap_bytes)
             return
         self.device = torch.cuda.current_device() if device is None else device
         spec = kernel_spec(plan, name, [self.device], extents)
@@ -119,11 +140,11 @@ class ProcessCommunicator:
                 f"{self.name}: the group's processes claim ranks {ranks}, expected each of 0..{size - 1} once")
         return sorted(gathered, key=lambda g: g[0])
 
-    def _connect_cpu(self, dist, size: int, timeout_s: float) -> None:
+    def _connect_cpu(self, dist, size: int, timeout_s: float, heap_bytes: int) -> None:
         words = self.plan.encode()
         self._impl = _runtime.CpuProcessCommunicator(
             _runtime.decode(words), self.rank, timeout_s, self.name,
-            [s.name for s in self.plan.signals], [b.name for b in self.plan.buffers])
+            [s.name for s in self.plan.signals], [b.name for b in self.plan.buffers], heap_bytes)
         digest = hashlib.sha256(words.tobytes()).hexdigest()
         try:
             gathered = self._gather(dist, size, self._impl.shm_name, digest)
@@ -144,6 +165,26 @@ class ProcessCommunicator:
     @property
     def world(self) -> int:
         return self.plan.world
+
+    def alloc(self, elems: int) -> np.ndarray:
+        """`elems` elements of the plan's dtype in this rank's shared heap (cpu),
+        where a symmetric plan's buffers must be: 64-byte aligned, never
+        freed, valid until `close`. Each call tells the peers where in the
+        heap its buffers are, so ranks may pass different ones."""
+        if self._impl is None:
+            raise RuntimeError(f"{self.name}: the communicator is closed")
+        if self.backend != "cpu":
+            raise ValueError(f"{self.name}: alloc gives host memory of the cpu backend's shared heap")
+        nbytes = elems * self.plan.elem_bytes
+        if elems < 0 or self._heap_used + nbytes > self._impl.heap_bytes:
+            raise ValueError(f"{self.name}: rank {self.rank}'s shared heap of {self._impl.heap_bytes} bytes has "
+                             f"{self._impl.heap_bytes - self._heap_used} left, {nbytes} asked for; construct the "
+                             "communicator with a larger heap_bytes")
+        import ctypes
+
+        raw = (ctypes.c_char * nbytes).from_address(self._impl.heap + self._heap_used)
+        self._heap_used = _aligned(self._heap_used + nbytes)
+        return np.frombuffer(raw, dtype=numpy_dtype(self.plan.dtype), count=elems)
 
     def epoch(self) -> int:
         """This rank's epoch at the next call (on cuda, waits for the GPU)."""
@@ -217,3 +258,8 @@ class ProcessCommunicator:
             with torch.cuda.device(self.device):
                 dist.barrier(group=self.group)
             self._impl = None
+
+
+def _aligned(nbytes: int) -> int:
+    """`nbytes` rounded up to the heap's 64-byte alignment."""
+    return -(-nbytes // 64) * 64

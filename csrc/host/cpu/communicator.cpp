@@ -97,9 +97,9 @@ class RoleThread {
     switch (r.space) {
       // A symmetric plan names other ranks' buffers (check_programs allows no other).
       case Space::Input:
-        return {static_cast<unsigned char*>(const_cast<void*>(inputs_[r.rank])) + r.offset * eb_};
+        return {user_buffer(r.rank, inputs_[r.rank], &RegionHeader::input_offset) + r.offset * eb_};
       case Space::Output:
-        return {static_cast<unsigned char*>(outputs_[r.rank]) + r.offset * eb_};
+        return {user_buffer(r.rank, outputs_[r.rank], &RegionHeader::output_offset) + r.offset * eb_};
       case Space::Staging: {
         const Buffer& b = p_.buffers[r.buf];
         return {c_.memory_[r.rank].staging[r.buf] + ((half_ * b.slots + r.slot) * b.elems + r.offset) * eb_};
@@ -108,6 +108,15 @@ class RoleThread {
         return {nullptr, window(r.rank, r.buf, r.slot), r.offset};
     }
     return {};
+  }
+
+  // Rank `rank`'s buffer: given to this call, or (a peer in another process)
+  // where that rank's header says this call's sits in its heap; read after
+  // one of its signals, which it stored after the offset.
+  unsigned char* user_buffer(int64_t rank, const void* given, std::atomic<uint64_t> RegionHeader::*offset) const {
+    if (given) return static_cast<unsigned char*>(const_cast<void*>(given));
+    const RankMemory& m = c_.memory_[rank];
+    return m.heap + (m.header->*offset).load(std::memory_order_relaxed);
   }
 
   // Elements [at, at + n) of `src` into contiguous `out`.
@@ -290,7 +299,7 @@ size_t Executor::region_bytes() const {
     n += aligned(b.kind == BufKind::Staging ? staging_bytes(b, plan_.elem_bytes())
                                              : window_packets(b, packet_elems_) * sizeof(Packet));
   for (int64_t slots : plan_.signal_slots) n += aligned(slots * sizeof(std::atomic<uint64_t>));
-  return n;
+  return n + aligned(heap_bytes_);
 }
 
 RankMemory Executor::region(unsigned char* base, int64_t rank, bool construct) const {
@@ -321,6 +330,7 @@ RankMemory Executor::region(unsigned char* base, int64_t rank, bool construct) c
       for (int64_t k = 0; k < slots; ++k) new (at + k * sizeof(std::atomic<uint64_t>)) std::atomic<uint64_t>(0);
     at += aligned(slots * sizeof(std::atomic<uint64_t>));
   }
+  m.heap = at;
   return m;
 }
 

@@ -47,6 +47,9 @@ struct RegionHeader {
   static constexpr uint64_t kMagic = 0x7075726c696e3031;  // "purlin01"
   uint64_t magic, world, rank, bytes;
   std::atomic<uint64_t> failed{0};  // 2 * (failing rank + 1) + (1 if it timed out), 0 while none failed
+  // A symmetric plan's call: where this rank's input and output sit in its
+  // heap, stored before the call's first signal (peers read them after one).
+  std::atomic<uint64_t> input_offset{0}, output_offset{0};
 };
 
 // Symmetric memory of one rank, pointers into one region laid out by
@@ -57,6 +60,7 @@ struct RankMemory {
   std::vector<unsigned char*> staging;  // null for windows
   std::vector<Packet*> windows;         // null for staging
   std::vector<std::atomic<uint64_t>*> signals;
+  unsigned char* heap = nullptr;  // the rank's own buffers of a symmetric plan (ProcessCommunicator)
 };
 
 // What both communicators share: the plan, the layout of each rank's memory
@@ -87,6 +91,7 @@ class Executor {
 
   Plan plan_;
   Options options_;
+  size_t heap_bytes_ = 0;  // after the signals, where a ProcessCommunicator's buffers may live
   int64_t packet_elems_;  // elements per 8-byte packet
   std::vector<RankMemory> memory_;
   std::vector<int64_t> epoch_, prev_;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -31,15 +32,17 @@ std::string unique_name(int64_t rank) {
 
 }  // namespace
 
-ProcessCommunicator::ProcessCommunicator(Plan plan, int64_t rank, Options options)
+ProcessCommunicator::ProcessCommunicator(Plan plan, int64_t rank, Options options, size_t heap_bytes)
     : Executor(std::move(plan), std::move(options)), rank_(rank), maps_(plan_.world) {
   if (rank < 0 || rank >= plan_.world)
     throw std::out_of_range(options_.name + ": rank " + std::to_string(rank) + " is outside world " +
                             std::to_string(plan_.world));
-  if (plan_.symmetric)
+  if (plan_.symmetric && heap_bytes < size_t(std::max(input_bytes(rank), output_bytes(rank))))
     throw std::invalid_argument(options_.name + ": the plan reads and writes other ranks' buffers in place "
-                                "(symmetric), but each rank's buffers live in its own process here; lower "
-                                "it without symmetric=true");
+                                "(symmetric), so rank " + std::to_string(rank) + "'s buffers must live in its "
+                                "shared heap, but the heap of " + std::to_string(heap_bytes) +
+                                " bytes cannot hold them");
+  heap_bytes_ = heap_bytes;
   const size_t bytes = region_bytes();
   shm_name_ = unique_name(rank);
   const int fd = ::shm_open(shm_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -87,7 +90,7 @@ void ProcessCommunicator::connect(const std::vector<std::string>& names) {
       error = os_error("cannot stat " + peer);
     } else if (static_cast<size_t>(st.st_size) != bytes) {
       error = peer + " has " + std::to_string(st.st_size) + " bytes, this plan's region has " +
-              std::to_string(bytes) + " (do all ranks run the same plan?)";
+              std::to_string(bytes) + " (do all ranks run the same plan, with heaps of one size?)";
     } else {
       void* addr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (addr == MAP_FAILED) error = os_error("cannot map " + peer);
@@ -126,6 +129,12 @@ void ProcessCommunicator::run(const void* input, void* output) {
   if (!connected_)
     throw std::runtime_error(options_.name + ": rank " + std::to_string(rank_) +
                              " is not connected to its peers (connect first)");
+  if (plan_.symmetric) {
+    // Before any signal of the call: the peers read these after one of them.
+    RegionHeader& h = *memory_[rank_].header;
+    h.input_offset.store(heap_offset(input, input_bytes(rank_), "input"), std::memory_order_relaxed);
+    h.output_offset.store(heap_offset(output, output_bytes(rank_), "output"), std::memory_order_relaxed);
+  }
   std::vector<const void*> inputs(plan_.world, nullptr);
   std::vector<void*> outputs(plan_.world, nullptr);
   inputs[rank_] = input;
@@ -139,6 +148,17 @@ void ProcessCommunicator::run(const void* input, void* output) {
     flag_failure(false);
     throw;
   }
+}
+
+uint64_t ProcessCommunicator::heap_offset(const void* p, int64_t bytes, const char* what) const {
+  const auto* at = static_cast<const unsigned char*>(p);
+  const unsigned char* heap = memory_[rank_].heap;
+  if (bytes == 0) return 0;
+  if (at < heap || at + bytes > heap + heap_bytes_)
+    throw std::invalid_argument(options_.name + ": rank " + std::to_string(rank_) + "'s " + what + " is not in its "
+                                "shared heap: the plan is symmetric (its peers read and write the buffers in "
+                                "place), so pass memory from the communicator's alloc()");
+  return static_cast<uint64_t>(at - heap);
 }
 
 void ProcessCommunicator::close() {

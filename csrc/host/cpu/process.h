@@ -21,7 +21,10 @@ namespace purlin::cpu {
 
 class ProcessCommunicator : public Executor {
  public:
-  ProcessCommunicator(Plan plan, int64_t rank, Options options);
+  // `heap_bytes`: room after this rank's region for the buffers of a
+  // symmetric plan, whose peers read and write them in place (every rank's
+  // the same size).
+  ProcessCommunicator(Plan plan, int64_t rank, Options options, size_t heap_bytes = 0);
   ~ProcessCommunicator();
   ProcessCommunicator(const ProcessCommunicator&) = delete;
   ProcessCommunicator& operator=(const ProcessCommunicator&) = delete;
@@ -33,8 +36,12 @@ class ProcessCommunicator : public Executor {
   // Removes this region's name: mappings outlive it, and no crash leaks it afterwards.
   void unlink();
   // One call of this rank: `input` / `output` hold at least input_bytes(rank) /
-  // output_bytes(rank) bytes. Throws CollectiveTimeout as Communicator::run does.
+  // output_bytes(rank) bytes, inside the heap for a symmetric plan. Throws
+  // CollectiveTimeout as Communicator::run does.
   void run(const void* input, void* output);
+  // This rank's heap, where a symmetric plan's buffers go.
+  unsigned char* heap() const { return memory_[rank_].heap; }
+  size_t heap_bytes() const { return heap_bytes_; }
   // Unmaps every region (and unlinks this one); run refuses afterwards.
   void close();
 
@@ -46,6 +53,8 @@ class ProcessCommunicator : public Executor {
     size_t bytes = 0;
   };
   void flag_failure(bool timed_out);
+  // Where `p` (bytes of it) sits in this rank's heap; invalid_argument naming `what` when outside.
+  uint64_t heap_offset(const void* p, int64_t bytes, const char* what) const;
 
   int64_t rank_;
   std::string shm_name_;

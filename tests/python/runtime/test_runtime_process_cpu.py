@@ -177,9 +177,46 @@ def test_unknown_backend(group_of_one):
         ProcessCommunicator(ONE, name="ar", backend="tpu")
 
 
-def test_a_symmetric_plan_is_refused(group_of_one):
-    # Its instructions name the peers' own buffers, which live in their processes.
-    plan = compile_plan("all_gather", 1, "f32", None, 1 << 16, symmetric=True)
+def test_a_symmetric_plan_takes_buffers_of_the_shared_heap(group_of_one):
+    # Its peers read and write the buffers in place: they must be where they can map them.
+    plan = compile_plan("all_gather", 1, "f32", None, 1 << 10, symmetric=True)
     assert plan.symmetric
-    with pytest.raises(ValueError, match="reads and writes other ranks' buffers in place .symmetric."):
-        ProcessCommunicator(plan, name="ag")
+    comm = ProcessCommunicator(plan, name="ag")
+    x, y = comm.alloc(1 << 10), comm.alloc(1 << 10)
+    x[:] = np.arange(1 << 10)
+    with pytest.raises(ValueError, match="ag: rank 0's input is not in its shared heap: the plan is symmetric"):
+        comm.run(x.copy(), y)
+    comm.run(x, y)
+    assert np.array_equal(y, x)
+    with pytest.raises(ValueError, match="ag: rank 0's shared heap of 8192 bytes has 0 left, 4 asked for"):
+        comm.alloc(1)
+    comm.close()
+
+
+def _run_symmetric(rank: int, jobs) -> None:
+    for case, words in jobs:
+        comm = ProcessCommunicator(words, name=case.collective, timeout_s=30.0)
+        n_in, n_out = case.buffer_sizes()
+        own_in, own_out = comm.alloc(n_in), comm.alloc(n_out)
+        for call in range(CALLS):
+            args = case.make_args(call)
+            expected = case.expected(args)
+            own_in[:], own_out[:] = args[0][rank], args[1][rank]
+            comm.run(own_in, own_out)
+            assert compare([own_out], [expected[rank]], case.dtype, case.op, case.contributions, 8.0,
+                           "%out") is None, f"rank {rank} {case} call {call}"
+            assert np.array_equal(own_in.view(np.uint8), args[0][rank].view(np.uint8)), "input changed"
+        comm.close()
+
+
+@pytest.mark.parametrize("lowering", ["regime=throughput symmetric=true",
+                                      "regime=throughput symmetric=true chunk-bytes=16"])
+def test_symmetric_collectives_in_place_across_processes(lowering):
+    # Each rank's buffers in its shared heap; its peers pull from and push into them.
+    jobs = []
+    for name in COLLECTIVES:
+        case = make_case(name, 3, "bf16", count=37, seed=3)
+        plan = compile_plan(name, 3, "bf16", case.op, case.count, counts=case.counts, lowering=lowering)
+        assert plan.symmetric
+        jobs.append((case, plan.encode()))
+    spawn(3, _run_symmetric, jobs)
