@@ -59,23 +59,35 @@ def run_plan(func: FuncOp, args: list[list[np.ndarray]], world: int, seed: int, 
             raise SimError(str(e)) from None
 
 
+class RuntimeRefused(SimError):
+    """The runtime refuses the plan before running it: its kernel cannot be
+    generated, compiled or placed on the devices, or the buffers cannot reach them."""
+
+
 def _run_backend(plan, backend: str, inputs: list[np.ndarray], outputs: list[np.ndarray],
                  options: dict[str, Any]) -> None:
     from purlin import runtime
+    from purlin.cuda.program import ProgramError
 
+    devices = options.get("devices") or list(range(plan.world))
+    if len(devices) != plan.world:
+        raise RuntimeRefused(f"the {backend} backend refuses the plan: {len(devices)} devices for a world of "
+                             f"{plan.world} (one per rank)")
+    # Setting up refuses what cannot run at all; what fails after that is the level failing.
     try:
-        devices = options.get("devices") or list(range(plan.world))
-        if len(devices) != plan.world:
-            raise ValueError(f"{len(devices)} devices for a world of {plan.world} (one per rank)")
         comm = runtime.Communicator(plan, backend, timeout_s=options.get("timeout_s", 10.0),
                                     name=options.get("name", "collective"),
                                     devices=devices if backend == "cuda" else None)
+        if backend == "cuda":
+            device_in = [runtime.to_device(a, d) for a, d in zip(inputs, devices)]
+            device_out = [runtime.to_device(a, d) for a, d in zip(outputs, devices)]
+    except (ProgramError, RuntimeError, ValueError, TypeError, ImportError) as e:
+        raise RuntimeRefused(f"the {backend} backend refuses the plan: {e}") from None
+    try:
         if backend == "cpu":
             for _ in range(options.get("calls", 1)):
                 comm.run(inputs, outputs)
             return
-        device_in = [runtime.to_device(a, d) for a, d in zip(inputs, devices)]
-        device_out = [runtime.to_device(a, d) for a, d in zip(outputs, devices)]
         for _ in range(options.get("calls", 1)):
             comm.run(device_in, device_out)
         comm.synchronize()

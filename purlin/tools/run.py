@@ -25,6 +25,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
+from purlin.atom.interpreter import RuntimeRefused
 from purlin.coll.attributes import DTYPE_ALIASES, ReduceKind, canonical_dtype
 from purlin.coll.builder import COLLECTIVES, SpecError, byte_step
 from purlin.coll.dialect import CollectiveOp, NamedCollective
@@ -42,7 +43,8 @@ EXIT_STATUS = """exit status:
   0  the results match the reference
   1  they differ, or the level failed to run what it compiled (result=mismatch or result=error)
   2  usage or input error: a bad option, an input that cannot be read, parsed, verified or
-     lowered, a size that cannot be met exactly, a world or size beyond purlin-run's limits"""
+     lowered, a size that cannot be met exactly, a world or size beyond purlin-run's limits, a
+     plan the runtime refuses (its kernel cannot be generated, compiled or placed on the GPUs)"""
 
 # Host memory purlin-run may use for the buffers of all ranks (with the
 # copies it keeps to check them): beyond it a run is refused, not attempted.
@@ -54,6 +56,16 @@ _COPIES = 3
 
 class UsageError(Exception):
     """Bad command line or input file: exit 2."""
+
+
+class Refused(UsageError):
+    """The runtime refuses to run what the level compiled: exit 2."""
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line (NVRTC's log, say, comes a line per message; a parser's
+    caret under the source line means nothing once the lines are joined)."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip().strip("^"))
 
 
 def _non_negative(text: str) -> int:
@@ -193,6 +205,11 @@ def _named_case(args: argparse.Namespace) -> Case:
         case = Case(args.collective, w, args.dtype, op, count, counts, args.dynamic)
     except SpecError as e:
         raise UsageError(str(e)) from None
+    if args.counts and args.bytes is not None and args.bytes != case.bytes:
+        raise UsageError(
+            f"--bytes {args.bytes} and --counts {' '.join(args.counts)} disagree: those counts make the larger "
+            f"buffer of a rank {case.bytes} bytes; give --counts alone"
+        )
     _check_memory(w, sum(case.buffer_sizes()) * itemsize(case.dtype))
     return case
 
@@ -270,6 +287,8 @@ def _run_level(
     except PassFailedException as e:
         # The passes refuse the collective or the --lowering options.
         raise UsageError(f"cannot lower to the {level} level: {e}") from None
+    except RuntimeRefused as e:
+        raise Refused(_one_line(str(e))) from None
     except DiagnosticException as e:
         raise SimError(str(e)) from None
     return time.perf_counter() - started
@@ -448,6 +467,9 @@ def _run_imported(args: argparse.Namespace, text: str) -> int:
         except run_imported.SpecError as e:
             print(f"purlin-run: error: {e}", file=sys.stderr)
             status = 2
+        except Refused as e:
+            print(f"purlin-run: error: {name}:{chunk.line + 1}: {e}", file=sys.stderr)
+            status = 2
         except SimError as e:
             print(f"{name}:{chunk.line + 1} level={_level(args)} result=error: {e}")
             status = max(status, 1)
@@ -482,6 +504,15 @@ def _check_backend(backend: str) -> None:
         raise UsageError("--backend cuda: no CUDA GPU is visible")
 
 
+def _check_devices(devices: list[int]) -> None:
+    from purlin import _runtime
+
+    visible = _runtime.cuda_device_count()
+    if max(devices) >= visible:
+        raise UsageError(f"--devices names GPU {max(devices)}, but {visible} GPU{'s are' if visible != 1 else ' is'} "
+                         f"visible (0 to {visible - 1})")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = _parser()
     args = ap.parse_args(argv)
@@ -503,11 +534,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"--devices takes GPU numbers separated by commas, got '{args.devices}'") from None
             if min(args.devices) < 0:
                 raise UsageError("--devices are GPU numbers (>= 0)")
+            _check_devices(args.devices)
         if args.lowering:
             try:
                 pipeline(f"convert-coll-to-snac{{{args.lowering}}}")
             except ValueError as e:
-                raise UsageError(f"--lowering '{args.lowering}': {e}") from None
+                raise UsageError(f"--lowering '{args.lowering}': {_one_line(str(e))}") from None
         return _run_file(args) if args.file is not None else _run_named(args)
     except (UsageError, SimError) as e:
         print(f"purlin-run: error: {e}", file=sys.stderr)

@@ -60,3 +60,16 @@ def test_balanced_matrices_send_and_receive_the_total_everywhere(world, total, s
     rows = counts_for("all_to_all_v", world, total, seed, balanced=True)
     assert [sum(r) for r in rows] == [total] * world
     assert [sum(r[d] for r in rows) for d in range(world)] == [total] * world
+
+
+@pytest.mark.parametrize("collective, world, counts, nbytes, made", [
+    ("all_gather_v", 3, "1,2,3", 4, 24), ("reduce_scatter_v", 3, "4,0,2", 8, 24),
+    ("all_to_all_v", 2, "1,2;3,0", 4, 16)])
+def test_bytes_that_disagree_with_the_counts_are_refused(capsys, collective, world, counts, nbytes, made):
+    argv = ["--collective", collective, "--world", str(world), "--counts", counts, "--dtype", "f32"]
+    code, out, err = run(capsys, *argv, "--bytes", str(nbytes))
+    assert code == 2 and out == ""
+    assert (f"--bytes {nbytes} and --counts {counts} disagree: those counts make the larger buffer of a rank "
+            f"{made} bytes; give --counts alone") in err
+    code, out, _ = run(capsys, *argv, "--bytes", str(made))
+    assert code == 0 and f" bytes={made} " in out
