@@ -298,9 +298,14 @@ class ConvertStablehloToCollPass(ModulePass):
         replicas = self.replicas or _module_int(op, "mhlo.num_replicas")
         partitions = self.partitions or _module_int(op, "mhlo.num_partitions") or 1
         if not replicas:
+            # Several modules without --split-input-file come inside one module, which lacks their attributes.
+            nested = sum(isinstance(o, ModuleOp) for o in op.body.ops)
+            advice = (f"the input holds {nested} modules and mhlo.num_replicas is read from the one module around "
+                      "them, which has none; split the input (--split-input-file, '// -----' between the modules) "
+                      "or give the option replicas=N" if nested > 1
+                      else "give the option replicas=N or the module attribute mhlo.num_replicas")
             raise PassFailedException(op_error(
-                funcs[0], f"{self.name}: the number of replicas is not known; give the option "
-                "replicas=N or the module attribute mhlo.num_replicas"))
+                funcs[0], f"{self.name}: the number of replicas is not known; {advice}"))
         if replicas < 1 or partitions < 1 or replicas * partitions > MAX_WORLD:
             raise PassFailedException(
                 f"{self.name}: {replicas} replicas x {partitions} partitions is not a world purlin handles "

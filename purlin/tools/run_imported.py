@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from math import prod
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
@@ -76,9 +76,19 @@ class SpecError(Exception):
 
 def _module(chunk: Chunk, filename: str) -> ModuleOp:
     try:
-        return parse_module("\n" * chunk.line + chunk.text, filename)
+        module = parse_module("\n" * chunk.line + chunk.text, filename)
     except (ParseError, DiagnosticException) as e:
         raise SpecError(str(e).strip()) from None
+    # Modules without '// -----' between them parse as one module around them,
+    # which has none of their attributes (mhlo.num_replicas, say).
+    nested = [op for op in module.body.ops if isinstance(op, ModuleOp)]
+    if len(nested) > 1:
+        raise SpecError(f"{_at(nested[1])}: a second module in the same chunk; purlin-run runs one module at a "
+                        "time: put a line '// -----' before it")
+    if nested:
+        raise SpecError(f"{_at(nested[0])}: a module inside a module; purlin-run runs one module at a time: "
+                        "drop the outer module")
+    return module
 
 
 def _import(module: ModuleOp, passes: str) -> ModuleOp:
@@ -192,9 +202,24 @@ def import_plain(chunk: Chunk, filename: str, world: int | None) -> tuple[Module
     """A StableHLO or shard module without a harness, imported to coll:
     (module, world, passes used)."""
     module = _module(chunk, filename)
-    if any(isinstance(op, shlo.CollectiveBase) for op in module.walk()):
-        replicas = world or 0
-        passes = f"convert-stablehlo-to-coll{{replicas={replicas}}}" if replicas else "convert-stablehlo-to-coll"
+    collectives = [op for op in module.walk() if isinstance(op, shlo.CollectiveBase)]
+    if collectives:
+        passes = "convert-stablehlo-to-coll"
+        replicas = _module_int(module, "mhlo.num_replicas")
+        partitions = _module_int(module, "mhlo.num_partitions") or 1
+        if replicas:
+            if world is not None and world != replicas * partitions:
+                raise SpecError(f"{filename}: --world {world} but the module's processes are "
+                                f"{replicas * partitions} (mhlo.num_replicas = {replicas} x mhlo.num_partitions = "
+                                f"{partitions})")
+        elif world is None:
+            raise SpecError(f"{_at(collectives[0])}: the number of replicas is not known: give --world N (N "
+                            "processes: replicas x partitions) or the module attribute mhlo.num_replicas")
+        elif world % partitions:
+            raise SpecError(f"{filename}: --world {world} is not a multiple of the module's "
+                            f"mhlo.num_partitions = {partitions} (processes are replicas x partitions)")
+        else:
+            passes = f"convert-stablehlo-to-coll{{replicas={world // partitions}}}"
     else:
         passes = "convert-shard-to-coll"
     lowered = _import(module, passes)
@@ -206,6 +231,11 @@ def import_plain(chunk: Chunk, filename: str, world: int | None) -> tuple[Module
     if world is not None and world != w:
         raise SpecError(f"{filename}: --world {world} but the module's processes are {w}")
     return lowered, w, passes
+
+
+def _module_int(module: ModuleOp, name: str) -> int | None:
+    attr = module.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 def random_buffers(entry: FuncOp, world: int, seed: int, op: str | None) -> list[list[np.ndarray]]:

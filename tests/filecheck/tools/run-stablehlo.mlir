@@ -1,8 +1,15 @@
 // RUN: purlin-run %s --backend cpu | filecheck %s
 // RUN: purlin-run %s --level snac | filecheck %s
+// RUN: not purlin-opt %s -p convert-stablehlo-to-coll 2>&1 | filecheck %s --check-prefix=WHOLE
+// RUN: purlin-opt %s --split-input-file -p 'convert-stablehlo-to-coll{replicas=4}' | filecheck %s --check-prefix=SPLIT
 
 // StableHLO's interpreter-test format, run by purlin: process groups by
 // mesh axes, ragged groups and variadic operands; every expectation checked.
+// Without --split-input-file purlin-opt sees one module around both: the
+// diagnostic says so, not only that the number of replicas is not known.
+// WHOLE: run-stablehlo.mlir:15:3: error: convert-stablehlo-to-coll: the number of replicas is not known; the input holds 2 modules and mhlo.num_replicas is read from the one module around them, which has none; split the input (--split-input-file, {{.*}} between the modules) or give the option replicas=N
+// SPLIT: coll.all_reduce prod %x, %result0 world 4 groups
+// SPLIT: coll.all_reduce sum %x, %result0 world 4 groups
 
 module @mesh_axes {
   func.func @f(%x: tensor<1xi32>) -> tensor<1xi32> {
@@ -56,4 +63,4 @@ module @variadic_ragged {
     func.return
   }
 }
-// CHECK: run-stablehlo.mlir:32 @variadic_ragged (3x1 processes) world=3 {{.*}} expectations=6 result=match
+// CHECK: run-stablehlo.mlir:39 @variadic_ragged (3x1 processes) world=3 {{.*}} expectations=6 result=match
