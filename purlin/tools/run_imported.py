@@ -6,8 +6,10 @@ pipeline, then check.
   expectations, `// -----` between modules): every case runs on purlin with
   one rank per process and every expectation is checked.
 - Any other StableHLO or shard module: its function runs on random inputs
-  (replicas from --world or mhlo.num_replicas; a shard grid gives its own
-  world) and each level is compared with the coll level, as for coll files.
+  (processes from mhlo.num_replicas x mhlo.num_partitions, or --world,
+  which must agree with them; a shard grid gives its own world) and each
+  level is compared with the coll level, as for coll files. One module per
+  chunk: modules without `// -----` between them are refused.
 
 One summary line per case on stdout; errors are one diagnostic line.
 """
