@@ -5,7 +5,11 @@
 
 For each collective and size (16 B to 1 GiB) every implementation first
 checks its result, then is timed as CUDA-graph replays (PER_GRAPH calls per
-graph, median of REPS replays, slowest rank). Reported per size: latency
+graph, median of REPS replays, slowest rank). A size the collective cannot
+take exactly (bf16 buffers grow in purlin-run's steps: world elements for
+all_gather, reduce_scatter, all_to_all and the V forms at even counts, one
+otherwise) runs rounded down to one it can, and its row says the size run.
+Reported per size: latency
 (us), algbw and busbw (GB/s, nccl-tests conventions: size is the larger
 per-rank buffer; busbw = algbw x 2(n-1)/n for all_reduce and x (n-1)/n
 otherwise). Writes bench.json and bench.png to --out. For all_reduce it
@@ -158,10 +162,19 @@ def _split(total: int, world: int) -> list[int]:
     return counts
 
 
-def _elems(nbytes: int, world: int) -> int:
-    """bf16 elements of the larger per-rank buffer for `nbytes`, a multiple of world."""
-    n = max(nbytes // 2, world)
-    return n - n % world
+def _step(coll: str, world: int, even: bool = False) -> int:
+    """The bytes the larger per-rank buffer of `coll` grows by, in bf16: purlin-run's
+    steps (purlin.coll.builder.byte_step), the V forms at even counts in their fixed forms'."""
+    from purlin.coll.builder import byte_step
+
+    return byte_step(coll.removesuffix("_v") if even else coll, world, "bf16")
+
+
+def size_run(coll: str, nbytes: int, world: int, even: bool = False) -> int:
+    """The bytes of the larger per-rank buffer that `coll` runs for `nbytes`:
+    `nbytes` rounded down to a whole step (`_step`), at least one."""
+    step = _step(coll, world, even)
+    return max(step, nbytes - nbytes % step)
 
 
 def _counts(coll: str, n: int, world: int, even: bool = False) -> list:
@@ -177,7 +190,7 @@ def _case(coll: str, nbytes: int, world: int, even: bool = False):
     from purlin.coll import builder
     from purlin.testing.cases import Case
 
-    n = _elems(nbytes, world)
+    n = size_run(coll, nbytes, world, even) // 2
     op = "sum" if builder.COLLECTIVES[coll].reduces else None
     counts = _counts(coll, n, world, even)
     if coll.endswith("_v"):
@@ -274,8 +287,15 @@ class _Recorder:
         self.rows.append(make_row(coll, impl, nbytes, us, self.world, note[:120]))
 
     def fail(self, coll: str, impl: str, nbytes: int, e: Exception) -> None:
-        self.failures.append(f"{coll} {impl} {human(nbytes)}: {type(e).__name__}: {e}")
-        self.rows.append(make_row(coll, impl, nbytes, None, self.world, str(e)[:120]))
+        why = _one_line(str(e))
+        self.failures.append(f"{coll} {impl} {human(nbytes)}: {type(e).__name__}: {why}")
+        self.rows.append(make_row(coll, impl, nbytes, None, self.world, why[:120]))
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line (NVRTC's log, say, comes a line per message; a parser's
+    caret under the source line means nothing once the lines are joined)."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip().strip("^"))
 
 
 def _event_median(launch: Callable[[], object]) -> float:
@@ -295,10 +315,19 @@ def _event_median(launch: Callable[[], object]) -> float:
 
 
 def _sweep(args: argparse.Namespace, bench, meta: dict, lead: bool = True) -> None:
-    """Every size of every collective; the lead rank saves bench.json after each
-    collective (a partial table survives a run cut short) and reports."""
+    """Every size of every collective, each labelled with the size it runs
+    (`size_run`); the lead rank saves bench.json after each collective (a
+    partial table survives a run cut short) and reports."""
     for coll in args.collectives:
-        for nbytes in (s for s in args.sizes or SIZES if s <= args.max_bytes):
+        done = set()
+        for asked in _sizes(args):
+            nbytes = size_run(coll, asked, bench.world, bench.even_counts)
+            if lead and nbytes != asked:
+                print(f"# {coll} {human(asked)} runs as {human(nbytes)}: its buffers on {bench.world} ranks grow "
+                      f"in steps of {_step(coll, bench.world, bench.even_counts)} bytes", file=sys.stderr, flush=True)
+            if nbytes in done:
+                continue
+            done.add(nbytes)
             bench.run(coll, nbytes)
             if lead:
                 print(f"# {coll} {human(nbytes)} done", file=sys.stderr, flush=True)
@@ -309,6 +338,10 @@ def _sweep(args: argparse.Namespace, bench, meta: dict, lead: bool = True) -> No
         for line in bench.failures:
             print("FAILED:", line)
         plot(bench.rows, os.path.join(args.out, "bench.png"))
+
+
+def _sizes(args: argparse.Namespace) -> list[int]:
+    return [s for s in args.sizes or SIZES if s <= args.max_bytes]
 
 
 def _save(out: str, meta: dict, bench: _Recorder) -> None:
@@ -380,7 +413,7 @@ class _Bench(_Recorder):
         import purlin.torch as pt
 
         t, w = self.torch, self.world
-        n = _elems(nbytes, w)
+        n = size_run(coll, nbytes, w, self.even_counts) // 2
         counts = _counts(coll, n, w, self.even_counts)
         if coll == "all_reduce":
             x, y = self.values(n, 0), t.empty(n, dtype=t.bfloat16, device="cuda")
@@ -605,6 +638,14 @@ class _SingleBench(_Recorder):
         return all(_same_bits(o, e) for o, e in zip(outs, expected))
 
     def run(self, coll: str, nbytes: int) -> None:
+        """Every implementation at `nbytes`; a size whose buffers or reference cannot
+        be made (out of memory, say) is a failed row, and the next size still runs."""
+        try:
+            self._run(coll, nbytes)
+        except Exception as e:  # one size must not stop the table
+            self.fail(coll, "purlin", nbytes, e)
+
+    def _run(self, coll: str, nbytes: int) -> None:
         from purlin.testing.data import filler
 
         w = self.world
@@ -674,6 +715,7 @@ class _SingleBench(_Recorder):
 
 
 def _main_single(args: argparse.Namespace) -> int:
+    from purlin.coll.layouts import world_problem
     from purlin.compile import CPU_ARCH, arch_of_device
     from purlin.runtime import available_backends
 
@@ -683,8 +725,11 @@ def _main_single(args: argparse.Namespace) -> int:
         return _usage(f"--gpus must be at least 2 (a collective needs two ranks), got {args.gpus}")
     if args.devices is not None and len(args.devices) < 2:
         return _usage(f"--devices needs at least two ranks, got {len(args.devices)}")
+    asked = len(args.devices) if args.devices is not None else args.gpus
+    if asked is not None and (why := world_problem(asked)):
+        return _usage(f"--{'devices' if args.devices is not None else 'gpus'}: {why}")
     if backend == "cpu":
-        world, arch = len(args.devices) if args.devices else args.gpus or 2, CPU_ARCH
+        world, arch = args.gpus or 2, CPU_ARCH
         devices = list(range(world))
         peers = "CPU threads, wall clock; no peers"
     else:
@@ -706,9 +751,12 @@ def _main_single(args: argparse.Namespace) -> int:
                               "runs two ranks on one GPU, --backend cpu on CPU threads")
             devices = list(range(world))
         world = len(devices)
-        torch.cuda.set_device(devices[0])
-        arch = arch_of_device(devices[0])
-        gpu = _torch_meta(torch)
+        try:
+            torch.cuda.set_device(devices[0])
+            arch = arch_of_device(devices[0])
+            gpu = _torch_meta(torch)
+        except RuntimeError as e:  # an old GPU, a broken driver: nothing can run
+            return _usage(f"--backend cuda: {_one_line(str(e))}")
         peers = ("NCCL through torch.cuda.nccl (all_reduce, all_gather, reduce_scatter; one GPU per rank); "
                  "torch symmetric memory omitted: it needs one process per GPU")
     where = f"--devices {','.join(map(str, devices))}" if args.devices else f"--gpus {world}"
@@ -742,7 +790,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--devices", default=None, metavar="LIST",
                     help="single-process: the GPU of each rank, e.g. 0,0,0,0 (four ranks sharing GPU 0)")
     ap.add_argument("--sizes", default=None, metavar="LIST",
-                    help=f"comma-separated sizes in bytes (default: {human(SIZES[0])}, x8 each, up to --max-bytes)")
+                    help=f"comma-separated sizes in bytes (default: {human(SIZES[0])}, x8 each, up to --max-bytes); "
+                         "each collective runs a size rounded down to one it takes exactly, and says so")
     ap.add_argument("--backend", choices=("cuda", "cpu"), default=None,
                     help="single-process backend (default: cuda when a GPU is visible, else cpu)")
     ap.add_argument("--no-sweep", dest="sweep", action="store_false",
@@ -758,6 +807,11 @@ def main(argv: list[str] | None = None) -> int:
         name, sep, options = spec.partition("=")
         if not sep or not name or not options or any(c.isspace() for c in name):
             return _usage(f"--lowering takes NAME=OPTIONS, e.g. c16M='chunk-bytes=16777216'; got {spec!r}")
+        if name in ALL_REDUCE_STRATEGIES or name in dict(args.lowerings):
+            return _usage(f"--lowering {name}: the name is taken (by another --lowering or an all_reduce strategy: "
+                          f"{', '.join(ALL_REDUCE_STRATEGIES)}); each names its own rows")
+        if why := _lowering_problem(options):
+            return _usage(f"--lowering {spec}: {why}")
         args.lowerings.append((name, options))
     try:
         args.devices = [int(d) for d in args.devices.split(",")] if args.devices else None
@@ -766,6 +820,10 @@ def main(argv: list[str] | None = None) -> int:
         return _usage("--devices and --sizes take comma-separated whole numbers")
     if args.devices and min(args.devices) < 0 or args.sizes and min(args.sizes) < 1:
         return _usage("--devices are GPU indices (>= 0), --sizes positive byte counts")
+    if args.max_bytes is not None and args.max_bytes < 1:
+        return _usage(f"--max-bytes must be a positive byte count, got {args.max_bytes}")
+    if args.gpus is not None and args.devices is not None and args.gpus != len(args.devices):
+        return _usage(f"--gpus {args.gpus} but --devices lists {len(args.devices)} ranks; give one of them")
     args.collectives = args.collectives.split(",")
     unknown = [c for c in args.collectives if c not in COLLECTIVES]
     if unknown:
@@ -774,13 +832,42 @@ def main(argv: list[str] | None = None) -> int:
     if not single and (args.gpus is not None or args.backend is not None or args.devices is not None):
         return _usage("--gpus, --devices and --backend are for --single-process; under torchrun the world "
                       "is --nproc-per-node and the backend cuda")
+    chosen = args.backend
     if single and args.backend is None:
         from purlin.runtime import default_backend
 
         args.backend = default_backend()
-    if args.max_bytes is None:
+    if single and args.devices is not None and args.backend != "cuda":
+        # As purlin-run: --devices places ranks on GPUs, CPU threads have none.
+        return _usage("--devices places ranks on GPUs: it goes with --backend cuda"
+                      + ("" if chosen else " (the default backend is cpu here: this build sees no CUDA GPU)")
+                      + "; --gpus N runs N ranks on CPU threads")
+    default_max = args.max_bytes is None
+    if default_max:
         args.max_bytes = CPU_MAX_BYTES if args.backend == "cpu" else 1 << 30
+    if args.sizes and max(args.sizes) > args.max_bytes:
+        return _usage(f"--sizes {max(args.sizes)} is more than --max-bytes {args.max_bytes}"
+                      + (f" (the default on --backend {args.backend})" if default_max else "")
+                      + "; raise --max-bytes or drop the size")
+    if not _sizes(args):
+        return _usage(f"no size to run: the smallest, {human(SIZES[0])}, is more than --max-bytes {args.max_bytes}")
     return _main_single(args) if single else _main_torchrun(args)
+
+
+def _lowering_problem(options: str) -> str | None:
+    """Why `options` are not options of convert-coll-to-snac, or None: parsed as
+    purlin-run parses its --lowering, their values checked by the pass on an empty module."""
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.utils.exceptions import PassFailedException
+
+    from purlin.pipeline import make_context, pipeline
+
+    try:
+        for lowering in pipeline(f"convert-coll-to-snac{{{options}}}").passes:
+            lowering.apply(make_context(), ModuleOp([]))
+    except (ValueError, PassFailedException) as e:
+        return _one_line(str(e))
+    return None
 
 
 def main_exit() -> None:

@@ -36,7 +36,9 @@ def test_every_collective_matches_the_reference(tmp_path, capsys, world):
     sizes = [s for s in bench.SIZES if s <= 4096]
     for coll in COLLECTIVES:
         rows = [r for r in doc["rows"] if r["collective"] == coll and r["impl"] == "purlin"]
-        assert [r["bytes"] for r in rows] == sizes
+        # Rows say the size they ran: on 3 ranks the fixed forms but all_reduce take steps of 3 elements (6 B).
+        ran = [12, 126, 1020] if world == 3 and coll in ("all_gather", "reduce_scatter", "all_to_all") else sizes
+        assert [r["bytes"] for r in rows] == ran
         assert all(r["us"] > 0 and r["note"] == "cpu threads" for r in rows)
     assert {r["impl"] for r in doc["rows"]} == {"purlin"} | {f"purlin-{s}" for s in bench.ALL_REDUCE_STRATEGIES}
     assert (tmp_path / "bench.png").exists()
