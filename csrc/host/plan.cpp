@@ -146,13 +146,23 @@ Plan decode_plan(const int64_t* words, int64_t n) {
   Reader r{words, n, kHeaderWords};
   for (int64_t i = 0; i < n_roles; ++i) {
     Role role{static_cast<RoleKind>(r.take("roles")), r.take("roles")};
-    check(role.blocks >= 1, "a role needs a block");
+    check(role.blocks >= 1 && role.blocks <= kMaxRoleBlocks, "a role needs 1 to " + std::to_string(kMaxRoleBlocks) +
+                                                                 " blocks");
     p.roles.push_back(role);
   }
   for (int64_t i = 0; i < n_buffers; ++i) {
     Buffer b{static_cast<BufKind>(r.take("buffers")), r.take("buffers"), r.take("buffers")};
     check(b.kind == BufKind::Staging || b.kind == BufKind::Packets, "unknown buffer kind");
     check(b.slots >= 1 && b.elems >= 0, "bad buffer size");
+    check(b.kind != BufKind::Staging || b.slots <= kMaxSlots,
+          "a buffer has more than " + std::to_string(kMaxSlots) + " slots per half");
+    // Both halves, as the runtimes allocate them; each factor bounded first so the product cannot overflow.
+    const int64_t eb = kDTypeBytes[static_cast<int>(p.dtype)];
+    const int64_t per_slot = b.kind == BufKind::Staging ? b.elems * eb
+                                                         : (b.elems * eb + kPacketDataBytes - 1) / kPacketDataBytes *
+                                                               kPacketBytes;
+    check(b.elems <= kMaxBufferBytes && b.slots <= kMaxBufferBytes / std::max<int64_t>(1, 2 * per_slot),
+          "a buffer takes more than " + std::to_string(kMaxBufferBytes) + " bytes");
     p.buffers.push_back(b);
   }
   for (int64_t i = 0; i < n_signals; ++i) {

@@ -105,6 +105,9 @@ class LowerCollective(RewritePattern):
             symmetric=self.opts.symmetric,
         )
         program.location = op.location
+        # What the program is made of was made of the collective: diagnostics point there.
+        for inner in body.walk():
+            inner.location = op.location
         program.attributes.update(op.attributes)
         rewriter.replace(op, program)
 

@@ -21,6 +21,7 @@ from purlin.plan.model import (
     Ref,
     Space,
 )
+from purlin.snac.dialect import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS, BufferKind, buffer_bytes
 from purlin.snac.protocol import PACKET_DATA_BYTES
 
 if TYPE_CHECKING:
@@ -59,13 +60,18 @@ def _check_header(plan: Plan) -> None:
 def _check_kernel(plan: Plan) -> None:
     """The roles, buffers and signal arrays every rank's programs share."""
     for k, r in enumerate(plan.roles):
-        if r.blocks < 1:
-            raise PlanError(f"role {k} has {r.blocks} blocks, needs at least one")
+        if not 1 <= r.blocks <= MAX_ROLE_BLOCKS:
+            raise PlanError(f"role {k} has {r.blocks} blocks, expected 1 to {MAX_ROLE_BLOCKS}")
     for k, b in enumerate(plan.buffers):
         if b.slots < 1 or b.elems < 0:
             raise PlanError(f"buffer {k} has {b.slots} slots of {b.elems} elements")
         if b.kind == BufKind.PACKETS and b.slots != plan.world:
             raise PlanError(f"packet window {k} has {b.slots} source slots, world is {plan.world}")
+        if b.kind == BufKind.STAGING and b.slots > MAX_SLOTS:
+            raise PlanError(f"buffer {k} has {b.slots} slots per half, more than {MAX_SLOTS}")
+        kind = BufferKind.STAGING if b.kind == BufKind.STAGING else BufferKind.PACKETS
+        if (nbytes := buffer_bytes(kind, b.slots, b.elems, plan.elem_bytes)) > MAX_BUFFER_BYTES:
+            raise PlanError(f"buffer {k} takes {nbytes} bytes, more than {MAX_BUFFER_BYTES}")
     for k, s in enumerate(plan.signals):
         if s.slots != plan.world:
             raise PlanError(f"signal array {k} has {s.slots} slots, world is {plan.world}")

@@ -54,8 +54,31 @@ from xdsl.irdl import (
 from xdsl.traits import NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.coll.attributes import ELEMENT_TYPES_TEXT, ConsumeAttr, LayoutAttr, check_reduce_dtype, dtype_name
-from purlin.coll.layouts import world_problem
+from purlin.coll.attributes import (
+    ELEMENT_TYPES_TEXT,
+    ConsumeAttr,
+    LayoutAttr,
+    check_reduce_dtype,
+    dtype_name,
+    element_bytes,
+)
+from purlin.coll.layouts import LayoutError, check_collective, world_problem
+from purlin.snac.protocol import MAX_PHASE_RECORDS, PACKET_BYTES, PACKET_DATA_BYTES, records, route_layouts
+
+# Limits checked before anything is expanded or allocated: staging slots per
+# half, bytes of one buffer (both halves), blocks of one role (more than any
+# GPU holds at once). csrc/include/purlin/plan.h checks plans against the same.
+MAX_SLOTS = 1024
+MAX_BUFFER_BYTES = 1 << 34
+MAX_ROLE_BLOCKS = 4096
+
+
+def buffer_bytes(kind: BufferKind, slots: int, elems: int, elem_bytes: int) -> int:
+    """Bytes of a buffer's two halves: staging slots of elements, or a packet
+    window's per-source regions of 16-byte packets of 8 data bytes."""
+    if kind == BufferKind.STAGING:
+        return 2 * slots * elems * elem_bytes
+    return 2 * slots * -(-elems * elem_bytes // PACKET_DATA_BYTES) * PACKET_BYTES
 from purlin.declarations import define_op, enum_attribute
 
 
@@ -261,6 +284,13 @@ class BufferOp(IRDLOperation):
             raise _err(self, f"buffers are double-buffered (halves 2), got halves {h}")
         if s < 1 or e < 0:
             raise _err(self, f"needs at least one slot and non-negative elems, got slots {s}, elems {e}")
+        if s > MAX_SLOTS:
+            raise _err(self, f"{s} slots per half are more than the {MAX_SLOTS} a buffer may have")
+        if dtype_name(self.elem_type) is not None:
+            nbytes = buffer_bytes(self.kind.data, s, e, element_bytes(self.elem_type))
+            if nbytes > MAX_BUFFER_BYTES:
+                raise _err(self, f"{h} halves of {s} slots of {e} elements are {nbytes} bytes, more than the "
+                                 f"{MAX_BUFFER_BYTES} a buffer may have")
 
 
 @irdl_op_definition
@@ -382,6 +412,7 @@ class PhaseOp(IRDLOperation):
                              "(direct pull or direct push), expected exactly one of them")
         if self.transfer is not None:
             self._verify_direct(prog)
+        self._verify_layouts(prog)
         for ref in (self.ready, self.free):
             sig = prog.lookup(ref, SignalsOp, self)
             assert isinstance(sig, SignalsOp)
@@ -406,6 +437,33 @@ class PhaseOp(IRDLOperation):
         if kind is not None and dtype is not None and (why := check_reduce_dtype(kind, dtype)):
             raise _err(self, why)
 
+
+    def _verify_layouts(self, prog: ProgramOpBase) -> None:
+        """Before anything is expanded: the layouts fit the program's buffers,
+        produce one another (as the route moves them), and cut into no more
+        records than MAX_PHASE_RECORDS."""
+        src, dst = self.src_layout.to_layout(), self.dst_layout.to_layout()
+        if src.is_dynamic or dst.is_dynamic:
+            return  # bounded by the buffers when the counts come
+        from_input = self.source.data == PhaseSource.INPUT
+        for layout, value, what in ((src, prog.input if from_input else prog.output, "source"),
+                                    (dst, prog.output, "destination")):
+            assert isinstance(value.type, MemRefType)
+            (elems,) = value.type.get_shape()
+            if elems >= 0 and layout.max_extent() > elems:
+                buffer = "output" if value is prog.output else "input"
+                raise _err(self, f"the {what} layout reaches element {layout.max_extent()} of a rank's {buffer}, "
+                                 f"which holds {elems} ({value.type})")
+        try:
+            check_collective(*route_layouts(src, dst, None if self.route is None else self.route.data.value),
+                             reduce=self.consume.kind is not None)
+        except LayoutError as e:
+            raise _err(self, f"the layouts do not make a phase: {e}") from None
+        chunk = self.chunk.value.data
+        for layout, what in ((src, "units"), (dst, "groups")):
+            if (n := records(layout, chunk)) > MAX_PHASE_RECORDS:
+                raise _err(self, f"chunk {chunk} cuts the layout into {n} {what}, more than the "
+                                 f"{MAX_PHASE_RECORDS} a phase may have; use larger chunks")
 
     def _verify_direct(self, prog: ProgramOpBase) -> None:
         assert self.transfer is not None
@@ -562,6 +620,8 @@ class RoleOpBase(IRDLOperation):
     def verify_(self) -> None:
         if self.blocks.value.data < 1:
             raise _err(self, f"a role needs at least one block, got {self.blocks.value.data}")
+        if self.blocks.value.data > MAX_ROLE_BLOCKS:
+            raise _err(self, f"{self.blocks.value.data} blocks are more than the {MAX_ROLE_BLOCKS} a role may have")
         if not isinstance(self.parent_op(), ProgramOpBase):
             raise _err(self, "must be directly inside a snac.program")
         if self.kind.data == RoleKind.FUSED:

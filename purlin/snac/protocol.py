@@ -141,6 +141,18 @@ class PhasePlan:
         )
 
 
+# What a phase may ask for before anything is expanded (the plan, the tables
+# and the simulator grow with it): units or groups of all ranks together.
+MAX_PHASE_RECORDS = 1 << 20
+
+
+def records(layout: Layout, chunk: int) -> int:
+    """How many units (or groups) the slices of `layout` make, every rank's
+    together, cut into chunks of `chunk` elements (0: one per slice)."""
+    return sum(len(_chunks(s.size, chunk)) if chunk <= 0 else -(-s.size // chunk)
+               for r in range(layout.world) for s in layout.slices(r))
+
+
 # A window packet: 8 data bytes and the 8-byte flag that publishes them, one
 # 16-byte store (abi.h's kPacketDataBytes and kPacketBytes).
 PACKET_DATA_BYTES = 8

@@ -20,6 +20,11 @@ constexpr int64_t kVersion = 1;
 constexpr int kHeaderWords = 16;
 // Header word 12, flags: the plan reads and writes other ranks' user buffers in place.
 constexpr int64_t kFlagSymmetric = 1;
+// Limits of what a plan may ask the runtimes to allocate and launch
+// (purlin/snac/dialect.py's MAX_SLOTS, MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS).
+constexpr int64_t kMaxSlots = 1024;
+constexpr int64_t kMaxBufferBytes = int64_t(1) << 34;
+constexpr int64_t kMaxRoleBlocks = 4096;
 constexpr int kInstrWords = 16;
 constexpr int kRefWords = 5;
 

@@ -226,7 +226,7 @@ func.func @blocks_outside_kernel(%in: memref<8xf32>, %out: memref<8xf32>) {
     snac.buffer @buf staging halves 2 slots 2 elems 4 : f32
     snac.signals @ready slots 2
     snac.signals @free slots 2
-    snac.phase @p from input <scattered, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @buf ready @ready free @free
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @buf ready @ready free @free
     %rank = snac.rank
     %epoch, %prev = snac.epoch
     %half = snac.half %epoch
@@ -289,7 +289,7 @@ func.func @stage_outside_kernel(%in: memref<8xf32>, %out: memref<8xf32>) {
     snac.buffer @buf staging halves 2 slots 2 elems 4 : f32
     snac.signals @ready slots 2
     snac.signals @free slots 2
-    snac.phase @p from input <scattered, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @buf ready @ready free @free
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @buf ready @ready free @free
     %rank = snac.rank
     %epoch, %prev = snac.epoch
     %half = snac.half %epoch
@@ -802,7 +802,7 @@ func.func @multimem_store_fp8(%in: memref<8xf8E4M3FN>, %out: memref<8xf8E4M3FN>)
     snac.buffer @buf staging halves 2 slots 2 elems 4 : f8E4M3FN
     snac.signals @ready slots 2
     snac.signals @free slots 2
-    snac.phase @p from input <scattered, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @buf ready @ready free @free
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @buf ready @ready free @free
     %rank = snac.rank
     %epoch, %prev = snac.epoch
     %half = snac.half %epoch
@@ -888,7 +888,7 @@ func.func @reduce_on_copying_phase(%in: memref<8xf32>, %out: memref<8xf32>) {
     snac.buffer @buf staging halves 2 slots 2 elems 4 : f32
     snac.signals @ready slots 2
     snac.signals @free slots 2
-    snac.phase @p from input <scattered, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @buf ready @ready free @free
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @buf ready @ready free @free
     %rank = snac.rank
     %epoch, %prev = snac.epoch
     %half = snac.half %epoch

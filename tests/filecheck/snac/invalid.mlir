@@ -679,3 +679,85 @@ func.func @push_in_a_fused_role(%a: memref<8xf32>) {
   }
   func.return
 }
+
+// -- sizes and limits, checked before anything is expanded ---------------------
+
+// -----
+
+func.func @layouts_that_do_not_make_a_phase(%a: memref<8xf32>, %b: memref<24xf32>) {
+  snac.program %a, %b world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 8 : f32
+    snac.signals @s slots 3
+    snac.phase @p from input <packed, world 3, 0> to <scattered, world 3, 8> consume <copy> chunk 8 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': the layouts do not make a phase: slice 0 has 0 elements in the input but 8 in the output
+  }
+  func.return
+}
+
+// -----
+
+func.func @source_layout_past_its_buffer(%a: memref<256xf32>, %b: memref<1024xf32>) {
+  snac.program %a, %b world 4 regime throughput strategy copy : memref<256xf32>, memref<1024xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 256 : f32
+    snac.signals @s slots 4
+    snac.phase @p from input <packed, world 4, 2147483648> to <scattered, world 4, 2147483648> consume <copy> chunk 256 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': the source layout reaches element 2147483648 of a rank's input, which holds 256 (memref<256xf32>)
+  }
+  func.return
+}
+
+// -----
+
+func.func @destination_layout_past_its_buffer(%a: memref<256xf32>, %b: memref<1000xf32>) {
+  snac.program %a, %b world 4 regime throughput strategy copy : memref<256xf32>, memref<1000xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 256 : f32
+    snac.signals @s slots 4
+    snac.phase @p from input <packed, world 4, 256> to <scattered, world 4, 256> consume <copy> chunk 256 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': the destination layout reaches element 1024 of a rank's output, which holds 1000 (memref<1000xf32>)
+  }
+  func.return
+}
+
+// -----
+
+func.func @chunks_too_small_for_the_layout(%a: memref<4194304xf32>, %b: memref<4194304xf32>) {
+  snac.program %a, %b world 2 regime throughput strategy direct : memref<4194304xf32>, memref<4194304xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 1 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <scattered, world 2, 2097152> to <scattered, world 2, 2097152> consume <reduce sum> chunk 1 via @b ready @s free @s
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': chunk 1 cuts the layout into 8388608 units, more than the 1048576 a phase may have; use larger chunks
+  }
+  func.return
+}
+
+// -----
+
+func.func @too_many_slots(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1000000000 elems 4 : f32
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.buffer': 1000000000 slots per half are more than the 1024 a buffer may have
+  }
+  func.return
+}
+
+// -----
+
+func.func @buffer_too_large(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 4 elems 1073741824 : f32
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.buffer': 2 halves of 4 slots of 1073741824 elements are 34359738368 bytes, more than the 17179869184 a buffer may have
+  }
+  func.return
+}
+
+// -----
+
+func.func @too_many_blocks(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.role producer blocks 100000 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.role': 100000 blocks are more than the 4096 a role may have
+      %r = snac.rank
+    }
+  }
+  func.return
+}

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from purlin import plan as P
+from purlin.snac.dialect import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS
 
 CSRC = Path(__file__).resolve().parents[3] / "csrc"
 PLAN_H = CSRC / "include" / "purlin" / "plan.h"
@@ -47,7 +48,10 @@ def test_format_constants_agree():
     found = {m.group(1): int(m.group(2), 0)
              for m in re.finditer(r"constexpr (?:int|int64_t) (k\w+) = (0x[0-9A-Fa-f]+|\d+);", HEADER)}
     assert found == {"kMagic": P.MAGIC, "kVersion": P.VERSION, "kHeaderWords": P.HEADER_WORDS,
-                     "kInstrWords": P.INSTR_WORDS, "kRefWords": P.REF_WORDS, "kFlagSymmetric": P.FLAG_SYMMETRIC}
+                     "kInstrWords": P.INSTR_WORDS, "kRefWords": P.REF_WORDS, "kFlagSymmetric": P.FLAG_SYMMETRIC,
+                     "kMaxSlots": MAX_SLOTS, "kMaxRoleBlocks": MAX_ROLE_BLOCKS}
+    shifted = re.search(r"constexpr int64_t kMaxBufferBytes = int64_t\(1\) << (\d+);", HEADER)
+    assert shifted and 1 << int(shifted.group(1)) == MAX_BUFFER_BYTES
 
 
 def test_role_names_agree():

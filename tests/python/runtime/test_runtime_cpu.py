@@ -293,6 +293,14 @@ def test_corrupt_binary_plans_are_refused():
         _runtime.decode(out_of_table)
     with pytest.raises(TypeError, match="int64"):
         _runtime.decode(words.astype(np.int32))
+    # Sizes a runtime would try to allocate or launch: refused before that (the Python reader likewise).
+    header = 16
+    for at, value, message in ((header + 1, 5000, "1 to 4096 blocks"), (header + 2 * 2 + 1, 1 << 30, "slots per half"),
+                               (header + 2 * 2 + 2, 1 << 40, "takes more than 17179869184 bytes")):
+        huge = words.copy()
+        huge[at] = value
+        with pytest.raises(ValueError, match=message):
+            _runtime.decode(huge)
 
 
 def test_plans_the_cpu_cannot_run_are_refused():
