@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import UnitAttr
 
 from purlin.atom import dialect as atom
 from purlin.coll.attributes import element_bytes
-from purlin.coll.builder import COLLECTIVES, CollectiveSpec
+from purlin.coll.builder import COLLECTIVES, CollectiveSpec, SpecError
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.cuda.codegen import count_words
 from purlin.cuda.program import CudaProgram
@@ -65,7 +65,13 @@ def compile_plan(collective: str, world: int, dtype: str, op: str | None, count:
     Options named in `lowering` win over these."""
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
-    module = CollectiveSpec(collective, world, dtype, op, count, counts=counts).build_module()
+    spec = CollectiveSpec(collective, world, dtype, op, count, counts=counts)
+    if in_place and (sizes := spec.buffer_sizes())[0] != sizes[1]:
+        raise SpecError(f"{collective}: in_place=True makes the input and output one buffer, but they hold "
+                        f"{sizes[0]} and {sizes[1]} elements; in place takes a collective whose two are one size "
+                        "(all_reduce); for an all_gather into the rank's own output slice, or a reduce_scatter into "
+                        "its own input slice, pass that slice and lower as usual")
+    module = spec.build_module()
     lowering = placement_options(lowering, symmetric, ranks_per_device, sms)
     return build_plan(_kernel(collective, module, arch, lowering, deterministic, in_place))
 

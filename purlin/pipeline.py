@@ -5,6 +5,7 @@ and the entry point every simulation level shares."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -69,11 +70,15 @@ def pipeline(passes: str, callback: PipelineCallback | None = None) -> PassPipel
     when a pass or an option is unknown or the text does not parse."""
     try:
         return PassPipeline.parse_spec(PASSES, passes, callback)
-    except ArgSpecParseError as e:
-        # A BaseException in xDSL, which would escape every handler.
-        raise ValueError(f"invalid pass pipeline '{passes}': {e}") from None
-    except ValueError as e:
-        raise ValueError(f"invalid pass pipeline '{passes}': {e}") from None
+    except (ArgSpecParseError, ValueError) as e:
+        # ArgSpecParseError is a BaseException in xDSL, which would escape every handler.
+        raise ValueError(f"invalid pass pipeline '{passes}': {option_names(str(e))}") from None
+
+
+def option_names(message: str) -> str:
+    """xDSL's message with the options named as a pipeline spells them
+    (chunk-bytes, not the field chunk_bytes)."""
+    return re.sub(r'"(\w+)"', lambda m: '"' + m.group(1).replace("_", "-") + '"', message)
 
 
 def lower(module: ModuleOp, passes: str) -> ModuleOp:

@@ -68,6 +68,9 @@ def _own_overlap(plan: Plan, rank: int, delta: int) -> str | None:
     """Why rank `rank`'s output at byte `delta` from its input is wrong, or None."""
     if delta == 0 and plan.in_place:
         return None
+    # One buffer for both, where the collective allows it: lowered in place.
+    hint = (" (one buffer as both input and output wants the collective lowered in place: "
+            "compile_plan(..., in_place=True))") if delta == 0 and plan.input_elems == plan.output_elems else ""
     eb = plan.elem_bytes
     writes, reads = [], []  # byte ranges in the input's coordinates
     for role in plan.programs[rank]:
@@ -90,5 +93,5 @@ def _own_overlap(plan: Plan, rank: int, delta: int) -> str | None:
                 return (f"where the call still reads the input: input bytes [{rlo}, {rhi}) are read while "
                         f"output bytes [{wlo - delta}, {whi - delta}) overwrite them; in place only all_reduce "
                         "lowered in place, all_gather into the rank's own output slice and reduce_scatter into "
-                        "the rank's own input slice are right")
+                        f"the rank's own input slice are right{hint}")
     return None

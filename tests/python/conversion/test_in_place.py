@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from purlin.coll.builder import SpecError
 from purlin.compile import compile_plan
 from purlin.runtime import Communicator
 from purlin.runtime.aliasing import AliasingError
@@ -82,8 +83,23 @@ def test_all_reduce_not_lowered_in_place_refuses_one_buffer():
     plan = compile_plan("all_reduce", WORLD, "f32", "sum", N, lowering="regime=throughput")
     bufs = [values(r, N) for r in range(WORLD)]
     with pytest.raises(AliasingError, match=r"all_reduce: rank 0's input and output overlap where the call still "
-                                            r"reads the input: input bytes \[0, 4000\) are read"):
+                                            r"reads the input: input bytes \[0, 4000\) are read.* lowered in place: "
+                                            r"compile_plan\(..., in_place=True\)"):
         Communicator(plan, "cpu", name="all_reduce").run(bufs, bufs)
+
+
+@pytest.mark.parametrize("name, op", [("all_gather", None), ("reduce_scatter", "sum"), ("all_to_all_v", None)])
+def test_in_place_needs_input_and_output_of_one_size(name, op):
+    counts = [[1, 2], [3, 0]] if name == "all_to_all_v" else None
+    with pytest.raises(SpecError, match=f"{name}: in_place=True makes the input and output one buffer, but they hold"):
+        compile_plan(name, 2, "f32", op, 0 if counts else 8, counts=counts, in_place=True)
+
+
+def test_pass_options_are_named_as_a_pipeline_spells_them():
+    from purlin.pipeline import pipeline
+
+    with pytest.raises(ValueError, match='expected arguments .*"chunk-bytes", .*"ranks-per-device"'):
+        pipeline("convert-coll-to-snac{chunkbytes=4}")
 
 
 def test_all_to_all_in_one_buffer_is_refused():
