@@ -150,12 +150,14 @@ def run_bench(world: int, collectives: list[str], sizes: list[int]) -> tuple[dic
 
 
 def measured(doc: dict, world: int, collectives: list[str], sizes: list[int], broke: str = "") -> list[Measured]:
-    """purlin's default row of each collective and size asked of purlin-bench;
+    """purlin's default row of each collective and size asked of purlin-bench,
+    at the size it ran (a size some collectives cannot take exactly at this
+    world runs rounded down: purlin-bench's size_run, V forms at even counts);
     one it did not write failed for `broke`."""
     rows = {(r["collective"], r["bytes"]): r for r in doc["rows"] if r["impl"] == "purlin"}
     out = []
     for coll in collectives:
-        for nbytes in sizes:
+        for nbytes in dict.fromkeys(bench.size_run(coll, n, world, even=True) for n in sizes):
             r = rows.get((coll, nbytes))
             if r is None:
                 out.append(Measured(world, coll, nbytes, None, broke or "not measured"))
