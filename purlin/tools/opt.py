@@ -1,8 +1,11 @@
 """`purlin-opt`: the pass-pipeline driver, like mlir-opt.
 
 Bad input (syntax, verifier failures, unknown passes or options) is reported
-as a diagnostic on stderr with a non-zero exit, never as a traceback. With
---split-input-file every chunk is processed and each failing one reported.
+as a diagnostic on stderr with a non-zero exit, never as a traceback; a parse
+error as mlir-opt prints it, `FILE:LINE:COL: error: MESSAGE` then the source
+line and a caret. With --split-input-file every chunk is processed and each
+failing one reported. As with mlir-opt, input without operations is an empty
+module, and `-` (or no file) is standard input.
 
 --verify-diagnostics: when the input holds `// expected-error {{...}}`
 annotations, every diagnostic must be annotated and every annotation met, as
@@ -23,10 +26,10 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, MultipleSpansParseError, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from purlin.diagnostics import LocatedParser, decode_source, verify_located
+from purlin.diagnostics import LocatedParser, decode_source, format_parse_error, verify_located
 from purlin.pass_contracts import check_pipeline_step
 from purlin.tools import expected_diagnostics
 from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
@@ -64,6 +67,7 @@ class PurlinOptMain(xDSLOptMain):
             "verify_diagnostics": "check the input's `// expected-error {{...}}` annotations as "
             "mlir-opt does (exit 1 unless every diagnostic is annotated and every annotation "
             "met); in an input without any, print each diagnostic on stdout and exit 0, as xDSL does",
+            "input_file": "path to input file; `-` or none: standard input",
             "split_input_file": "split the input at `// -----` lines and process every chunk, "
             "reporting each one that fails",
         }
@@ -114,6 +118,8 @@ class PurlinOptMain(xDSLOptMain):
                         output.write(self.output_resulting_program(module))
                 except ParseError as e:
                     e.span = dataclasses.replace(e.span, line_offset=offset)
+                    if isinstance(e, MultipleSpansParseError):
+                        e.refs = [(dataclasses.replace(s, line_offset=offset), m) for s, m in e.refs]
                     error = e
                 except DiagnosticException as e:
                     error = e
@@ -138,7 +144,7 @@ class PurlinOptMain(xDSLOptMain):
             for note in getattr(error, "__notes__", ()):
                 print(note)
             return True
-        _fail(str(error))
+        _fail(_message(error))
         return False
 
     def _check_expected(self, data: bytes, offset: int, error: ParseError | DiagnosticException | None) -> bool:
@@ -149,6 +155,15 @@ class PurlinOptMain(xDSLOptMain):
         for p in problems:
             print(p, file=sys.stderr)
         return not problems
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        # `-` is standard input, as for mlir-opt.
+        if self.args.input_file == "-":
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self) -> str:
+        return "stdin" if self.args.input_file == "-" else super().get_input_name()
 
     def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0):
         # xDSL drops the chunk's line offset for frontends; keep it so that
@@ -212,6 +227,10 @@ def _located(error: ParseError | DiagnosticException, name: str) -> expected_dia
     return None, text
 
 
+def _message(error: ParseError | DiagnosticException) -> str:
+    return format_parse_error(error) if isinstance(error, ParseError) else str(error)
+
+
 class _BytesOut:
     """Text written as one byte per character onto `binary`, which stays open."""
 
@@ -243,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not PurlinOptMain(description="purlin pass-pipeline driver", args=argv).run():
             return 1
     except (ParseError, DiagnosticException) as e:
-        return _fail(str(e))
+        return _fail(_message(e))
     except ValueError as e:
         # Raised by xDSL for unknown passes, pass options and file types.
         return _fail(str(e))

@@ -38,5 +38,7 @@ func.func @last(%a: memref<8xf32>) {
 // OUT-NEXT:   func.func @last
 
 // ERR:      split-input-file.mlir:16:3: error: 'coll.all_reduce': world size must be at least 1, got 0
-// ERR-NEXT: error: {{.*}}split-input-file.mlir:23:26
-// ERR:      Expected ','
+// ERR-NEXT: split-input-file.mlir:23:26: error: Expected ','
+// ERR-NEXT: {{^}}  coll.all_reduce sum %a %a world 2
+// ERR-NEXT: {{^ {25}\^$}}
+// ERR-NOT:  {{.}}

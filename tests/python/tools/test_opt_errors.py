@@ -1,5 +1,9 @@
 """purlin-opt's main() on malformed input: exit status 1, a short diagnostic on
-stderr, nothing on stdout, never a traceback."""
+stderr, nothing on stdout, never a traceback; empty input and standard input
+as mlir-opt takes them."""
+
+import io
+import sys
 
 import pytest
 
@@ -105,3 +109,81 @@ def test_good_input_succeeds(tmp_path, capsys):
     assert main([_file(tmp_path, GOOD), "-p", "coll-expand"]) == 0
     out, err = capsys.readouterr()
     assert "coll.collective" in out and err == ""
+
+
+def test_a_parse_error_is_one_line_then_the_source_and_a_caret(tmp_path, capsys):
+    # As mlir-opt prints it: FILE:LINE:COL: error: MESSAGE, the line, a caret under the column.
+    f = _file(tmp_path, GOOD.replace("%a, %a world", "%a %a world"))
+    assert main([f]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        f"{f}:2:26: error: Expected ','",
+        "  coll.all_reduce sum %a %a world 2 : memref<8xf32>, memref<8xf32>",
+        "                         ^",
+    ]
+
+
+def test_the_caret_follows_tabs_as_llvm_expands_them(tmp_path, capsys):
+    f = _file(tmp_path, GOOD.replace("  coll.all_reduce sum %a, %a", "\tcoll.all_reduce\tsum %a %a"))
+    assert main([f]) == 1
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "        coll.all_reduce sum %a %a world 2 : memref<8xf32>, memref<8xf32>",
+        "                               ^",
+    ]
+
+
+def test_a_parse_error_at_the_end_of_the_input(tmp_path, capsys):
+    f = _file(tmp_path, "func.func @f() {\n")
+    assert main([f]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{f}:2:1: error: ") and err[1:] == ["", "^"]
+
+
+def test_a_parse_error_with_a_reference_ends_with_a_located_note(tmp_path, capsys):
+    f = _file(tmp_path, "func.func @f() {\n^bb0:\n  func.return\n^bb0:\n  func.return\n}\n")
+    assert main([f]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{f}:4:1: error: re-declaration of block 'bb0'",
+        "^bb0:",
+        "^",
+        f"{f}:2:1: note: originally declared here",
+        "^bb0:",
+        "^",
+    ]
+
+
+def test_parse_errors_under_split_input_file_name_file_lines(tmp_path, capsys):
+    f = _file(tmp_path, GOOD + "// -----\n" + GOOD.replace("%a, %a world", "%a %a world"))
+    assert main([f, "--split-input-file"]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == f"{f}:7:26: error: Expected ','"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "// only a comment\n", "#map = affine_map<(d0) -> (d0)>\n"])
+def test_empty_input_is_an_empty_module(tmp_path, capsys, text):
+    assert main([_file(tmp_path, text)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "builtin.module {\n}\n\n" and err == ""  # xDSL ends every module with a blank line
+
+
+def test_empty_chunks_are_empty_modules(tmp_path, capsys):
+    assert main([_file(tmp_path, "// -----\n"), "--split-input-file"]) == 0
+    assert capsys.readouterr().out == "builtin.module {\n}\n\n// -----\nbuiltin.module {\n}\n\n"
+
+
+def _stdin(monkeypatch, text: str) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+
+
+@pytest.mark.parametrize("argv", [["-"], []])
+def test_standard_input(monkeypatch, capsys, argv):
+    _stdin(monkeypatch, GOOD)
+    assert main(argv + ["-p", "coll-expand"]) == 0
+    out, err = capsys.readouterr()
+    assert "coll.collective" in out and err == ""
+
+
+def test_errors_on_standard_input_name_it(monkeypatch, capsys):
+    _stdin(monkeypatch, GOOD.replace("world 2", "world 0"))
+    err = _fails(capsys, ["-"])
+    assert err.startswith("stdin:2:3: error: 'coll.all_reduce': world size must be at least 1, got 0")
