@@ -9,9 +9,9 @@ module, and `-` (or no file) is standard input.
 
 --verify-diagnostics: when the input holds `// expected-error {{...}}`
 annotations, every diagnostic must be annotated and every annotation met, as
-with mlir-opt (see purlin.tools.expected_diagnostics); without any, it
-follows xDSL: each chunk's diagnostic is printed on stdout and the exit is 0,
-for FileCheck to check.
+with mlir-opt (see purlin.diagnostics.parse_annotations); one that cannot be
+read is an error. Without any, it follows xDSL: each chunk's diagnostic is
+printed on stdout and the exit is 0, for FileCheck to check.
 """
 
 import argparse
@@ -29,9 +29,17 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, MultipleSpansParseError, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from purlin.diagnostics import LocatedParser, decode_source, format_parse_error, verify_located
+from purlin.diagnostics import (
+    LocatedParser,
+    Produced,
+    check_expected,
+    decode_source,
+    format_parse_error,
+    parse_annotations,
+    parse_error_notes,
+    verify_located,
+)
 from purlin.pass_contracts import check_pipeline_step
-from purlin.tools import expected_diagnostics
 from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
 
 EXIT_STATUS = """exit status:
@@ -101,13 +109,16 @@ class PurlinOptMain(xDSLOptMain):
         for chunk, offset in chunks:
             texts.append((chunk.read(), offset))
             chunk.close()
-        checking = self.args.verify_diagnostics and any(
-            expected_diagnostics.has_annotations(data.decode("utf-8", "replace")) for data, _ in texts
-        )
+        name = self.get_input_name()
+        annotations = [
+            parse_annotations(data.decode("utf-8", "replace"), name, offset) if self.args.verify_diagnostics
+            else ([], []) for data, offset in texts
+        ]
+        checking = any(e or p for e, p in annotations)
         output = self.prepare_output()
         ok = True
         try:
-            for i, (data, offset) in enumerate(texts):
+            for i, ((data, offset), (expected, unreadable)) in enumerate(zip(texts, annotations)):
                 if i > 0:
                     output.write("// -----\n")
                 error = None
@@ -125,7 +136,11 @@ class PurlinOptMain(xDSLOptMain):
                     error = e
                 output.flush()
                 if checking:
-                    ok &= self._check_expected(data, offset, error)
+                    produced = [] if error is None else _produced(error, name)
+                    problems = unreadable + check_expected(name, expected, produced)
+                    for p in problems:
+                        print(p, file=sys.stderr)
+                    ok &= not problems
                 elif error is not None:
                     ok &= self._report(error)
         finally:
@@ -146,15 +161,6 @@ class PurlinOptMain(xDSLOptMain):
             return True
         _fail(_message(error))
         return False
-
-    def _check_expected(self, data: bytes, offset: int, error: ParseError | DiagnosticException | None) -> bool:
-        name = self.get_input_name()
-        expected = expected_diagnostics.expected_in(data.decode("utf-8", "replace"), offset)
-        produced = [] if error is None else [_located(error, name)]
-        problems = expected_diagnostics.check(name, expected, produced)
-        for p in problems:
-            print(p, file=sys.stderr)
-        return not problems
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         # `-` is standard input, as for mlir-opt.
@@ -216,15 +222,16 @@ class PurlinOptMain(xDSLOptMain):
             ) from None
 
 
-def _located(error: ParseError | DiagnosticException, name: str) -> expected_diagnostics.Produced:
-    """Where in file `name` a diagnostic is (None when it is not located) and its message."""
+def _produced(error: ParseError | DiagnosticException, name: str) -> list[Produced]:
+    """The diagnostics of an error of file `name`: its own and its notes, each
+    with where it is (None when it is not located) and its message."""
     if isinstance(error, ParseError):
-        loc = error.span.get_location()
-        return (loc.line, loc.col), error.msg
+        located = [("error", error.span, error.msg), *(("note", s, m) for s, m in parse_error_notes(error))]
+        return [(kind, (span.get_location().line, span.get_location().col), m) for kind, span, m in located]
     text = str(error)
     if m := re.search(re.escape(name) + r":(\d+):(\d+): (?:error: )?", text):
-        return (int(m.group(1)), int(m.group(2))), text[m.end():]
-    return None, text
+        return [("error", (int(m.group(1)), int(m.group(2))), text[m.end():])]
+    return [("error", None, text)]
 
 
 def _message(error: ParseError | DiagnosticException) -> str:

@@ -129,3 +129,14 @@ def test_purlin_opt_help_documents_the_exit_status(capsys):
     out = capsys.readouterr().out
     assert "exit status:\n  0  every input chunk was processed\n  1  an error diagnostic" in out
     assert "\n  2  bad command-line arguments" in out
+
+
+def test_an_invalid_regex_annotation_is_a_diagnostic(capsys, tmp_path):
+    f = tmp_path / "re.mlir"
+    f.write_text("func.func @f() {\n  // expected-error-re {{a {{(}} b}}\n  func.return\n}\n")
+    assert opt_main([str(f), "--verify-diagnostics"]) == 1
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and err.strip() == (
+        f"{f}:2:6: error: annotation 'expected-error-re' has an invalid regular expression '(': "
+        "missing ), unterminated subpattern"
+    )
