@@ -65,10 +65,12 @@ class InstrCheck {
 
   void check_reduction() const {
     if (in_.src_count < 1) fail("a reduce needs at least one source");
-    if (in_.redop < RedOp::Sum || in_.redop > RedOp::Xor)
+    if (in_.redop < RedOp::Sum || in_.redop > RedOp::Avg)
       fail("reduction " + std::to_string(static_cast<int64_t>(in_.redop)) +
-           " is not sum, max, min, prod, and, or or xor");
-    if (in_.redop >= RedOp::And && !integer_dtype(p_.dtype)) fail("bitwise reduction of a floating-point dtype");
+           " is not sum, max, min, prod, and, or, xor or avg");
+    if (in_.redop >= RedOp::And && in_.redop <= RedOp::Xor && !integer_dtype(p_.dtype))
+      fail("bitwise reduction of a floating-point dtype");
+    if (in_.redop == RedOp::Avg && integer_dtype(p_.dtype)) fail("average of an integer dtype");
   }
 
   // User buffers are mapped for their own rank only, unless the plan is symmetric; staging and windows

@@ -107,10 +107,12 @@ class ReduceKind(StrEnum):
     AND = "and"
     OR = "or"
     XOR = "xor"
+    # The sum over a slice's contributions divided once by their number (NCCL's ncclAvg).
+    AVG = "avg"
 
 
 BITWISE = frozenset({ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR})
-REDUCE_KINDS_TEXT = "sum, max, min, prod, and, or or xor"
+REDUCE_KINDS_TEXT = "sum, max, min, prod, and, or, xor or avg"
 
 
 def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
@@ -118,13 +120,16 @@ def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
 
     prod is only offered where it is exact enough to be useful: fp8 has so
     few mantissa and exponent bits that a product over ranks saturates.
-    Bitwise reductions combine the bits of integers only.
+    Bitwise reductions combine the bits of integers only; avg divides, so
+    it takes the floating-point dtypes only.
     """
     if kind == ReduceKind.PROD and dtype.startswith("fp8"):
         return f"reduction 'prod' is not supported for {dtype} (it saturates); use f16, bf16 or f32"
     info = DTYPE_INFO.get(dtype)
     if kind in BITWISE and (info is None or not info.integer):
         return f"reduction '{kind.value}' combines bits and takes an integer dtype, got {dtype}"
+    if kind == ReduceKind.AVG and (info is None or info.integer):
+        return f"reduction 'avg' divides and takes a floating-point dtype, got {dtype}"
     return None
 
 

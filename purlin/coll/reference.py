@@ -28,6 +28,7 @@ _COMBINE = {
     "and": np.bitwise_and,
     "or": np.bitwise_or,
     "xor": np.bitwise_xor,
+    "avg": np.add,  # then divided by the number of contributions
 }
 _BITWISE = ("and", "or", "xor")
 
@@ -58,6 +59,8 @@ def reduce_parts(parts: Sequence[np.ndarray], op: str) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         for p in parts[1:]:
             acc = combine(acc, p.astype(acc_type))
+        if op == "avg":
+            acc = acc / acc.dtype.type(len(parts))
         return acc.astype(dtype)
 
 

@@ -47,7 +47,7 @@ def random_array(rng: np.random.Generator, dtype: str, n: int, op: str | None) -
             raise ValueError(f"unknown reduction '{op}'")
         bits = rng.integers(0, 1 << 63, n, dtype=np.uint64) * 2 + rng.integers(0, 2, n, dtype=np.uint64)
         return bits.astype(_BITS[dt.itemsize]).view(dt)
-    if op == "sum":
+    if op in ("sum", "avg"):
         half_range = 4 if dtype.startswith("fp8") else 16
         return (rng.integers(-half_range, half_range + 1, n) / 2).astype(dt)
     if op == "prod":
@@ -92,7 +92,8 @@ def tolerance(dtype: str, op: str | None, contributions: int, scale: float = 1.0
     Reducing in another order than rank order moves an f32 sum by at most
     contributions^2 * scale f32 half-ulps (a product by contributions relative
     f32 ulps); the one rounding to `dtype` may then land one dtype ulp away.
-    Copies, max and min are exact.
+    An average's error is its sum's over the contributions. Copies, max and
+    min are exact.
     """
     if op in (None, "max", "min") or contributions <= 1 or is_integer(dtype):
         return 0.0, 0.0
@@ -101,6 +102,8 @@ def tolerance(dtype: str, op: str | None, contributions: int, scale: float = 1.0
     acc_eps = float(info.eps) if numpy_dtype(dtype).itemsize == 8 else _F32_EPS
     if op == "sum":
         return float(info.eps), float(info.smallest_subnormal) + contributions**2 * acc_eps / 2 * scale
+    if op == "avg":  # a sum's error over its contributions, then one more rounding in the division
+        return float(info.eps) + acc_eps, float(info.smallest_subnormal) + contributions * acc_eps / 2 * scale
     return float(info.eps) + contributions * acc_eps, float(info.smallest_subnormal)
 
 

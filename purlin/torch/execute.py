@@ -35,6 +35,18 @@ def _one_node(st: GroupState, what: str) -> None:
                                   "composed with torch.distributed; run it on a group within one node")
 
 
+# Across nodes an average is the sum of the nodes' averages divided by their
+# count (every node holds `local` ranks), which also runs where the group
+# underneath has no AVG (gloo).
+def _inter_op(op: str):
+    return dist.ReduceOp.SUM if op == "avg" else TORCH_OPS[op]
+
+
+def _finish_inter(op: str, nodes, t: torch.Tensor) -> None:
+    if op == "avg":
+        t.div_(nodes.count)
+
+
 def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, deterministic: bool,
                lowering: str) -> None:
     n = x.numel()
@@ -50,7 +62,8 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
     padded = x if n == shard * nodes.local else torch.cat([x, x.new_zeros(shard * nodes.local - n)])
     part = x.new_empty(shard)
     reduce_scatter(nodes.intra, padded, part, op, deterministic, lowering)
-    dist.all_reduce(part, op=TORCH_OPS[op], group=nodes.inter)
+    dist.all_reduce(part, op=_inter_op(op), group=nodes.inter)
+    _finish_inter(op, nodes, part)
     if padded is x:
         all_gather(nodes.intra, part, y, lowering)
     else:
@@ -85,7 +98,8 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
     by_local = x.view(nodes.count, nodes.local, m).transpose(0, 1).contiguous().view(-1)
     mine = x.new_empty(nodes.count * m)
     reduce_scatter(nodes.intra, by_local, mine, op, deterministic, lowering)
-    reduce_scatter_single(y, mine, op=TORCH_OPS[op], group=nodes.inter)
+    reduce_scatter_single(y, mine, op=_inter_op(op), group=nodes.inter)
+    _finish_inter(op, nodes, y)
 
 
 def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) -> None:

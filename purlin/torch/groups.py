@@ -23,6 +23,7 @@ OPS = tuple(k.value for k in ReduceKind)
 TORCH_OPS = {
     "sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN,
     "max": dist.ReduceOp.MAX, "and": dist.ReduceOp.BAND, "or": dist.ReduceOp.BOR, "xor": dist.ReduceOp.BXOR,
+    "avg": dist.ReduceOp.AVG,
 }
 
 # torch 2.13 renames the single-tensor gather and scatter; older releases have the old names only.

@@ -18,6 +18,7 @@ from typing import Any
 import torch.distributed as dist
 from torch.futures import Future
 
+from purlin.coll.attributes import ReduceKind, check_reduce_dtype
 from purlin.torch.execute import TORCH_NAMES, all_gather, all_reduce, all_to_all, reduce_scatter
 from purlin.torch.groups import TORCH_OPS, init, state
 
@@ -65,7 +66,7 @@ class PurlinProcessGroup(dist.ProcessGroup):
         return state(self.fallback.group_name)
 
     def allreduce(self, tensors, opts):
-        op = _OPS_OF.get(_reduce_op(opts.reduceOp))
+        op = _purlin_op(opts.reduceOp, tensors)
         if op is None or not _runnable(tensors):
             return self.fallback.allreduce(tensors, opts)
         for t in tensors:
@@ -81,7 +82,7 @@ class PurlinProcessGroup(dist.ProcessGroup):
         return _Done(outputs)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts):
-        op = _OPS_OF.get(_reduce_op(opts.reduceOp))
+        op = _purlin_op(opts.reduceOp, inputs)
         if op is None or not _runnable([*outputs, *inputs]):
             return self.fallback.reduce_scatter_tensor_coalesced(outputs, inputs, opts)
         for y, x in zip(outputs, inputs):
@@ -123,6 +124,19 @@ class PurlinProcessGroup(dist.ProcessGroup):
 def _reduce_op(op: Any) -> Any:
     """opts.reduceOp is a ReduceOp object; the table holds its RedOpType."""
     return getattr(op, "op", op)
+
+
+def _purlin_op(reduce_op: Any, tensors) -> str | None:
+    """The purlin reduction for torch's `reduce_op` over `tensors`, or None where
+    purlin has none or refuses it for their dtype (avg of integers, prod of
+    fp8): the group underneath answers those as it would alone."""
+    op = _OPS_OF.get(_reduce_op(reduce_op))
+    if op is None:
+        return None
+    names = [TORCH_NAMES.get(t.dtype) for t in tensors]
+    if any(n is None or check_reduce_dtype(ReduceKind(op), n) is not None for n in names):
+        return None
+    return op
 
 
 def _runnable(tensors) -> bool:

@@ -222,6 +222,7 @@ class RoleThread {
               read(srcs[k], at, n, chunk.data());
               combine_into(p_.dtype, in.redop, exact.data(), chunk.data(), n);
             }
+            if (in.redop == RedOp::Avg) finish_average_f64(exact.data(), n, int64_t(srcs.size()));
             write(dst, at, n, exact.data());
           }
           return;
@@ -236,6 +237,8 @@ class RoleThread {
               acc[i] = k == 0 ? v : combine<float>(in.redop, acc[i], v);
             }
           }
+          if (in.redop == RedOp::Avg)
+            for (int64_t i = 0; i < n; ++i) acc[i] /= static_cast<float>(srcs.size());
           for (int64_t i = 0; i < n; ++i) store_f32(p_.dtype, chunk.data(), i, acc[i]);
           write(dst, at, n, chunk.data());
         }

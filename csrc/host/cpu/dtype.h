@@ -171,11 +171,13 @@ T combine(RedOp op, T a, T b) {
       case RedOp::And: return static_cast<T>(a & b);
       case RedOp::Or: return static_cast<T>(a | b);
       case RedOp::Xor: return static_cast<T>(a ^ b);
+      case RedOp::Avg:  // floating point only (check_programs)
       case RedOp::None: break;
     }
   } else {
     switch (op) {
-      case RedOp::Sum: return a + b;
+      case RedOp::Sum:
+      case RedOp::Avg: return a + b;  // an average is a sum, divided once at the end
       case RedOp::Prod: return a * b;
       case RedOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
       case RedOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
@@ -193,6 +195,17 @@ void combine_into_as(RedOp op, unsigned char* acc, const unsigned char* x, int64
     std::memcpy(&b, x + i * sizeof(T), sizeof(T));
     a = combine<T>(op, a, b);
     std::memcpy(acc + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+// acc[i] /= contributions for n f64 elements: an average's end (the other
+// dtypes that reduce exactly are integers, which take no average).
+inline void finish_average_f64(unsigned char* acc, int64_t n, int64_t contributions) {
+  for (int64_t i = 0; i < n; ++i) {
+    double a;
+    std::memcpy(&a, acc + i * sizeof(double), sizeof(double));
+    a /= static_cast<double>(contributions);
+    std::memcpy(acc + i * sizeof(double), &a, sizeof(double));
   }
 }
 

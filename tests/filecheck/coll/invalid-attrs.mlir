@@ -150,11 +150,11 @@ func.func @negative_offset(%a: memref<8xf32>) {
 // -----
 
 func.func @unknown_reduction(%a: memref<8xf32>) {
-  coll.collective %a, %a in #coll.layout<scattered, world 2, 4> out #coll.layout<scattered, world 2, 4> consume #coll.consume<reduce avg> : memref<8xf32>, memref<8xf32>
+  coll.collective %a, %a in #coll.layout<scattered, world 2, 4> out #coll.layout<scattered, world 2, 4> consume #coll.consume<reduce mean> : memref<8xf32>, memref<8xf32>
 // CHECK:      invalid-attrs.mlir:[[# @LINE - 1]]:134
-// CHECK-NEXT: coll.collective %a, %a in #coll.layout<scattered, world 2, 4> out #coll.layout<scattered, world 2, 4> consume #coll.consume<reduce avg> : memref<8xf32>, memref<8xf32>
-// CHECK-NEXT: ^^^
-// CHECK-NEXT: expected a reduction op after 'reduce': sum, max, min, prod, and, or or xor, got 'avg'
+// CHECK-NEXT: coll.collective %a, %a in #coll.layout<scattered, world 2, 4> out #coll.layout<scattered, world 2, 4> consume #coll.consume<reduce mean> : memref<8xf32>, memref<8xf32>
+// CHECK-NEXT: ^^^^
+// CHECK-NEXT: expected a reduction op after 'reduce': sum, max, min, prod, and, or, xor or avg, got 'mean'
   func.return
 }
 
@@ -187,6 +187,6 @@ func.func @missing_reduction_op(%a: memref<8xf32>) {
 // CHECK:      invalid-attrs.mlir:[[# @LINE - 1]]:19
 // CHECK-NEXT: coll.all_reduce %a, %a world 2 : memref<8xf32>, memref<8xf32>
 // CHECK-NEXT: ^^
-// CHECK-NEXT: expected a reduction op after 'coll.all_reduce': sum, max, min, prod, and, or or xor
+// CHECK-NEXT: expected a reduction op after 'coll.all_reduce': sum, max, min, prod, and, or, xor or avg
   func.return
 }

@@ -75,7 +75,7 @@ func.func @not_1d(%a: memref<2x4xf32>, %b: memref<8xf32>) {
 
 func.func @missing_reduction(%a: memref<8xf32>) {
   "coll.all_reduce"(%a, %a) <{world = #builtin.int<2>}> : (memref<8xf32>, memref<8xf32>) -> ()
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': a reduction op (sum, max, min, prod, and, or or xor) is required
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': a reduction op (sum, max, min, prod, and, or, xor or avg) is required
   func.return
 }
 
@@ -474,5 +474,13 @@ func.func @generic_groups_of_another_size(%a: memref<8xf32>, %b: memref<8xf32>) 
 func.func @bitwise_on_floats(%a: memref<8xf32>) {
   coll.all_reduce xor %a, %a world 2 : memref<8xf32>, memref<8xf32>
 // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': reduction 'xor' combines bits and takes an integer dtype, got f32
+  func.return
+}
+
+// -----
+
+func.func @average_of_integers(%a: memref<8xi32>) {
+  coll.all_reduce avg %a, %a world 2 : memref<8xi32>, memref<8xi32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': reduction 'avg' divides and takes a floating-point dtype, got i32
   func.return
 }

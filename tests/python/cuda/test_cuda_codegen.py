@@ -248,3 +248,15 @@ def test_exact_dtypes_compile_and_combine_in_their_type(arch, lowering, dtype, o
     ptx = nvrtc.compile_ptx(plan.cuda.source().text, arch)
     assert needle in ptx, f"{dtype} {op}: no {needle} in the PTX"
     assert "cvt.rn.f32" not in ptx and "add.rn.f32 " not in ptx, f"{dtype} goes through f32"
+
+
+# avg is a sum divided once by the contributions: in f32 for the narrow
+# floats, in f64 for f64, in every generation, regime and protocol.
+@pytest.mark.parametrize("dtype,needle", [("bf16", "div.rn.f32"), ("f32", "div.rn.f32"), ("f64", "div.rn.f64")])
+@pytest.mark.parametrize("lowering", [*REGIMES, "regime=throughput symmetric=true"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_averages_compile_and_divide_once(arch, lowering, dtype, needle):
+    for name in ("all_reduce", "reduce_scatter"):
+        plan = compile_plan(name, 4, dtype, "avg", 1 << 12, arch=arch, lowering=lowering)
+        ptx = nvrtc.compile_ptx(plan.cuda.source().text, arch)
+        assert needle in ptx, f"{name} {dtype} avg: no {needle} in the PTX"

@@ -62,7 +62,7 @@ BAD_INPUTS = {
             "coll.collective %a, %a in #coll.layout<packed, world 2, 4> out #coll.layout<packed, world 2, 4> "
             "consume #coll.consume<reduce mean>",
         ),
-        "expected a reduction op after 'reduce': sum, max, min, prod, and, or or xor, got 'mean'",
+        "expected a reduction op after 'reduce': sum, max, min, prod, and, or, xor or avg, got 'mean'",
     ),
 }
 

@@ -111,6 +111,9 @@ def _exact_and_v_forms(rank: int) -> None:
     dist.all_gather(gathered, out)
     assert all(torch.equal(g, gathered[0]) for g in gathered)
     torch.testing.assert_close(out, ref)
+    mean = pt.all_reduce(x.clone(), "avg")
+    torch.testing.assert_close(mean, ref / world)
+    assert pt.all_reduce(torch.ones(3, dtype=torch.bfloat16) * (rank + 1), "avg").tolist() == [(world + 1) / 2] * 3
     y = x.clone()
     assert pt.all_reduce(y, "min") is y
     dist.all_reduce(x, op=dist.ReduceOp.MIN)
@@ -200,13 +203,17 @@ def _functional_collectives_routed(rank: int) -> None:
         _targets(graphs)
     assert {k[1] for k in state(dist.group.WORLD.group_name).plans} == {
         "all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
-    # What purlin does not run goes to the group underneath.
+    # torch's AVG runs on purlin; what purlin does not run (broadcast, an
+    # average of integers) goes to the group underneath.
+    z = torch.full((2,), float(rank))
+    dist.all_reduce(z, op=dist.ReduceOp.AVG, group=pg)
+    assert torch.equal(z, torch.full((2,), (world - 1) / 2))
+    assert "avg" in {k[3] for k in state(dist.group.WORLD.group_name).plans}
     y = torch.full((3,), float(rank))
     dist.broadcast(y, src=1, group=pg)
     assert torch.equal(y, torch.ones(3))
-    z = torch.full((2,), float(rank))
-    dist.all_reduce(z, op=dist.ReduceOp.AVG, group=pg)
-    torch.testing.assert_close(z, torch.full((2,), (world - 1) / 2))
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):  # gloo's answer
+        dist.all_reduce(torch.zeros(2, dtype=torch.int64), op=dist.ReduceOp.AVG, group=pg)
 
 
 def _gradients(rank: int) -> None:
@@ -282,6 +289,14 @@ def _two_nodes(rank: int) -> None:
         ref_s = torch.empty_like(s)
         reduce_scatter_single(ref_s, big, op=dist.ReduceOp.MAX)
         assert torch.equal(s, ref_s)
+        # An average over both nodes: each node's, summed across nodes, halved.
+        f = torch.randint(-8, 9, (n,)).float() / 4
+        total = f.clone()
+        dist.all_reduce(total)
+        assert torch.equal(pt.all_reduce(f.clone(), "avg"), total / world)
+        ref_a = torch.empty(n)
+        reduce_scatter_single(ref_a, big.float())
+        assert torch.equal(pt.reduce_scatter(torch.empty(n), big.float(), "avg"), ref_a / world)
     assert {k[1] for k in st.nodes.intra.plans} == {"reduce_scatter", "all_gather"}
     with pytest.raises(NotImplementedError, match="spanning 2 nodes"):
         pt.all_to_all(torch.empty(8), torch.empty(8))

@@ -16,7 +16,7 @@ enum class DType : i64 {
   BF16 = 0, F16 = 1, F32 = 2, FP8E4M3 = 3, FP8E5M2 = 4,
   I8 = 5, UI8 = 6, I32 = 7, UI32 = 8, I64 = 9, UI64 = 10, F64 = 11
 };
-enum class RedOp : i64 { None = 0, Sum = 1, Max = 2, Min = 3, Prod = 4, And = 5, Or = 6, Xor = 7 };
+enum class RedOp : i64 { None = 0, Sum = 1, Max = 2, Min = 3, Prod = 4, And = 5, Or = 6, Xor = 7, Avg = 8 };
 
 // Bytes of one element of each DType, in code order.
 constexpr int kDTypeBytes[] = {2, 2, 4, 1, 1, 1, 1, 4, 4, 8, 8, 8};

@@ -585,6 +585,7 @@ __device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 n
     }
   }
   if constexpr (Reduce) {
+    finish_average(op, acc, n);
     const Word<8> w = pack<D, 8>(acc);
     word = u64(w.v.x) | u64(w.v.y) << 32;
   }

@@ -183,6 +183,14 @@ __device__ __forceinline__ long long combine(int op, long long a, long long b) {
 }
 __device__ __forceinline__ u64 combine(int op, u64 a, u64 b) { return combine_int<u64, u64>(op, a, b); }
 
+// An average (RedOp::Avg, combined as a sum) divided once by its n contributions.
+template <class T, int E>
+__device__ __forceinline__ void finish_average(int op, T (&acc)[E], int n) {
+  if (static_cast<RedOp>(op) != RedOp::Avg) return;
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc[e] = acc[e] / T(n);
+}
+
 // Element-wise combination of a chunk into the accumulators; sm_100 packs pairs.
 struct ScalarCombine {
   template <class T, int E>
@@ -310,6 +318,8 @@ __device__ __forceinline__ void reduce_round(AccT<D> (&acc)[U][W / Elem<D>::byte
       Combine::apply(op, acc[u], x);
     }
   }
+#pragma unroll
+  for (int u = 0; u < U; ++u) finish_average(op, acc[u], n_srcs);
 }
 
 // dst = srcs[0] op srcs[1] op ... in source order, accumulated in f32.

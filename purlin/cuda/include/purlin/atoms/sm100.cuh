@@ -36,12 +36,13 @@ struct PackedCombine {
   __device__ static void apply(int op, float (&acc)[E], const float (&x)[E]) {
 #if __CUDA_ARCH__ >= 1000
     const auto packed = static_cast<RedOp>(op);
-    if ((packed == RedOp::Sum || packed == RedOp::Prod) && E % 2 == 0) {
+    const bool add = packed == RedOp::Sum || packed == RedOp::Avg;
+    if ((add || packed == RedOp::Prod) && E % 2 == 0) {
 #pragma unroll
       for (int e = 0; e < E; e += 2) {
         u64 a = (u64(__float_as_uint(acc[e + 1])) << 32) | __float_as_uint(acc[e]);
         const u64 b = (u64(__float_as_uint(x[e + 1])) << 32) | __float_as_uint(x[e]);
-        if (packed == RedOp::Sum)
+        if (add)
           asm("add.rn.f32x2 %0, %0, %1;" : "+l"(a) : "l"(b));
         else
           asm("mul.rn.f32x2 %0, %0, %1;" : "+l"(a) : "l"(b));

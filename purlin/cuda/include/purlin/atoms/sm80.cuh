@@ -55,6 +55,7 @@ __device__ void drain_tile(const char* stage, int tile_bytes, int n_srcs, bool r
       unpack<D, 16>(load<16>(stage + k * tile_bytes + v * 16), x);
       Combine::apply(op, acc, x);
     }
+    finish_average(op, acc, n_srcs);
     store<16>(out, pack<D, 16>(acc));
   }
 }
