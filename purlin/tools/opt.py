@@ -40,6 +40,7 @@ from purlin.diagnostics import (
     verify_located,
 )
 from purlin.pass_contracts import check_pipeline_step
+from purlin.pipeline import option_names
 from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
 
 EXIT_STATUS = """exit status:
@@ -217,7 +218,7 @@ class PurlinOptMain(xDSLOptMain):
         except ValueError as e:
             # xDSL's message names neither the pipeline nor where to look.
             raise ValueError(
-                f"invalid pass pipeline '{self.args.passes}': {e}; "
+                f"invalid pass pipeline '{self.args.passes}': {option_names(str(e))}; "
                 f"purlin's passes are {', '.join(PASSES)} (--help lists all)"
             ) from None
 

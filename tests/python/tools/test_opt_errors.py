@@ -80,6 +80,8 @@ def test_malformed_input(tmp_path, capsys, case):
         ("nope", "invalid pass pipeline 'nope': Unrecognized passes: ['nope']"),
         ("coll-expand{world=2}", 'Provided arguments ["world"] not found'),
         ("coll-expand{world", "Error parsing pass pipeline specification"),
+        # Options named as pipelines spell them, not as the pass's fields.
+        ("convert-coll-to-snac{chunkbytes=4}", '"chunk-bytes", "slots", "blocks", "symmetric", "ranks-per-device"'),
     ],
 )
 def test_bad_pipeline(tmp_path, capsys, pipeline, message):
