@@ -70,6 +70,12 @@ def _check() -> Dialect:
     return Check
 
 
+def _sdy() -> Dialect:
+    from purlin.frontends.sdy import Sdy
+
+    return Sdy
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "coll": _coll,
     "snac": _snac,
@@ -77,6 +83,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "stablehlo": _stablehlo,
     "interpreter": _interpreter,
     "check": _check,
+    "sdy": _sdy,
 }
 
 

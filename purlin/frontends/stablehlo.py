@@ -13,17 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from enum import StrEnum
+from math import prod
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FunctionType,
     IntAttr,
+    IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
+    i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -42,10 +48,10 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.declarations import define_op
+from purlin.declarations import define_op, enum_attribute
 from purlin.frontends.op_definitions import (
     DenseValueOp,
-    field,  # noqa: F401  (read as shlo.field by the importers)
+    field,
     parse_dense,
 )
 
@@ -283,10 +289,10 @@ class ConstantOp(DenseValueOp):
     def parse(cls, parser: Parser) -> ConstantOp:
         attrs = parser.parse_optional_attr_dict()
         op = cls(parse_dense(parser, "constant"))
-        op.attributes.update(attrs)
-        return op
+        return _with_attributes(op, attrs)
 
     def print(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes)
         printer.print_string(" ")
         printer.print_attribute(self.value)  # type: ignore[arg-type]
 
@@ -294,44 +300,619 @@ class ConstantOp(DenseValueOp):
         self.verify_value(self.output.type, "needs a dense value of its result type")
 
 
-class ElementwiseBinary(IRDLOperation):
-    """`stablehlo.OP %lhs, %rhs : T`, the combiners of a reduction region."""
+def _parse_operand_types(parser: Parser, operands: list[UnresolvedOperand], results: int = 1
+                         ) -> tuple[list[SSAValue], list[Attribute]]:
+    """`: T` (every operand and result of type T) or `: (T, ..) -> R`."""
+    parser.parse_punctuation(":")
+    start = parser.pos
+    t = parser.parse_type()
+    if isinstance(t, FunctionType):
+        ins, outs = list(t.inputs.data), list(t.outputs.data)
+        if len(ins) != len(operands):
+            parser.raise_error(f"{len(operands)} operands but {len(ins)} operand types", start, parser.pos)
+        return [parser.resolve_operand(o, ty) for o, ty in zip(operands, ins)], outs
+    return [parser.resolve_operand(o, t) for o in operands], [t] * results
 
-    lhs = operand_def()
-    rhs = operand_def()
-    output = result_def()
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue):
-        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+def _shape(t: Attribute) -> tuple[int, ...] | None:
+    return tuple(t.get_shape()) if isinstance(t, TensorType) else None
+
+
+def _ints(op: Operation, name: str) -> list[int] | None:
+    """The integers of field `name` (array<i64: ..>, dense<..> or a list of integers)."""
+    attr = field(op, name)
+    if isinstance(attr, DenseArrayBase):
+        return [int(v) for v in attr.get_values()]
+    if isinstance(attr, DenseIntOrFPElementsAttr):
+        return [int(v) for v in attr.get_values()]
+    if isinstance(attr, ArrayAttr) and all(isinstance(a, IntegerAttr) for a in attr.data):
+        return [a.value.data for a in attr.data]  # type: ignore[attr-defined]
+    return None
+
+
+def _int(op: Operation, name: str) -> int | None:
+    attr = field(op, name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+
+def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _parse_int_list(parser: Parser) -> list[int]:
+    return parser.parse_comma_separated_list(parser.Delimiter.SQUARE,
+                                             lambda: parser.parse_integer(allow_boolean=False))
+
+
+def _fields(*names: str) -> type:
+    """Optional properties `names`, so that the generic form may give them."""
+    return type("_Fields", (), {n: opt_prop_def(Attribute, prop_name=n) for n in names})
+
+
+class TensorOp(IRDLOperation):
+    """A StableHLO op on tensors: purlin parses it in both forms, prints it
+    in generic form, leaves it where it is when importing, and runs it on its
+    numpy reference (`purlin.frontends.tensor_reference`)."""
+
+    args = var_operand_def()
+    outs = var_result_def()
+
+    def __init__(self, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+                 properties: dict[str, Attribute] | None = None, regions: Sequence[Region] = ()):
+        super().__init__(operands=[operands], result_types=[result_types], properties=properties or {},
+                         regions=list(regions))
+
+    def need(self, ok: bool, what: str) -> None:
+        if not ok:
+            raise VerifyException(f"'{self.name}': {what}")
+
+
+Op = TypeVar("Op", bound=IRDLOperation)
+
+
+def _with_attributes(op: Op, attrs: dict[str, Attribute]) -> Op:
+    """`op` with the attribute dictionary of its pretty form: the op's own
+    fields among them become properties (as the generic form's parser makes
+    them), so that both forms give one op."""
+    declared = op.get_irdl_definition().properties
+    for name, value in attrs.items():
+        if name in declared:
+            op.properties[name] = value
+        else:
+            op.attributes[name] = value
+    return op
+
+
+class ElementwiseBinary(TensorOp):
+    """`stablehlo.OP %lhs, %rhs : T` (or `: (T, T) -> R`): elementwise on
+    operands and a result of one shape."""
 
     @classmethod
     def parse(cls, parser: Parser) -> ElementwiseBinary:
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(":")
-        t = parser.parse_type()
-        return cls(parser.resolve_operand(lhs, t), parser.resolve_operand(rhs, t))
+        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_operand_types(parser, operands)
+        op = cls(values, outs)
+        return _with_attributes(op, attrs)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        printer.print_operand(self.lhs)
-        printer.print_string(", ")
-        printer.print_operand(self.rhs)
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
-        printer.print_attribute(self.output.type)
+        types = {v.type for v in (*self.operands, *self.results)}
+        if len(types) == 1:
+            printer.print_attribute(self.results[0].type)
+        else:
+            printer.print_function_type([v.type for v in self.operands], [r.type for r in self.results])
+
+    def verify_(self) -> None:
+        self.need(len(self.operands) == 2 and len(self.results) == 1, "takes two operands and gives one result")
+        shapes = {_shape(v.type) for v in (*self.operands, *self.results)}
+        self.need(len(shapes) == 1 and None not in shapes,
+                  f"operands and result must be tensors of one shape, got "
+                  f"{', '.join(str(v.type) for v in (*self.operands, *self.results))}")
 
 
-AddOp = define_op(ElementwiseBinary, __name__, "AddOp", "stablehlo.add")
-MaxOp = define_op(ElementwiseBinary, __name__, "MaxOp", "stablehlo.maximum")
-MinOp = define_op(ElementwiseBinary, __name__, "MinOp", "stablehlo.minimum")
-MulOp = define_op(ElementwiseBinary, __name__, "MulOp", "stablehlo.multiply")
-AndOp = define_op(ElementwiseBinary, __name__, "AndOp", "stablehlo.and")
-OrOp = define_op(ElementwiseBinary, __name__, "OrOp", "stablehlo.or")
-XorOp = define_op(ElementwiseBinary, __name__, "XorOp", "stablehlo.xor")
-SubtractOp = define_op(ElementwiseBinary, __name__, "SubtractOp", "stablehlo.subtract",
-                       """Parsed so that a region using it is refused by the importer with a
-    diagnostic, not by the parser.""")
+def _binary(cls_name: str, op_name: str) -> type[ElementwiseBinary]:
+    return define_op(ElementwiseBinary, __name__, cls_name, op_name)
+
+
+AddOp = _binary("AddOp", "stablehlo.add")
+MaxOp = _binary("MaxOp", "stablehlo.maximum")
+MinOp = _binary("MinOp", "stablehlo.minimum")
+MulOp = _binary("MulOp", "stablehlo.multiply")
+AndOp = _binary("AndOp", "stablehlo.and")
+OrOp = _binary("OrOp", "stablehlo.or")
+XorOp = _binary("XorOp", "stablehlo.xor")
+SubtractOp = _binary("SubtractOp", "stablehlo.subtract")
+DivideOp = _binary("DivideOp", "stablehlo.divide")
+RemainderOp = _binary("RemainderOp", "stablehlo.remainder")
+PowerOp = _binary("PowerOp", "stablehlo.power")
+Atan2Op = _binary("Atan2Op", "stablehlo.atan2")
+ShiftLeftOp = _binary("ShiftLeftOp", "stablehlo.shift_left")
+ShiftRightArithmeticOp = _binary("ShiftRightArithmeticOp", "stablehlo.shift_right_arithmetic")
+ShiftRightLogicalOp = _binary("ShiftRightLogicalOp", "stablehlo.shift_right_logical")
+BINARY_OPS = (AddOp, MaxOp, MinOp, MulOp, AndOp, OrOp, XorOp, SubtractOp, DivideOp, RemainderOp, PowerOp, Atan2Op,
+              ShiftLeftOp, ShiftRightArithmeticOp, ShiftRightLogicalOp)
+
+
+class _Unary(TensorOp):
+    """`stablehlo.OP %x : T` or `: (T) -> R`."""
+
+    SAME_TYPE: ClassVar[bool] = True
+
+    @classmethod
+    def parse(cls, parser: Parser) -> _Unary:
+        operand = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_operand_types(parser, [operand])
+        op = cls(values, outs)
+        return _with_attributes(op, attrs)
+
+    def verify_(self) -> None:
+        self.need(len(self.operands) == 1 and len(self.results) == 1, "takes one operand and gives one result")
+        shape_in, shape_out = _shape(self.operands[0].type), _shape(self.results[0].type)
+        self.need(shape_in is not None and shape_in == shape_out,
+                  f"the result must be a tensor of the operand's shape, got {self.operands[0].type} -> "
+                  f"{self.results[0].type}")
+
+
+def _unary(cls_name: str, op_name: str, **body) -> type[_Unary]:
+    return define_op(_Unary, __name__, cls_name, op_name, **body)
+
+
+NegOp = _unary("NegOp", "stablehlo.negate")
+AbsOp = _unary("AbsOp", "stablehlo.abs")
+ExpOp = _unary("ExpOp", "stablehlo.exponential")
+Expm1Op = _unary("Expm1Op", "stablehlo.exponential_minus_one")
+LogOp = _unary("LogOp", "stablehlo.log")
+Log1pOp = _unary("Log1pOp", "stablehlo.log_plus_one")
+SqrtOp = _unary("SqrtOp", "stablehlo.sqrt")
+RsqrtOp = _unary("RsqrtOp", "stablehlo.rsqrt")
+CbrtOp = _unary("CbrtOp", "stablehlo.cbrt")
+SineOp = _unary("SineOp", "stablehlo.sine")
+CosineOp = _unary("CosineOp", "stablehlo.cosine")
+TanOp = _unary("TanOp", "stablehlo.tan")
+TanhOp = _unary("TanhOp", "stablehlo.tanh")
+LogisticOp = _unary("LogisticOp", "stablehlo.logistic")
+FloorOp = _unary("FloorOp", "stablehlo.floor")
+CeilOp = _unary("CeilOp", "stablehlo.ceil")
+SignOp = _unary("SignOp", "stablehlo.sign")
+NotOp = _unary("NotOp", "stablehlo.not")
+RoundEvenOp = _unary("RoundEvenOp", "stablehlo.round_nearest_even")
+RoundAwayOp = _unary("RoundAwayOp", "stablehlo.round_nearest_afz")
+IsFiniteOp = _unary("IsFiniteOp", "stablehlo.is_finite")
+PopcntOp = _unary("PopcntOp", "stablehlo.popcnt")
+ClzOp = _unary("ClzOp", "stablehlo.count_leading_zeros")
+ConvertOp = _unary("ConvertOp", "stablehlo.convert", doc="Each element converted to the result's element type.")
+UNARY_OPS = (NegOp, AbsOp, ExpOp, Expm1Op, LogOp, Log1pOp, SqrtOp, RsqrtOp, CbrtOp, SineOp, CosineOp, TanOp, TanhOp,
+             LogisticOp, FloorOp, CeilOp, SignOp, NotOp, RoundEvenOp, RoundAwayOp, IsFiniteOp, PopcntOp, ClzOp,
+             ConvertOp)
+
+
+@irdl_op_definition
+class BitcastConvertOp(_Unary):
+    """The bytes of each element read as the result's element type (of the same width here)."""
+
+    name = "stablehlo.bitcast_convert"
+
+
+@irdl_op_definition
+class ReshapeOp(_Unary):
+    """The row-major elements in a new shape: no data moves."""
+
+    name = "stablehlo.reshape"
+
+    def verify_(self) -> None:
+        t_in, t_out = self.operands[0].type, self.results[0].type
+        self.need(isinstance(t_in, TensorType) and isinstance(t_out, TensorType)
+                  and t_in.element_type == t_out.element_type
+                  and prod(t_in.get_shape()) == prod(t_out.get_shape()),
+                  f"the result must hold the operand's elements, got {t_in} -> {t_out}")
+
+
+@irdl_op_definition
+class BroadcastInDimOp(TensorOp, _fields("broadcast_dimensions")):
+    """`stablehlo.broadcast_in_dim %x, dims = [..] : (T) -> R`: operand
+    dimension i is result dimension dims[i] (of the same size, or of size 1
+    repeated); the others repeat the operand."""
+
+    name = "stablehlo.broadcast_in_dim"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BroadcastInDimOp:
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("dims")
+        parser.parse_punctuation("=")
+        dims = _parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_operand_types(parser, [operand])
+        op = cls(values, outs, {"broadcast_dimensions": _i64_array(dims)})
+        return _with_attributes(op, attrs)
+
+    @property
+    def dims(self) -> list[int]:
+        return _ints(self, "broadcast_dimensions") or []
+
+    def verify_(self) -> None:
+        shape_in, shape_out = _shape(self.operands[0].type), _shape(self.results[0].type)
+        self.need(shape_in is not None and shape_out is not None, "takes and gives tensors")
+        assert shape_in is not None and shape_out is not None
+        dims = self.dims
+        self.need(len(dims) == len(shape_in), f"needs one broadcast dimension per operand dimension "
+                  f"({len(shape_in)}), got {dims}")
+        for i, d in enumerate(dims):
+            self.need(0 <= d < len(shape_out) and shape_in[i] in (1, shape_out[d]),
+                      f"operand dimension {i} (size {shape_in[i]}) cannot be result dimension {d} of "
+                      f"{self.results[0].type}")
+
+
+@irdl_op_definition
+class TransposeOp(TensorOp, _fields("permutation")):
+    """`stablehlo.transpose %x, dims = [..] : (T) -> R`: result dimension i
+    is operand dimension dims[i]."""
+
+    name = "stablehlo.transpose"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TransposeOp:
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        parser.parse_keyword("dims")
+        parser.parse_punctuation("=")
+        dims = _parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_operand_types(parser, [operand])
+        op = cls(values, outs, {"permutation": _i64_array(dims)})
+        return _with_attributes(op, attrs)
+
+    @property
+    def perm(self) -> list[int]:
+        return _ints(self, "permutation") or []
+
+    def verify_(self) -> None:
+        shape_in, shape_out = _shape(self.operands[0].type), _shape(self.results[0].type)
+        perm = self.perm
+        self.need(shape_in is not None and sorted(perm) == list(range(len(shape_in))),
+                  f"the permutation {perm} must order the operand's {len(shape_in or ())} dimensions")
+        assert shape_in is not None
+        self.need(shape_out == tuple(shape_in[p] for p in perm),
+                  f"the result must be {list(shape_in[p] for p in perm)}, got {self.results[0].type}")
+
+
+@irdl_op_definition
+class SliceOp(TensorOp, _fields("start_indices", "limit_indices", "strides")):
+    """`stablehlo.slice %x [a:b, c:d:s] : (T) -> R`."""
+
+    name = "stablehlo.slice"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SliceOp:
+        operand = parser.parse_unresolved_operand()
+
+        def bound() -> tuple[int, int, int]:
+            start = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(":")
+            limit = parser.parse_integer(allow_boolean=False)
+            stride = 1
+            if parser.parse_optional_punctuation(":") is not None:
+                stride = parser.parse_integer(allow_boolean=False)
+            return start, limit, stride
+
+        bounds = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, bound)
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_operand_types(parser, [operand])
+        op = cls(values, outs, {k: _i64_array([b[i] for b in bounds])
+                                for i, k in enumerate(("start_indices", "limit_indices", "strides"))})
+        return _with_attributes(op, attrs)
+
+    def bounds(self) -> list[tuple[int, int, int]]:
+        starts, limits = _ints(self, "start_indices") or [], _ints(self, "limit_indices") or []
+        strides = _ints(self, "strides") or [1] * len(starts)
+        return list(zip(starts, limits, strides))
+
+    def verify_(self) -> None:
+        shape_in, shape_out = _shape(self.operands[0].type), _shape(self.results[0].type)
+        bounds = self.bounds()
+        self.need(shape_in is not None and len(bounds) == len(shape_in)
+                  and all(0 <= a <= b <= n and s > 0 for (a, b, s), n in zip(bounds, shape_in)),
+                  f"start:limit:stride {[f'{a}:{b}:{s}' for a, b, s in bounds]} must lie in {self.operands[0].type}")
+        want = tuple(-(-(b - a) // s) for a, b, s in bounds)
+        self.need(shape_out == want, f"the result must be {list(want)}, got {self.results[0].type}")
+
+
+@irdl_op_definition
+class DynamicSliceOp(TensorOp, _fields("slice_sizes")):
+    """`stablehlo.dynamic_slice %x, %i0, .., sizes = [..] : (T, ..) -> R`:
+    the block of `sizes` at the (clamped) start indices."""
+
+    name = "stablehlo.dynamic_slice"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DynamicSliceOp:
+        operands = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(","):
+            if parser.parse_optional_keyword("sizes") is not None:
+                break
+            operands.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation("=")
+        sizes = _parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_operand_types(parser, operands)
+        op = cls(values, outs, {"slice_sizes": _i64_array(sizes)})
+        return _with_attributes(op, attrs)
+
+    def verify_(self) -> None:
+        shape_in = _shape(self.operands[0].type)
+        sizes = _ints(self, "slice_sizes") or []
+        self.need(shape_in is not None and len(self.operands) == 1 + len(shape_in) == 1 + len(sizes)
+                  and all(0 <= k <= n for k, n in zip(sizes, shape_in)),
+                  f"needs one start index and one size (at most the dimension) per dimension of "
+                  f"{self.operands[0].type}, got sizes {sizes}")
+        self.need(_shape(self.results[0].type) == tuple(sizes), f"the result must be {sizes}")
+
+
+@irdl_op_definition
+class ConcatenateOp(TensorOp, _fields("dimension")):
+    """`stablehlo.concatenate %a, %b, .., dim = D : (..) -> R`."""
+
+    name = "stablehlo.concatenate"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConcatenateOp:
+        operands = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(","):
+            if parser.parse_optional_keyword("dim") is not None:
+                break
+            operands.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation("=")
+        dim = parser.parse_integer(allow_boolean=False)
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_operand_types(parser, operands)
+        op = cls(values, outs, {"dimension": IntegerAttr(dim, i64)})
+        return _with_attributes(op, attrs)
+
+    def verify_(self) -> None:
+        d = _int(self, "dimension")
+        shapes = [_shape(v.type) for v in self.operands]
+        self.need(bool(shapes) and None not in shapes and d is not None and all(0 <= d < len(s) for s in shapes),
+                  f"dimension {d} must be a dimension of every operand")
+        assert d is not None
+        want = list(shapes[0])  # type: ignore[arg-type]
+        want[d] = sum(s[d] for s in shapes)  # type: ignore[index]
+        self.need(all(s[:d] + s[d + 1:] == shapes[0][:d] + shapes[0][d + 1:] for s in shapes)  # type: ignore[index]
+                  and _shape(self.results[0].type) == tuple(want),
+                  f"operands must agree but along dimension {d}, the result being {want}")
+
+
+@irdl_op_definition
+class IotaOp(TensorOp, _fields("iota_dimension")):
+    """`stablehlo.iota dim = D : T`: each element its index along D."""
+
+    name = "stablehlo.iota"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IotaOp:
+        parser.parse_keyword("dim")
+        parser.parse_punctuation("=")
+        dim = parser.parse_integer(allow_boolean=False)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        op = cls([], [parser.parse_type()], {"iota_dimension": IntegerAttr(dim, i64)})
+        return _with_attributes(op, attrs)
+
+    def verify_(self) -> None:
+        shape, d = _shape(self.results[0].type), _int(self, "iota_dimension")
+        self.need(shape is not None and d is not None and 0 <= d < len(shape),
+                  f"iota_dimension {d} must be a dimension of {self.results[0].type}")
+
+
+class _ProcessId(TensorOp):
+    """`stablehlo.OP : tensor<ui32>`."""
+
+    @classmethod
+    def parse(cls, parser: Parser) -> _ProcessId:
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        op = cls([], [parser.parse_type()])
+        return _with_attributes(op, attrs)
+
+
+PartitionIdOp = define_op(_ProcessId, __name__, "PartitionIdOp", "stablehlo.partition_id",
+                          "The partition of the process running it.")
+ReplicaIdOp = define_op(_ProcessId, __name__, "ReplicaIdOp", "stablehlo.replica_id",
+                        "The replica of the process running it.")
+
+
+class ComparisonDirection(StrEnum):
+    EQ = "EQ"
+    NE = "NE"
+    GE = "GE"
+    GT = "GT"
+    LE = "LE"
+    LT = "LT"
+
+
+class ComparisonType(StrEnum):
+    NOTYPE = "NOTYPE"
+    FLOAT = "FLOAT"
+    TOTALORDER = "TOTALORDER"
+    SIGNED = "SIGNED"
+    UNSIGNED = "UNSIGNED"
+
+
+ComparisonDirectionAttr = enum_attribute(ComparisonDirection, "stablehlo.comparison_direction", __name__)
+ComparisonTypeAttr = enum_attribute(ComparisonType, "stablehlo.comparison_type", __name__)
+
+
+@irdl_op_definition
+class CompareOp(TensorOp, _fields("comparison_direction", "compare_type")):
+    """`stablehlo.compare EQ, %a, %b[, TYPE] : (T, T) -> tensor<..xi1>`."""
+
+    name = "stablehlo.compare"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CompareOp:
+        direction = ComparisonDirection(parser.parse_keyword_in([d.value for d in ComparisonDirection]))
+        parser.parse_punctuation(",")
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        props: dict[str, Attribute] = {"comparison_direction": ComparisonDirectionAttr(direction)}
+        if parser.parse_optional_punctuation(","):
+            props["compare_type"] = ComparisonTypeAttr(
+                ComparisonType(parser.parse_keyword_in([t.value for t in ComparisonType])))
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_operand_types(parser, [lhs, rhs])
+        op = cls(values, outs, props)
+        return _with_attributes(op, attrs)
+
+    @property
+    def direction(self) -> ComparisonDirection:
+        attr = field(self, "comparison_direction")
+        assert isinstance(attr, ComparisonDirectionAttr)
+        return attr.data  # type: ignore[return-value]
+
+    def verify_(self) -> None:
+        self.need(isinstance(field(self, "comparison_direction"), ComparisonDirectionAttr),
+                  "needs a comparison_direction")
+        t = self.results[0].type
+        self.need(isinstance(t, TensorType) and t.element_type == IntegerType(1)
+                  and _shape(t) == _shape(self.operands[0].type) == _shape(self.operands[1].type),
+                  f"gives i1 of the operands' shape, got {t}")
+
+
+@irdl_op_definition
+class SelectOp(TensorOp):
+    """`stablehlo.select %pred, %a, %b : (P, T, T) -> T` (or `: P, T`)."""
+
+    name = "stablehlo.select"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SelectOp:
+        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        start = parser.pos
+        t = parser.parse_type()
+        if isinstance(t, FunctionType):
+            ins, outs = list(t.inputs.data), list(t.outputs.data)
+        elif parser.parse_optional_punctuation(","):
+            value = parser.parse_type()
+            ins, outs = [t, value, value], [value]
+        else:
+            ins, outs = [t] * 3, [t]
+        if len(ins) != len(operands):
+            parser.raise_error(f"{len(operands)} operands but {len(ins)} operand types", start, parser.pos)
+        op = cls([parser.resolve_operand(o, ty) for o, ty in zip(operands, ins)], outs)
+        return _with_attributes(op, attrs)
+
+
+@irdl_op_definition
+class ClampOp(ElementwiseBinary):
+    """`stablehlo.clamp %min, %x, %max : T`."""
+
+    name = "stablehlo.clamp"
+
+    def verify_(self) -> None:
+        self.need(len(self.operands) == 3 and len(self.results) == 1, "takes min, operand and max")
+
+
+@irdl_op_definition
+class ReduceOp(TensorOp, _fields("dimensions")):
+    """`stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions
+    = [..] : (T, C) -> R`, or with a `reducer(%a: .., %b: ..) {..}` region:
+    the operands combined along `dimensions`, from the init values."""
+
+    name = "stablehlo.reduce"
+    body = opt_region_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceOp:
+        pairs = []
+
+        def pair() -> None:
+            value = parser.parse_unresolved_operand()
+            parser.parse_keyword("init")
+            parser.parse_punctuation(":")
+            pairs.append((value, parser.parse_unresolved_operand()))
+
+        parser.parse_comma_separated_list(parser.Delimiter.PAREN, pair)
+        while parser.parse_optional_punctuation(","):
+            parser.parse_comma_separated_list(parser.Delimiter.PAREN, pair)
+        combiner = None
+        if parser.parse_optional_keyword("applies") is not None:
+            start = parser.pos
+            name = parser.parse_identifier(" (the combining op)")
+            combiner = parser.ctx.get_optional_op(name)
+            if combiner is None or not issubclass(combiner, ElementwiseBinary):
+                parser.raise_error(f"'{name}' is not an elementwise binary op", start, parser.pos)
+        parser.parse_keyword("across")
+        parser.parse_keyword("dimensions")
+        parser.parse_punctuation("=")
+        dims = _parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        operands = [v for v, _ in pairs] + [i for _, i in pairs]
+        values, outs = _parse_operand_types(parser, operands)
+        if combiner is not None:
+            scalars = [TensorType(v.type.element_type, []) for v in values[len(pairs):]]  # type: ignore[attr-defined]
+            block = Block(arg_types=scalars + scalars)
+            combined = [combiner([a, b], [a.type]) for a, b in zip(block.args[: len(pairs)], block.args[len(pairs):])]
+            block.add_ops([*combined, ReturnOp([c.results[0] for c in combined])])
+            region = Region(block)
+        else:
+            parser.parse_keyword("reducer")
+            args = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
+                                                     lambda: parser.parse_argument(expect_type=True))
+            region = parser.parse_region(args)
+        op = cls(values, outs, {"dimensions": _i64_array(dims)}, [region])
+        return _with_attributes(op, attrs)
+
+    @property
+    def reduce_dims(self) -> list[int]:
+        return _ints(self, "dimensions") or []
+
+    def verify_(self) -> None:
+        n = len(self.results)
+        self.need(len(self.operands) == 2 * n and n >= 1, "takes one init value per operand and gives one result each")
+        shape = _shape(self.operands[0].type)
+        dims = self.reduce_dims
+        self.need(shape is not None and len(set(dims)) == len(dims) and all(0 <= d < len(shape) for d in dims),
+                  f"dimensions {dims} must be distinct dimensions of {self.operands[0].type}")
+        self.need(self.body is not None and bool(self.body.blocks), "needs its reduction region")
+
+
+_CUSTOM_CALL_FIELDS = ("call_target_name", "has_side_effect", "backend_config", "api_version",
+                       "called_computations", "operand_layouts", "result_layouts", "output_operand_aliases")
+
+
+@irdl_op_definition
+class CustomCallOp(TensorOp, _fields(*_CUSTOM_CALL_FIELDS)):
+    """`stablehlo.custom_call @target(%x, ..) {..} : (T, ..) -> R`: a call
+    into the compiler or a library, by name (JAX's shardings are
+    `@Sharding`, `@SPMDFullToShardShape` and `@SPMDShardToFullShape`, with a
+    `mhlo.sharding` attribute)."""
+
+    name = "stablehlo.custom_call"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CustomCallOp:
+        target = parser.parse_symbol_name()
+        operands = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_functional(parser, operands)
+        op = cls(values, outs, {"call_target_name": target})
+        return _with_attributes(op, attrs)
+
+    @property
+    def target(self) -> str:
+        attr = field(self, "call_target_name")
+        return attr.data if isinstance(attr, StringAttr) else ""
+
+    def verify_(self) -> None:
+        self.need(isinstance(field(self, "call_target_name"), StringAttr), "needs a call_target_name")
 
 
 @irdl_op_definition
@@ -369,8 +950,13 @@ COMBINERS: dict[type[ElementwiseBinary], str] = {
     AddOp: "sum", MaxOp: "max", MinOp: "min", MulOp: "prod", AndOp: "and", OrOp: "or", XorOp: "xor",
 }
 
+TENSOR_OPS = (*BINARY_OPS, *UNARY_OPS, BitcastConvertOp, ReshapeOp, BroadcastInDimOp, TransposeOp, SliceOp,
+              DynamicSliceOp, ConcatenateOp, IotaOp, PartitionIdOp, ReplicaIdOp, CompareOp, SelectOp, ClampOp,
+              ReduceOp, CustomCallOp)
+
 StableHLO = Dialect(
     "stablehlo",
-    [*COLLECTIVES, ConstantOp, AddOp, MaxOp, MinOp, MulOp, AndOp, OrOp, XorOp, SubtractOp, ReturnOp],
-    [ChannelHandleAttr, MeshAxisAttr, MeshAttr, AxisRefAttr, ReplicaGroupMeshAxesAttr],
+    [*COLLECTIVES, ConstantOp, *TENSOR_OPS, ReturnOp],
+    [ChannelHandleAttr, MeshAxisAttr, MeshAttr, AxisRefAttr, ReplicaGroupMeshAxesAttr, ComparisonDirectionAttr,
+     ComparisonTypeAttr],
 )
