@@ -50,6 +50,10 @@ void register_bindings(py::module_& m) {
           py::arg("recv_counts") = std::vector<uintptr_t>{},
           "Launch on every rank's stream (device pointers and cudaStream_t handles as ints); no host sync. "
           "Device counts: each rank's int64 counts and where its received counts go (0: nowhere).")
+      .def("run_rank", &Communicator::run_rank, py::arg("rank"), py::arg("input"), py::arg("output"),
+           py::arg("stream"), py::call_guard<py::gil_scoped_release>(),
+           "Launch rank `rank`'s kernel alone on its stream (device pointers and a cudaStream_t as ints), as a "
+           "thread driving that rank's GPU does; every rank must be launched once per call. No host sync.")
       .def("synchronize", &Communicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())

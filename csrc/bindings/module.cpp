@@ -8,6 +8,7 @@
 
 #include "cpu/communicator.h"
 #include "cpu/process.h"
+#include "jax_ffi.h"
 #include "purlin/counts_tables.h"
 #include "purlin/plan.h"
 
@@ -196,6 +197,8 @@ PYBIND11_MODULE(_runtime, m) {
       .def("output_bytes", &purlin::cpu::ProcessCommunicator::output_bytes, py::arg("rank"))
       .def_property_readonly("rank", &purlin::cpu::ProcessCommunicator::rank)
       .def_property_readonly("world", &purlin::cpu::ProcessCommunicator::world);
+
+  purlin::jax::register_bindings(m);
 
 #ifdef PURLIN_CUDA_BACKEND
   purlin::cuda::register_bindings(m);

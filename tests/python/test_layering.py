@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "purlin.compile", "purlin.plan.target", "purlin.cuda.target")),
     ("interpreters", ("purlin.coll.interpreter", "purlin.snac.interpreter", "purlin.atom.interpreter")),
     ("test harness", ("purlin.testing",)),
-    ("entry points", ("purlin.tools", "purlin.torch")),
+    ("entry points", ("purlin.tools", "purlin.torch", "purlin.jax")),
 )
 # Who may import the test harness besides itself.
 HARNESS = "purlin.testing"

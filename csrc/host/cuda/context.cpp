@@ -326,6 +326,31 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   }
 }
 
+void Executor::launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t stream) {
+  if (failed_)
+    throw CudaError(name_ + ": this communicator failed earlier (a wait timed out) and its epochs are "
+                    "inconsistent; create a new one");
+  check_recorded_errors();
+  if (spec_.symmetric)
+    throw std::invalid_argument(name_ + ": the kernel reads and writes every rank's buffers in place (symmetric), "
+                                "so its ranks cannot be launched one by one; lower it without symmetric=true");
+  if (spec_.count_words > 0)
+    throw std::invalid_argument(name_ + ": this kernel reads its counts on the device; launch it with run()");
+  Rank& r = ranks_.at(local);
+  DeviceRestore restore;
+  check(cudaSetDevice(r.device), "cudaSetDevice");
+  check_pointer(r, input, spec_.input_bytes[r.rank], "input");
+  check_pointer(r, output, spec_.output_bytes[r.rank], "output");
+  abi::Header h = r.params;
+  h.input = reinterpret_cast<char*>(input);
+  h.output = reinterpret_cast<char*>(output);
+  void* args[] = {&h, nullptr};
+  check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
+                         dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem,
+                         reinterpret_cast<cudaStream_t>(stream)),
+        name_ + ": launching rank " + std::to_string(r.rank));
+}
+
 void Executor::synchronize() {
   DeviceRestore restore;
   std::string cuda_error;
@@ -372,7 +397,7 @@ void Executor::check_recorded_errors() {
              to_string(uint64_t(e.awaited));
     msg += " (epoch " + to_string(uint64_t(e.epoch)) + ")";
   }
-  failed_ |= found > 0 || !counts_msg.empty();
+  if (found > 0 || !counts_msg.empty()) failed_ = true;
   if (!counts_msg.empty() && !found)
     throw BadCountsError(counts_msg + "\nno rank moved any data; this communicator cannot be used again");
   if (found)
@@ -448,6 +473,13 @@ void Communicator::run(const std::vector<uintptr_t>& inputs, const std::vector<u
     throw std::invalid_argument(exec_.name() + ": run needs one input, output and stream per rank (" +
                                 std::to_string(w) + ")");
   exec_.run(inputs, outputs, streams, counts);
+}
+
+void Communicator::run_rank(int rank, uintptr_t input, uintptr_t output, uintptr_t stream) {
+  if (rank < 0 || rank >= world())
+    throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside world " +
+                                std::to_string(world()));
+  exec_.launch(static_cast<size_t>(rank), input, output, stream);
 }
 
 uint64_t Communicator::epoch(int rank) {

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -97,6 +98,9 @@ class Executor {
   // One launch per local rank, after the pointer checks; no host sync.
   void run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
            const std::vector<uintptr_t>& streams, const CallCounts& counts);
+  // The launch of local rank `local` alone, on `stream` (ranks' launches may
+  // come from several threads at once, one each); no host sync.
+  void launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t stream);
   // Waits for every local GPU and raises TimeoutError for recorded timeouts.
   void synchronize();
   uint64_t epoch(size_t local);
@@ -118,7 +122,7 @@ class Executor {
   cudaKernel_t kernel_ = nullptr;
   std::vector<Rank> ranks_;
   abi::ErrorRecord* errors_ = nullptr;  // host-mapped: one record per local rank, then the abort flag
-  bool failed_ = false;
+  std::atomic<bool> failed_{false};
 };
 
 }  // namespace detail
@@ -136,6 +140,11 @@ class Communicator {
   // back into it. No host sync, so it can be captured into CUDA graphs.
   void run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
            const std::vector<uintptr_t>& streams, const CallCounts& counts = {});
+  // Launches rank `rank`'s kernel alone on `stream`, for callers that drive
+  // each GPU from its own thread (XLA's devices); every rank must be launched
+  // once per call. A symmetric kernel, which needs every rank's buffers at
+  // once, is refused.
+  void run_rank(int rank, uintptr_t input, uintptr_t output, uintptr_t stream);
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch(int rank);
   int world() const { return exec_.spec().world; }
