@@ -88,8 +88,28 @@ def where(op: Operation) -> str:
 
 
 def op_error(op: Operation, message: str) -> str:
-    """One diagnostic line for `op`; `message` should name what is wrong and what was expected."""
-    return f"{where(op)}: error: {message}"
+    """One diagnostic line for `op`, `FILE:LINE:COL: error: 'op': message`;
+    `message` should name what is wrong and what was expected."""
+    named = f"'{op.name}'"
+    return f"{where(op)}: error: {message if message.startswith(named) else f'{named}: {message}'}"
+
+
+class LocatedError(Exception):
+    """An error found at `op` (None: at no one op) while running or expanding
+    a program; str() is the one-line diagnostic."""
+
+    def __init__(self, op: Operation | None, message: str):
+        super().__init__(message)
+        self.op = op
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.within("")
+
+    def within(self, context: str) -> str:
+        """The diagnostic with `context` (the pass or check that found it) before the message."""
+        message = f"{context}: {self.message}" if context else self.message
+        return op_error(self.op, message) if self.op is not None else f"error: {message}"
 
 
 def verify_located(module: ModuleOp, stage: str | None = None) -> None:

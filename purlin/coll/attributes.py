@@ -120,11 +120,16 @@ def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
 
     prod is only offered where it is exact enough to be useful: fp8 has so
     few mantissa and exponent bits that a product over ranks saturates.
-    Bitwise reductions combine the bits of integers only; avg divides, so
-    it takes the floating-point dtypes only.
     """
     if kind == ReduceKind.PROD and dtype.startswith("fp8"):
         return f"reduction 'prod' is not supported for {dtype} (it saturates); use f16, bf16 or f32"
+    return check_reduce_computable(kind, dtype)
+
+
+def check_reduce_computable(kind: ReduceKind, dtype: str) -> str | None:
+    """Why the datapath cannot compute `kind` on `dtype`, or None: bitwise
+    reductions combine the bits of integers only; avg divides, so it takes
+    the floating-point dtypes only (the plan readers check this much)."""
     info = DTYPE_INFO.get(dtype)
     if kind in BITWISE and (info is None or not info.integer):
         return f"reduction '{kind.value}' combines bits and takes an integer dtype, got {dtype}"

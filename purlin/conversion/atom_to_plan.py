@@ -20,13 +20,13 @@ from purlin.atom import dialect as atom
 from purlin.coll.attributes import ReduceKind, dtype_name
 from purlin.conversion.runtime_convention import convention_error
 from purlin.cuda.program import CudaProgram
-from purlin.diagnostics import where
+from purlin.diagnostics import LocatedError
 from purlin.snac import dialect as snac
 from purlin.snac.index_eval import BinaryFn, IndexEvaluator
 from purlin.snac.machine import PhaseState, SnacExecutionError, phase_states
 
 
-class PlanBuildError(Exception):
+class PlanBuildError(LocatedError):
     """The kernel cannot be expanded into a plan (dynamic sizes, bad loops)."""
 
 
@@ -39,7 +39,7 @@ class Sym:
 
     def __add__(self, other: int) -> Sym:
         if not isinstance(other, int):
-            raise PlanBuildError("epoch values can only be offset by constants")
+            raise PlanBuildError(None, "epoch values can only be offset by constants")
         return Sym(self.base, self.rel + other)
 
     __radd__ = __add__
@@ -66,17 +66,15 @@ def kernels_in(module: ModuleOp) -> list[atom.KernelOp]:
 def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
     """The plan of `kernel`; `counts` binds dynamic V counts."""
     if kernel.counts is not None and counts is None:
-        raise PlanBuildError(
-            f"{where(kernel)}: the kernel's counts are dynamic; build its plan at run time with them"
-        )
+        raise PlanBuildError(kernel, "the kernel's counts are dynamic; build its plan at run time with them")
     for op in kernel.body.walk():
         if (why := convention_error(op)) is not None:
-            raise PlanBuildError(f"{where(op)}: {why}")
+            raise PlanBuildError(op, why)
     world = kernel.world_size
     try:
         phases = phase_states(kernel, world, counts)
     except SnacExecutionError as e:
-        raise PlanBuildError(str(e)) from None
+        raise PlanBuildError(e.op, e.message) from None
     buffers = [op for op in kernel.body.block.ops if isinstance(op, snac.BufferOp)]
     signals = [op for op in kernel.body.block.ops if isinstance(op, snac.SignalsOp)]
     blocks = [op for op in kernel.body.block.ops if isinstance(op, atom.BlocksOp)]
@@ -112,7 +110,7 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
     try:
         P.validate(plan)
     except P.PlanError as e:
-        raise PlanBuildError(f"{where(kernel)}: the expanded plan is invalid: {e}") from None
+        raise PlanBuildError(kernel, f"the expanded plan is invalid: {e}") from None
     plan.cuda = CudaProgram(kernel, counts)
     return plan
 
@@ -149,11 +147,9 @@ class _Expander(IndexEvaluator):
             if isinstance(op, snac.AdvanceOp):
                 amount = env[op.amount]
                 if not isinstance(amount, int):
-                    raise PlanBuildError(f"{where(op)}: the epoch advance must not depend on the epoch")
+                    raise PlanBuildError(op, "the epoch advance must not depend on the epoch")
                 if self.advance and amount != self.advance:
-                    raise PlanBuildError(
-                        f"{where(op)}: rank {rank} advances by {amount}, rank 0 by {self.advance}"
-                    )
+                    raise PlanBuildError(op, f"rank {rank} advances by {amount}, rank 0 by {self.advance}")
                 self.advance = amount
                 continue
             self._value(op, env, rank)
@@ -169,7 +165,7 @@ class _Expander(IndexEvaluator):
             if isinstance(op, scf.ForOp):
                 lb, ub, step = env[op.lb], env[op.ub], env[op.step]
                 if not all(isinstance(v, int) for v in (lb, ub, step)):
-                    raise PlanBuildError(f"{where(op)}: loop bounds must not depend on the epoch")
+                    raise PlanBuildError(op, "loop bounds must not depend on the epoch")
                 for i in range(lb, ub, step):  # type: ignore[arg-type]
                     env[op.body.block.args[0]] = i
                     self._block(op.body.block, env, rank, out)
@@ -183,7 +179,7 @@ class _Expander(IndexEvaluator):
 
     def _value(self, op: Operation, env: dict, rank: int) -> None:
         if not self.eval_index(op, env, rank):
-            raise PlanBuildError(f"{where(op)}: atom-to-plan cannot expand '{op.name}'")
+            raise PlanBuildError(op, "atom-to-plan cannot expand this op")
 
     def binary(self, op: Operation, fn: BinaryFn, a: object, b: object) -> object:
         if isinstance(a, int) and isinstance(b, int):
@@ -191,7 +187,7 @@ class _Expander(IndexEvaluator):
         # Epoch values stay symbolic: only offsets keep them so.
         if isinstance(op, arith.AddiOp):
             return a + b  # type: ignore[operator]
-        raise PlanBuildError(f"{where(op)}: '{op.name}' on epoch values")
+        raise PlanBuildError(op, "only addition keeps a value relative to the epoch")
 
     def epoch_values(self, rank: int) -> tuple[Sym, Sym]:
         return Sym(P.Base.EPOCH), Sym(P.Base.PREV)
@@ -201,13 +197,13 @@ class _Expander(IndexEvaluator):
 
     def _sym(self, v: object, op: Operation) -> Sym:
         if not isinstance(v, Sym):
-            raise PlanBuildError(f"{where(op)}: expected a value relative to the epoch")
+            raise PlanBuildError(op, "expected a value relative to the epoch")
         return v
 
     def _atom(self, op: Operation, env: dict, rank: int) -> list[P.Instr]:
         expand = _EXPAND.get(type(op))
         if expand is None:
-            raise PlanBuildError(f"{where(op)}: atom-to-plan cannot expand '{op.name}'")
+            raise PlanBuildError(op, "atom-to-plan cannot expand this op")
         return expand(self, _At(self, op, env, rank))
 
     def _wait_free(self, a: _At) -> list[P.Instr]:
@@ -280,8 +276,8 @@ class _Expander(IndexEvaluator):
 
     def _sources(self, a: _At, group) -> list[P.Ref]:
         if a.moves == "push" and group.remote:
-            raise PlanBuildError(f"{where(a.op)}: rank {a.rank} consumes group {group.index} of phase "
-                                 f"'{a.name}', which its producers push")
+            raise PlanBuildError(
+                a.op, f"rank {a.rank} consumes group {group.index} of phase '{a.name}', which its producers push")
         srcs = []
         for s in group.sources:
             if s.unit is None or a.moves == "pull":
@@ -309,7 +305,7 @@ class _Expander(IndexEvaluator):
             len({(r.space, r.slot, r.offset) for r in srcs}) != 1 or srcs[0].space != P.Space.STAGING
         ):
             raise PlanBuildError(
-                f"{where(a.op)}: multimem needs every source of group {group.index} on rank {a.rank} "
+                a.op, f"multimem needs every source of group {group.index} on rank {a.rank} "
                 "at the same staging slot; stage the local contribution (stage_local)"
             )
         return [P.Instr(P.Op.REDUCE, a.mech, group.size, redop=_REDOP[kind], dst=dst, srcs=tuple(srcs))]
@@ -351,9 +347,7 @@ class _At:
     def index(self, v: SSAValue, limit: int, what: str) -> int:
         i = self.env[v]
         if not isinstance(i, int) or not 0 <= i < limit:
-            raise PlanBuildError(
-                f"{where(self.op)}: rank {self.rank} has {limit} {what}s in phase '{self.name}', no {i}"
-            )
+            raise PlanBuildError(self.op, f"rank {self.rank} has {limit} {what}s in phase '{self.name}', no {i}")
         return i
 
     def unit(self):

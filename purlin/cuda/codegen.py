@@ -43,7 +43,7 @@ from purlin.coll.attributes import DTYPES, ReduceKind, dtype_name, element_bytes
 from purlin.coll.layouts import LayoutKind
 from purlin.cuda import abi
 from purlin.cuda.abi import LAYOUT_KINDS
-from purlin.diagnostics import where
+from purlin.diagnostics import op_error, where
 from purlin.snac import dialect as snac
 
 # The C++ names of abi.h's enumerators (test_cuda_abi holds them equal to the plan format's).
@@ -87,7 +87,7 @@ class KernelSource:
 
 
 def _error(op: Operation, msg: str) -> CodegenError:
-    return CodegenError(f"{where(op)}: error: '{op.name}': {msg}")
+    return CodegenError(op_error(op, msg))
 
 
 @dataclass

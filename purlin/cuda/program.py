@@ -18,7 +18,7 @@ from purlin.cuda.abi import SHARED_TABLE_WORDS
 from purlin.cuda.codegen import CodegenError, KernelSource, count_words, emit_cuda, grid_of
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
 from purlin.cuda.tables import TableError, Tables, build_counts_tables, build_tables
-from purlin.diagnostics import where
+from purlin.diagnostics import op_error
 from purlin.snac.machine import SnacExecutionError, phase_states
 
 
@@ -49,8 +49,10 @@ class CudaProgram:
             if self.device_counts:
                 return build_counts_tables(self.kernel, count_words(self.kernel))
             return build_tables(self.kernel, phase_states(self.kernel, self.world, self.counts))
-        except (TableError, SnacExecutionError) as e:
-            raise ProgramError(f"{where(self.kernel)}: error: 'atom.kernel': {e}") from None
+        except SnacExecutionError as e:
+            raise ProgramError(str(e)) from None
+        except TableError as e:
+            raise ProgramError(op_error(self.kernel, str(e))) from None
 
     @cached_property
     def shared_tables(self) -> bool:
@@ -74,7 +76,7 @@ class CudaProgram:
         try:
             return compile_cubin(src.text, src.arch, f"{src.name}.cu").cubin
         except NvrtcError as e:
-            raise ProgramError(f"{where(self.kernel)}: error: 'atom.kernel': {e}") from None
+            raise ProgramError(op_error(self.kernel, str(e))) from None
 
     def blocks_per_sm(self, ranks_per_device: int, sms: int) -> int:
         """Blocks each SM must hold for `ranks_per_device` grids to be co-resident."""

@@ -24,7 +24,7 @@ def _plans(module: ModuleOp):
     try:
         return [build_plan(k) for k in kernels]
     except PlanBuildError as e:
-        raise DiagnosticException(f"error: {e}") from None
+        raise DiagnosticException(str(e)) from None
 
 
 @dataclass(frozen=True)

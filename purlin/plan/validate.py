@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from purlin.coll.attributes import ReduceKind, check_reduce_dtype
+from purlin.coll.attributes import ReduceKind, check_reduce_computable
 from purlin.plan.model import (
     ARCHS,
     DTYPES,
@@ -134,7 +134,7 @@ def _check_data_op(at: _Site) -> None:
         at.fail(f"a copy has one source, got {len(i.srcs)}")
     if i.op == Op.REDUCE and (not i.srcs or i.redop == RedOp.NONE):
         at.fail("a reduce needs sources and a reduction")
-    if i.op == Op.REDUCE and (problem := check_reduce_dtype(ReduceKind(i.redop.name.lower()), at.plan.dtype)):
+    if i.op == Op.REDUCE and (problem := check_reduce_computable(ReduceKind(i.redop.name.lower()), at.plan.dtype)):
         at.fail(problem)
     for k, s in enumerate(i.srcs):
         _check_ref(at, s, f"source {k}", writes=False)

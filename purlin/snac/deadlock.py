@@ -3,7 +3,6 @@ finished or nothing stores the signal, a cycle of waits otherwise."""
 
 from __future__ import annotations
 
-from purlin.diagnostics import where
 from purlin.snac import dialect as snac
 from purlin.snac.errors import Deadlock
 from purlin.snac.happens_before import Thread
@@ -39,7 +38,7 @@ def diagnose(program: snac.ProgramOpBase, phases: dict[str, PhaseState], epochs:
         )
         lines.append(f"deadlock: cycle of waits at epoch {epochs[0]}: {desc} -> back")
     more = f" (and {len(lines) - 1} more blocked waits)" if len(lines) > 1 else ""
-    return Deadlock(f"{where(program)}: {lines[0]}{more}")
+    return Deadlock(program, f"{lines[0]}{more}")
 
 
 def _stored_signals(program: snac.ProgramOpBase, phases: dict[str, PhaseState]) -> set[str]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from purlin.diagnostics import LocatedError
 
-class SnacExecutionError(Exception):
+
+class SnacExecutionError(LocatedError):
     """The program cannot run as written (bad operands, out-of-range units)."""
 
 

@@ -12,7 +12,6 @@ import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.ir import Block, Operation, SSAValue
 
-from purlin.diagnostics import where
 from purlin.snac import dialect as snac
 from purlin.snac import scheduler
 from purlin.snac.deadlock import diagnose
@@ -158,7 +157,7 @@ class Execution(IndexEvaluator, ProtocolSteps):
                 else:
                     self._eval(op, env, rank)
             if roles > threads_per_rank:
-                raise SnacExecutionError("internal: more roles than thread ids")
+                raise SnacExecutionError(None, "internal: more roles than thread ids")
         # A store wakes only the threads that wait for what it stored, so a
         # step costs what it changes, not the world size.
         self._watchers = _Watchers()
@@ -168,7 +167,7 @@ class Execution(IndexEvaluator, ProtocolSteps):
         if len(set(advances)) != 1:
             detail = ", ".join(f"rank {r}: {a}" for r, a in enumerate(advances))
             raise ProtocolViolation(
-                f"{where(self.program)}: epochs advance differently on different ranks "
+                self.program, "epochs advance differently on different ranks "
                 f"(by {detail}) at epoch {self.w.epoch[0]}; every rank must advance by the "
                 "global maximum"
             )
@@ -227,7 +226,7 @@ class Execution(IndexEvaluator, ProtocolSteps):
             elif kind is _FENCE:
                 yield None
             elif kind is _NESTED_ROLE:
-                raise SnacExecutionError(f"{where(op)}: roles cannot nest")
+                raise SnacExecutionError(op, "roles cannot nest")
             else:
                 self._eval(op, env, t.rank)
 
@@ -300,7 +299,7 @@ class Execution(IndexEvaluator, ProtocolSteps):
 
     def _eval(self, op: Operation, env: dict[SSAValue, Any], rank: int) -> None:
         if not self.eval_index(op, env, rank):
-            raise SnacExecutionError(f"{where(op)}: the simulator cannot execute '{op.name}'")
+            raise SnacExecutionError(op, f"the simulator cannot execute '{op.name}'")
 
     def epoch_values(self, rank: int) -> tuple[int, int]:
         return self.w.epoch[rank], self.w.prev[rank]

@@ -14,7 +14,6 @@ from collections.abc import Callable, Hashable
 import numpy as np
 from xdsl.ir import Operation
 
-from purlin.diagnostics import where
 from purlin.snac.errors import ProtocolViolation
 from purlin.snac.scheduler import Task
 from purlin.snac.symmetric_memory import Access, Signal, World
@@ -69,7 +68,7 @@ class RaceChecker:
               op: Operation) -> None:
         if value < sig.value:
             raise ProtocolViolation(
-                f"{where(op)}: {t.name} stores {value} into {what()}, which already holds "
+                op, f"{t.name} stores {value} into {what()}, which already holds "
                 f"{sig.value}: flags must only grow"
             )
         t.tick()
@@ -87,15 +86,13 @@ class RaceChecker:
         for r in loc.reads.values():
             if not self.hb(r, t):
                 raise ProtocolViolation(
-                    f"{where(op)}: race: {t.name} overwrites {what()} with unit {tag[2]} of epoch "
+                    op, f"race: {t.name} overwrites {what()} with unit {tag[2]} of epoch "
                     f"{tag[3]} while {r.what} may still read it (no acknowledgement orders the "
                     "read before this write)"
                 )
         if not self.hb(loc.write, t):
             assert loc.write is not None
-            raise ProtocolViolation(
-                f"{where(op)}: race: {t.name} and {loc.write.what} write {what()} unordered"
-            )
+            raise ProtocolViolation(op, f"race: {t.name} and {loc.write.what} write {what()} unordered")
         loc.tag = tag
         loc.write = Access(t.tid, stamp, t.name, tag[3])
         loc.reads = {}
@@ -107,18 +104,18 @@ class RaceChecker:
         if loc.tag != expect:
             if loc.tag is not None and (loc.tag[3], loc.tag[2]) > (expect[3], expect[2]):
                 raise ProtocolViolation(
-                    f"{where(op)}: reused too early: {what()} was overwritten with unit "
+                    op, f"reused too early: {what()} was overwritten with unit "
                     f"{loc.tag[2]} of epoch {loc.tag[3]} before rank {rank} read unit "
                     f"{expect[2]} of epoch {expect[3]} from it"
                 )
             have = "nothing" if loc.tag is None else f"unit {loc.tag[2]} of epoch {loc.tag[3]}"
             raise ProtocolViolation(
-                f"{where(op)}: read before wait: rank {rank} reads {what()} expecting unit "
+                op, f"read before wait: rank {rank} reads {what()} expecting unit "
                 f"{expect[2]} of epoch {expect[3]} from rank {expect[1]}, but it holds {have}"
             )
         if not self.hb(loc.write, t):
             raise ProtocolViolation(
-                f"{where(op)}: race: {t.name} reads {what()} (unit {expect[2]}, epoch {expect[3]}) "
+                op, f"race: {t.name} reads {what()} (unit {expect[2]}, epoch {expect[3]}) "
                 "without synchronising with its producer: the notify or the wait is not "
                 "release/acquire"
             )

@@ -64,9 +64,9 @@ def execute(
     world = program.world_size
     state = world_state or World(world, data=args is not None)
     if shrink and args is not None:
-        raise SnacExecutionError("only a run without data can shrink slices")
+        raise SnacExecutionError(None, "only a run without data can shrink slices")
     if counts_per_call is not None and len(counts_per_call) < calls:
-        raise SnacExecutionError(f"{calls} calls need as many counts, got {len(counts_per_call)}")
+        raise SnacExecutionError(None, f"{calls} calls need as many counts, got {len(counts_per_call)}")
     first = counts if counts_per_call is None else counts_per_call[0]
     ex = Execution(program, state, args, first, random.Random(seed), shrink, phases)
     roles = max(1, sum(isinstance(op, snac.RoleOpBase) for op in program.body.block.ops))

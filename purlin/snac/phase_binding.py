@@ -10,7 +10,6 @@ from xdsl.ir import Operation
 
 from purlin.coll.attributes import element_bytes
 from purlin.coll.layouts import Layout
-from purlin.diagnostics import where
 from purlin.snac import dialect as snac
 from purlin.snac.errors import SnacExecutionError
 from purlin.snac.protocol import PhasePlan, packet_elems, route_layouts
@@ -93,12 +92,12 @@ def _check_capacity(ph: PhaseState, world: int) -> None:
         what = "per-source window"
         if buf.slots.value.data < world:
             raise SnacExecutionError(
-                f"{where(buf)}: packet window '{buf.sym_name.data}' has "
+                buf, f"packet window '{buf.sym_name.data}' has "
                 f"{buf.slots.value.data} source slots, world {world} needs one per rank"
             )
     if need > elems:
         raise SnacExecutionError(
-            f"{where(buf)}: buffer '{buf.sym_name.data}' holds {elems} elements per slot "
+            buf, f"buffer '{buf.sym_name.data}' holds {elems} elements per slot "
             f"but a {what} of phase '{ph.op.sym_name.data}' needs {need}"
         )
 
@@ -107,6 +106,6 @@ def _bind(layout: Layout, counts: Sequence | None, op: Operation) -> Layout:
     if not layout.is_dynamic:
         return layout
     if counts is None:
-        raise SnacExecutionError(f"{where(op)}: dynamic layout needs counts at run time")
+        raise SnacExecutionError(op, "dynamic layout needs counts at run time")
     return layout.bind(counts)
 

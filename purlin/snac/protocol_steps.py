@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
-from purlin.diagnostics import where
 from purlin.snac import dialect as snac
 from purlin.snac.errors import ProtocolViolation, SnacExecutionError
 from purlin.snac.happens_before import RaceChecker, Thread
@@ -241,14 +240,14 @@ class ProtocolSteps:
         name = ph.name
         if (tok.phase, tok.group, tok.rank) != (name, g, rank):
             raise ProtocolViolation(
-                f"{where(op)}: rank {rank} consumes group {g} of phase '{name}' with the token "
+                op, f"rank {rank} consumes group {g} of phase '{name}' with the token "
                 f"of a wait for group {tok.group} of phase '{tok.phase}'"
             )
         group = self._group(op, ph, rank, g)
         buf, staged, slots = ph.buf, ph.staged, ph.slots
         if ph.moves == "push" and group.remote:
             raise SnacExecutionError(
-                f"{where(op)}: rank {rank} consumes group {g} of phase '{name}', which its producers push: "
+                op, f"rank {rank} consumes group {g} of phase '{name}', which its producers push: "
                 "a direct push phase consumes only groups without remote sources"
             )
         pieces: list[np.ndarray] = []
@@ -321,7 +320,7 @@ def _nth(op: Operation, ph: PhaseState, rank: int, items: Sequence, i: int, what
     """Item `i` of `rank`'s units or groups (`what`) in phase `ph`."""
     if not 0 <= i < len(items):
         raise SnacExecutionError(
-            f"{where(op)}: rank {rank} has {len(items)} {what}s in phase "
+            op, f"rank {rank} has {len(items)} {what}s in phase "
             f"'{ph.op.sym_name.data}', no {what} {i}"
         )
     return items[i]

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from xdsl.ir import Operation
 
-from purlin.diagnostics import where
 from purlin.snac.errors import ProtocolViolation
 from purlin.snac.happens_before import Thread
 
@@ -61,7 +60,7 @@ class UserBuffers:
         what: Callable[[], str] = lambda: f"rank {rank}'s {space} [{lo}, {hi})"  # noqa: E731
         if t.clock.v[self.host_tid[rank]] < self.start_stamp[rank]:
             raise ProtocolViolation(
-                f"{where(op)}: race: {t.name} {verb} {what()} before rank {rank}'s call may have begun: no "
+                op, f"race: {t.name} {verb} {what()} before rank {rank}'s call may have begun: no "
                 f"signal of rank {rank} orders it after the call's start, when the caller hands the buffer over"
             )
         seen = self.accesses.setdefault((rank, self._memory(space)), [])
@@ -70,12 +69,12 @@ class UserBuffers:
                 continue
             if b.write and not write and space == "input":
                 raise ProtocolViolation(
-                    f"{where(op)}: in place: {t.name} reads {what()} as input, but {b.who} already overwrote "
+                    op, f"in place: {t.name} reads {what()} as input, but {b.who} already overwrote "
                     f"[{b.lo}, {b.hi}) of it with output"
                 )
             if (write or b.write) and b.tid != t.tid and t.clock.v[b.tid] < b.stamp:
                 raise ProtocolViolation(
-                    f"{where(op)}: race: {t.name} {verb} {what()} while {b.who} may still "
+                    op, f"race: {t.name} {verb} {what()} while {b.who} may still "
                     f"{'write' if b.write else 'read'} [{b.lo}, {b.hi}) of it (no signal orders the two)"
                 )
         seen.append(UserAccess(t.tid, t.tick(), t.name, lo, hi, write, space))
@@ -88,7 +87,7 @@ class UserBuffers:
                 if clock[a.tid] < a.stamp:
                     verb = "writes" if a.write else "reads"
                     raise ProtocolViolation(
-                        f"{where(program)}: race: {a.who} {verb} rank {rank}'s {a.space} [{a.lo}, {a.hi}) after rank {rank}'s call "
+                        program, f"race: {a.who} {verb} rank {rank}'s {a.space} [{a.lo}, {a.hi}) after rank {rank}'s call "
                         f"may have returned: no signal orders it before the call's end, so the caller may "
                         "already reuse the buffer"
                     )

@@ -37,8 +37,8 @@ class SnacVerifyPass(ModulePass):
                     verify_program(program, self.calls, range(self.seeds), counts)
                 except SnacExecutionError as e:
                     where = "" if counts is None else f" (with counts {counts})"
-                    raise PassFailedException(f"snac-verify{where}: {e}") from None
+                    raise PassFailedException(e.within(f"snac-verify{where}")) from None
             try:
                 verify_changing_counts(program, range(self.seeds))
             except SnacExecutionError as e:
-                raise PassFailedException(f"snac-verify (counts changing from call to call): {e}") from None
+                raise PassFailedException(e.within("snac-verify (counts changing from call to call)")) from None

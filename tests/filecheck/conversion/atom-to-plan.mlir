@@ -20,7 +20,7 @@
 
 // ERR-NOKERNEL:     error: no atom.kernel to write; lower with convert-snac-to-atom first
 // ERR-NOKERNEL-NOT: Traceback
-// ERR-DYNAMIC:      error: stdin:1:{{[0-9]+}}: the kernel's counts are dynamic; build its plan at run time with them
+// ERR-DYNAMIC:      stdin:1:{{[0-9]+}}: error: 'atom.kernel': the kernel's counts are dynamic; build its plan at run time with them
 // ERR-DYNAMIC-NOT:  Traceback
 
 func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {

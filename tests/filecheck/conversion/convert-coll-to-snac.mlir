@@ -31,18 +31,18 @@
 // ERR-ARCH-NOT:     Traceback
 // ERR-NEGATIVE:     error: convert-coll-to-snac: chunk-bytes, slots, blocks and sms must be non-negative
 // ERR-NEGATIVE-NOT: Traceback
-// ERR-COMPOSED-RS:     stdin:1:{{[0-9]+}}: error: the composed strategy needs static counts and a slice that several ranks receive; use strategy=direct
+// ERR-COMPOSED-RS:     stdin:1:{{[0-9]+}}: error: 'coll.collective': the composed strategy needs static counts and a slice that several ranks receive; use strategy=direct
 // ERR-COMPOSED-RS-NOT: Traceback
-// ERR-WINDOW:     stdin:1:{{[0-9]+}}: error: latency regime needs static buffer sizes to size the packet window
+// ERR-WINDOW:     stdin:1:{{[0-9]+}}: error: 'coll.collective': latency regime needs static buffer sizes to size the packet window
 // ERR-WINDOW-NOT: Traceback
 
 // -- all_gather ----------------------------------------------------------------
 
 func.func @all_gather(%in: memref<16xf32>, %out: memref<64xf32>) {
   coll.all_gather %in, %out world 4 : memref<16xf32>, memref<64xf32>
-// ERR-COMPOSED-COPY: convert-coll-to-snac.mlir:[[# @LINE - 1]]:3: error: strategy 'composed' does not apply to a copy collective
-// ERR-DIRECT-COPY:   convert-coll-to-snac.mlir:[[# @LINE - 2]]:3: error: strategy 'direct' does not apply to a copy collective
-// ERR-PACKET:        convert-coll-to-snac.mlir:[[# @LINE - 3]]:3: error: packets carry 8-byte payloads; chunk-bytes 12 is not a multiple
+// ERR-COMPOSED-COPY: convert-coll-to-snac.mlir:[[# @LINE - 1]]:3: error: 'coll.collective': strategy 'composed' does not apply to a copy collective
+// ERR-DIRECT-COPY:   convert-coll-to-snac.mlir:[[# @LINE - 2]]:3: error: 'coll.collective': strategy 'direct' does not apply to a copy collective
+// ERR-PACKET:        convert-coll-to-snac.mlir:[[# @LINE - 3]]:3: error: 'coll.collective': packets carry 8-byte payloads; chunk-bytes 12 is not a multiple
   func.return
 }
 
@@ -130,7 +130,7 @@ func.func @all_gather(%in: memref<16xf32>, %out: memref<64xf32>) {
 
 func.func @all_reduce(%in: memref<64xbf16>, %out: memref<64xbf16>) {
   coll.all_reduce sum %in, %out world 4 : memref<64xbf16>, memref<64xbf16>
-// ERR-COPY-REDUCE: convert-coll-to-snac.mlir:[[# @LINE - 1]]:3: error: strategy 'copy' does not apply to a reduction collective
+// ERR-COPY-REDUCE: convert-coll-to-snac.mlir:[[# @LINE - 1]]:3: error: 'coll.collective': strategy 'copy' does not apply to a reduction collective
   func.return
 }
 

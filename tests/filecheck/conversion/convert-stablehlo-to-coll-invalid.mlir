@@ -12,7 +12,7 @@ func.func @arbitrary_region(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %r : tensor<4xf32>
 }
 // CHECK: convert-stablehlo-to-coll-invalid.mlir:[[# @LINE - 7]]:3: error: 'stablehlo.all_reduce': an arbitrary reduction region is not supported: expected one of stablehlo.add, stablehlo.maximum, stablehlo.minimum, stablehlo.multiply, stablehlo.and, stablehlo.or, stablehlo.xor of the two block arguments, returned
-// GRID: error: convert-stablehlo-to-coll: the number of replicas is not known; give the option replicas=N or the module attribute mhlo.num_replicas
+// GRID: error: 'func.func': convert-stablehlo-to-coll: the number of replicas is not known; give the option replicas=N or the module attribute mhlo.num_replicas
 
 // -----
 

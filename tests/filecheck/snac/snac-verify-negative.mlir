@@ -3,7 +3,7 @@
 // buffer and epoch involved. The base is a 3-rank all_gather with one staging slot.
 
 // Missing notify: the producer stages but never announces its units.
-// CHECK: snac-verify: {{.*}}snac-verify-negative.mlir:{{[0-9]+}}:5: missing notify: rank 0 (consumer) waits for exchange_ready[1] on rank 0 >= 1 (epoch 0), but no op of the program stores to exchange_ready
+// CHECK: snac-verify-negative.mlir:{{[0-9]+}}:5: error: 'snac.program': snac-verify: missing notify: rank 0 (consumer) waits for exchange_ready[1] on rank 0 >= 1 (epoch 0), but no op of the program stores to exchange_ready
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -47,7 +47,7 @@ builtin.module {
 // -----
 
 // Read before wait: every group is consumed with the token of the wait for group 0.
-// CHECK: snac-verify: {{.*}}: rank {{[0-9]}} consumes group 1 of phase 'exchange' with the token of a wait for group 0 of phase 'exchange'
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: rank {{[0-9]}} consumes group 1 of phase 'exchange' with the token of a wait for group 0 of phase 'exchange'
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -92,7 +92,7 @@ builtin.module {
 // -----
 
 // Read before wait: a relaxed wait does not order the staged data before the read.
-// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (consumer) reads @exchange_buf of rank {{[0-9]}} half 0 slot 0 (unit {{[0-9]}}, epoch 0) without synchronising with its producer
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (consumer) reads @exchange_buf of rank {{[0-9]}} half 0 slot 0 (unit {{[0-9]}}, epoch 0) without synchronising with its producer
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -137,7 +137,7 @@ builtin.module {
 // -----
 
 // Reused half: without reclaim, the single slot is rewritten while a peer still reads it.
-// CHECK: snac-verify: {{.*}}: {{race: rank [0-9] \(producer\) overwrites @exchange_buf of rank [0-9] half 0 slot 0 with unit 1 of epoch 0 while rank [0-9] \(consumer\) at epoch 0 may still read it|reused too early: @exchange_buf of rank [0-9] half 0 slot 0 was overwritten with unit 1 of epoch 0 before rank [0-9] read unit 0 of epoch 0 from it}}
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: {{race: rank [0-9] \(producer\) overwrites @exchange_buf of rank [0-9] half 0 slot 0 with unit 1 of epoch 0 while rank [0-9] \(consumer\) at epoch 0 may still read it|reused too early: @exchange_buf of rank [0-9] half 0 slot 0 was overwritten with unit 1 of epoch 0 before rank [0-9] read unit 0 of epoch 0 from it}}
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -181,7 +181,7 @@ builtin.module {
 // -----
 
 // Reused half: advancing by an even amount keeps every call on the same half.
-// CHECK: snac-verify: {{.*}}: {{race: rank [0-9] \(producer\) overwrites @exchange_buf of rank [0-9] half 0 slot 0 with unit [0-9] of epoch [0-9] while rank [0-9] \(consumer\) at epoch [0-9] may still read it|reused too early: @exchange_buf of rank [0-9] half 0 slot 0 was overwritten with unit [0-9] of epoch [0-9] before rank [0-9] read unit [0-9] of epoch [0-9] from it}}
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: {{race: rank [0-9] \(producer\) overwrites @exchange_buf of rank [0-9] half 0 slot 0 with unit [0-9] of epoch [0-9] while rank [0-9] \(consumer\) at epoch [0-9] may still read it|reused too early: @exchange_buf of rank [0-9] half 0 slot 0 was overwritten with unit [0-9] of epoch [0-9] before rank [0-9] read unit [0-9] of epoch [0-9] from it}}
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -226,7 +226,7 @@ builtin.module {
 // -----
 
 // Deadlock: one role consumes before it produces, so every rank waits for the others.
-// CHECK: snac-verify: {{.*}}: deadlock: cycle of waits at epoch 0: rank {{[0-9]}} (consumer) waiting for exchange_ready[{{[0-9]}}] >= 1 (has 0) -> rank {{[0-9]}} (consumer) waiting for exchange_ready[{{[0-9]}}] >= 1 (has 0) -> back
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: deadlock: cycle of waits at epoch 0: rank {{[0-9]}} (consumer) waiting for exchange_ready[{{[0-9]}}] >= 1 (has 0) -> rank {{[0-9]}} (consumer) waiting for exchange_ready[{{[0-9]}}] >= 1 (has 0) -> back
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -271,7 +271,7 @@ builtin.module {
 // Broadcast in one fused role without the wait_free / finish handshake: ranks 1
 // and 2 send nothing back, so rank 0 rewrites a window half two calls later
 // with nothing ordering the receivers' reads of it before.
-// CHECK: snac-verify: {{.*}}snac-verify-negative.mlir:{{[0-9]+}}:11: race: rank 0 (fused) overwrites @exchange_buf of rank {{[12]}} half 0 source 0 unit 0 with unit 0 of epoch 3 while rank {{[12]}} (fused) at epoch 1 may still read it (no acknowledgement orders the read before this write)
+// CHECK: snac-verify-negative.mlir:{{[0-9]+}}:11: error: 'snac.put': snac-verify: race: rank 0 (fused) overwrites @exchange_buf of rank {{[12]}} half 0 source 0 unit 0 with unit 0 of epoch 3 while rank {{[12]}} (fused) at epoch 1 may still read it (no acknowledgement orders the read before this write)
 builtin.module {
   func.func @broadcast(%in: memref<4xf32>, %out: memref<4xf32>) {
     snac.program %in, %out world 3 regime latency strategy copy : memref<4xf32>, memref<4xf32> {
@@ -309,7 +309,7 @@ builtin.module {
 // -----
 
 // Direct push without reclaim: a producer writes a peer's output before that peer's call began (its grant orders nothing).
-// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) before rank {{[0-9]}}'s call may have begun
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) before rank {{[0-9]}}'s call may have begun
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
@@ -350,7 +350,7 @@ builtin.module {
 // -----
 
 // Direct push without waits: the consumer's call returns while producers may still write its output.
-// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
@@ -391,7 +391,7 @@ builtin.module {
 // -----
 
 // Direct push, relaxed notify: the consumer's wait does not order the producers' writes before its return.
-// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
@@ -433,7 +433,7 @@ builtin.module {
 // -----
 
 // Direct pull without drain: a producer's call returns while its peers still read its input.
-// CHECK: snac-verify: {{.*}}: race: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
 builtin.module {
   func.func @all_reduce(%in: memref<24xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy direct symmetric : memref<24xf32>, memref<24xf32> {
@@ -473,7 +473,7 @@ builtin.module {
 // -----
 
 // Direct pull in place: a one-shot reduction overwrites a rank's buffer while its peers still read it as input.
-// CHECK: snac-verify: {{.*}}: in place: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) as input, but rank {{[0-9]}} (consumer) already overwrote
+// CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: in place: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) as input, but rank {{[0-9]}} (consumer) already overwrote
 builtin.module {
   func.func @all_reduce(%in: memref<24xf32>) {
     snac.program %in, %in world 3 regime throughput strategy direct symmetric : memref<24xf32>, memref<24xf32> {

@@ -7,7 +7,7 @@
 // mesh axes, ragged groups and variadic operands; every expectation checked.
 // Without --split-input-file purlin-opt sees one module around both: the
 // diagnostic says so, not only that the number of replicas is not known.
-// WHOLE: run-stablehlo.mlir:15:3: error: convert-stablehlo-to-coll: the number of replicas is not known; the input holds 2 modules and mhlo.num_replicas is read from the one module around them, which has none; split the input (--split-input-file, {{.*}} between the modules) or give the option replicas=N
+// WHOLE: run-stablehlo.mlir:15:3: error: 'func.func': convert-stablehlo-to-coll: the number of replicas is not known; the input holds 2 modules and mhlo.num_replicas is read from the one module around them, which has none; split the input (--split-input-file, {{.*}} between the modules) or give the option replicas=N
 // SPLIT: coll.all_reduce prod %x, %result0 world 4 groups
 // SPLIT: coll.all_reduce sum %x, %result0 world 4 groups
 

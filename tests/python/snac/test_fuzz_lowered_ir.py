@@ -95,9 +95,13 @@ def run_opt(path: str, target: str | None) -> tuple[int, str]:
 
 def origin(said: str) -> str:
     """Who refused a mutant: the op a diagnostic names, snac-verify, or the parser."""
-    if m := re.search(r"error: (snac-verify)|error: '([\w.]+)'", said):
-        return m.group(1) or m.group(2)
+    if m := re.search(r"error: '([\w.]+)': (snac-verify)?", said):
+        return m.group(2) or m.group(1)
     return "other"
+
+
+# The documented form: FILE:LINE:COL: error: 'op': ... (a parse error names no op), or error: ...
+DIAGNOSTIC = re.compile(r"(\S+:\d+:\d+: error: ('[\w.]+': )?|error: )\S")
 
 
 def fuzz(directory: str, seed: int, count: int) -> tuple[list[str], dict[str, int]]:
@@ -126,6 +130,8 @@ def fuzz(directory: str, seed: int, count: int) -> tuple[list[str], dict[str, in
                 code, said = run_opt(path, target)
                 if "Traceback" in said or code not in (0, 1):
                     problems.append(f"{path} -t {target}: exit {code}: {said.strip()[-300:]}")
+                elif code == 1 and not DIAGNOSTIC.match(said.strip()):
+                    problems.append(f"{path} -t {target}: not a diagnostic line: {said.strip()[:300]}")
                 key = "result" if code == 0 else origin(said)
                 outcomes[key] = outcomes.get(key, 0) + 1
             except Slow:

@@ -97,5 +97,5 @@ def test_purlin_opt_says_the_input_holds_several_modules(capsys, split, message)
     if message is None:
         assert code == 0 and len([line for line in out.splitlines() if " coll." in line]) == 6, err
     else:
-        assert code == 1 and err.strip() == f"{EXAMPLE}:8:3: error: convert-stablehlo-to-coll: the number of " \
+        assert code == 1 and err.strip() == f"{EXAMPLE}:8:3: error: 'func.func': convert-stablehlo-to-coll: the number of " \
                                             f"replicas is not known; {message}"
