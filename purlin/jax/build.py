@@ -67,15 +67,20 @@ def _command(cxx: str, out: Path) -> list[str]:
             f"-I{SOURCE_DIR}", str(SOURCE_DIR / "handlers.cc"), "-o", str(out)]
 
 
-def library_path() -> Path:
-    """The compiled handlers for this jaxlib and compiler, built if not cached."""
-    cxx = compiler()
+def cached_path(cxx: str) -> Path:
+    """Where the handlers built by `cxx` for this jaxlib live in the cache."""
     h = hashlib.sha256()
     for part in (*(SOURCE_DIR.joinpath(s).read_text() for s in SOURCES), jaxlib.__version__,
                  _compiler_version(cxx), repr(_command(cxx, Path("out")))):
         h.update(part.encode())
         h.update(b"\0")
-    path = cache_dir() / f"purlin_jax_ffi-{h.hexdigest()[:24]}.so"
+    return cache_dir() / f"purlin_jax_ffi-{h.hexdigest()[:24]}.so"
+
+
+def library_path() -> Path:
+    """The compiled handlers for this jaxlib and compiler, built if not cached."""
+    cxx = compiler()
+    path = cached_path(cxx)
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -77,9 +77,12 @@ def layout(name: str, params: dict, shape: Shape, out_shape: Shape, n: int, op: 
         return Layout("all_to_all", None, size // n, None, size, out_size,
                       lambda x: _blocks_first(x, s, n), lambda y: _stacked_into(y, n, block, c, out_shape))
     if name == "ppermute":
+        pairs = [(src % n, dst % n) for src, dst in params["perm"]]
+        if len({s for s, _ in pairs}) < len(pairs) or len({d for _, d in pairs}) < len(pairs):
+            raise ValueError(f"ppermute sources and destinations must be unique, got {params['perm']}")
         counts = [[0] * n for _ in range(n)]
-        for src, dst in params["perm"]:
-            counts[src % n][dst % n] = size
+        for src, dst in pairs:
+            counts[src][dst] = size
         return Layout("all_to_all_v", None, 0, tuple(map(tuple, counts)), size, size, _flat, reshape_out,
                       sorted_ranks=True)
     raise ValueError(f"purlin.jax has no layout for jax.lax primitive {name!r}")
