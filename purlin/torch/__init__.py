@@ -19,11 +19,16 @@ kernel reads them (no host synchronisation, capturable with counts written by
 a router's kernels), `out` bounds what may come, `recv_counts` receives what
 came; on gloo the counts are gathered on the host first.
 
+Reductions are named as purlin or torch names them (torch.distributed.ReduceOp
+too); `async_op=True` returns a torch.distributed Work; all_gather,
+reduce_scatter and all_to_all take lists as torch's list forms do; strided
+tensors are copied to contiguous ones and back.
+
 `pt.route(group)` gives a process group on which torch's own collectives
 (torch.distributed.*, the functional collectives) run on purlin. Over a world
 spanning nodes (`init(ranks_per_node=...)` or torchrun's LOCAL_WORLD_SIZE),
-all_reduce, all_gather and reduce_scatter run purlin within each node and
-torch.distributed between nodes.
+every collective runs purlin within each node and torch.distributed between
+nodes.
 """
 
 from purlin.torch import functional, ops
@@ -41,9 +46,10 @@ from purlin.torch.collectives import (
 )
 from purlin.torch.groups import init
 from purlin.torch.process_group import PurlinProcessGroup, route
+from purlin.torch.work import Work
 
 __all__ = [
-    "PurlinProcessGroup", "all_gather", "all_gather_v", "all_gather_v_dev", "all_reduce", "all_to_all", "all_to_all_v",
-    "all_to_all_v_dev", "functional", "init", "ops", "reduce_scatter", "reduce_scatter_v", "reduce_scatter_v_dev",
-    "route",
+    "PurlinProcessGroup", "Work", "all_gather", "all_gather_v", "all_gather_v_dev", "all_reduce", "all_to_all",
+    "all_to_all_v", "all_to_all_v_dev", "functional", "init", "ops", "reduce_scatter", "reduce_scatter_v",
+    "reduce_scatter_v_dev", "route",
 ]

@@ -4,6 +4,8 @@ A group is known by its torch `group_name`, the string purlin's custom ops
 carry (a ProcessGroup object cannot be an op argument). A group whose ranks
 span several nodes is split into one intra-node group per node (where purlin
 runs) and one inter-node group per local rank (where torch.distributed runs).
+Reductions are named as purlin names them ("prod") or as torch does
+("product", ReduceOp.PRODUCT).
 """
 
 from __future__ import annotations
@@ -25,6 +27,30 @@ TORCH_OPS = {
     "max": dist.ReduceOp.MAX, "and": dist.ReduceOp.BAND, "or": dist.ReduceOp.BOR, "xor": dist.ReduceOp.BXOR,
     "avg": dist.ReduceOp.AVG,
 }
+
+# torch's own names of its reductions (ReduceOp.PRODUCT is "product", as the functional collectives spell it).
+_TORCH_SPELLING = {v.name.lower(): k for k, v in TORCH_OPS.items()}
+_OF_TORCH = {v: k for k, v in TORCH_OPS.items()}
+
+
+def op_name(op: Any) -> str:
+    """purlin's name of the reduction `op`: a name of purlin's or torch's, or a torch ReduceOp."""
+    if isinstance(op, str):
+        name = _TORCH_SPELLING.get(op, op)
+        if name in OPS:
+            return name
+        raise ValueError(f"purlin.torch: unknown reduction {op!r}, expected one of {', '.join(OPS)} (or torch's "
+                         f"{', '.join(n for n in _TORCH_SPELLING if n not in OPS)}, or a torch.distributed.ReduceOp)")
+    name = torch_op_name(op)
+    if name is None:
+        raise ValueError(f"purlin.torch: purlin has no reduction {getattr(op, 'op', op)}; it runs {', '.join(OPS)}")
+    return name
+
+
+def torch_op_name(op: Any) -> str | None:
+    """purlin's name of a torch ReduceOp (or of its RedOpType), None where purlin has none (premul_sum)."""
+    return _OF_TORCH.get(getattr(op, "op", op))
+
 
 # torch 2.13 renames the single-tensor gather and scatter; older releases have the old names only.
 all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
@@ -64,8 +90,8 @@ class GroupState:
             arch = self.arch if device.type == "cuda" else CPU_ARCH
             plan = compile_plan(collective, self.world, dtype, op, count, counts=counts, arch=arch,
                                 lowering=lowering, deterministic=deterministic, in_place=in_place)
-            comm = ProcessCommunicator(plan, group=self.group, timeout_s=self.timeout_s, name=collective,
-                                       backend=device.type)
+            comm = ProcessCommunicator(plan, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
+                                       name=collective, backend=device.type)
             self.plans[key] = comm
         return comm
 
@@ -79,34 +105,60 @@ class GroupState:
         if comm is None:
             coll = compile_device_counts(collective, self.world, dtype, op, input_elems=input_elems,
                                          output_elems=output_elems, arch=self.arch, lowering=lowering)
-            comm = ProcessCommunicator(coll, group=self.group, timeout_s=self.timeout_s, name=collective,
-                                       backend="cuda")
+            comm = ProcessCommunicator(coll, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
+                                       name=collective, backend="cuda")
             self.plans[key] = comm
         return comm
 
+
+# How long a rank waits for its peers within a purlin call.
+TIMEOUT_S = 10.0
 
 _groups: dict[str, GroupState] = {}
 _default: list[str] = []
 
 
-def init(group: Any = None, arch: str | None = None, timeout_s: float = 10.0,
+def init(group: Any = None, arch: str | None = None, timeout_s: float = TIMEOUT_S,
          ranks_per_node: int | None = None) -> None:
     """Bind purlin to a torch.distributed process group (default: the world); the
     last group bound without `group=` in calls is the default one. Ranks per node
     come from `ranks_per_node`, else torchrun's LOCAL_WORLD_SIZE, else the whole
     group is one node. A group spanning nodes must be the world (init creates
-    its node sub-groups, which every rank of the world takes part in)."""
+    its node sub-groups, which every rank of the world takes part in). A purlin
+    process group (pt.route, backend "purlin") was bound when it was made: init
+    only makes it the default; one spanning nodes (the world of backend
+    "purlin" under torchrun) is split here, and its collectives run so too."""
     if not dist.is_initialized():
         raise RuntimeError("purlin.torch.init needs torch.distributed.init_process_group first")
     group = group or dist.group.WORLD
-    if arch is None:
-        arch = arch_of_device(torch.cuda.current_device()) if torch.cuda.is_available() else CPU_ARCH
-    state = _state_of(group, arch, timeout_s)
-    local = ranks_per_node or int(os.environ.get("LOCAL_WORLD_SIZE", "0")) or None
-    if local is not None and local < dist.get_world_size():
-        state.nodes = _split(group, local, arch, timeout_s)
-    _groups[state.name] = state
-    _default[:] = [state.name]
+    state = getattr(group, "purlin_state", None)
+    if state is not None and (arch is not None or ranks_per_node is not None):
+        raise ValueError(f"purlin.torch.init: process group {group.group_name!r} is purlin's, bound when it was "
+                         "made; give arch and ranks_per_node to purlin.torch.route instead")
+    if state is None:
+        state = _state_of(group, arch or default_arch(), timeout_s)
+        local = ranks_per_node or local_world_size()
+        if local is not None and local < dist.get_world_size():
+            state.nodes = _split(group, local, state.arch, timeout_s)
+        if hasattr(group, "purlin_state"):
+            group.purlin_state = state
+        _groups[state.name] = state
+    _default[:] = [group.group_name]
+
+
+def default_arch() -> str:
+    """The generation of the current GPU, else the CPU backend."""
+    return arch_of_device(torch.cuda.current_device()) if torch.cuda.is_available() else CPU_ARCH
+
+
+def local_world_size() -> int | None:
+    """torchrun's ranks per node, None where it does not say."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE", "0")) or None
+
+
+def bind(name: str, st: GroupState) -> None:
+    """Calls naming group `name` run on `st` (a purlin process group's own name)."""
+    _groups[name] = st
 
 
 def _state_of(group: Any, arch: str, timeout_s: float) -> GroupState:
@@ -127,7 +179,8 @@ def _split(group: Any, local: int, arch: str, timeout_s: float) -> Nodes | None:
     count = world // local
     intra, _ = dist.new_subgroups_by_enumeration([list(range(n * local, (n + 1) * local)) for n in range(count)])
     inter, _ = dist.new_subgroups_by_enumeration([list(range(i, world, local)) for i in range(local)])
-    return Nodes(count, local, _state_of(intra, arch, timeout_s), inter)
+    # Under a default group of backend "purlin" the node groups are purlin's too, already bound.
+    return Nodes(count, local, getattr(intra, "purlin_state", None) or _state_of(intra, arch, timeout_s), inter)
 
 
 def group_name(group: Any = None) -> str:

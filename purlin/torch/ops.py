@@ -15,7 +15,8 @@ return flat tensors and are differentiable for sums.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -178,3 +179,43 @@ def _register_autograd(name: str) -> None:
 
 for _name in COLLECTIVES:
     _register_autograd(_name)
+
+
+# -- the forms that write into tensors -----------------------------------------
+# As torch.distributed's in-place collectives do: the written tensors keep their
+# history (a gradient passes through unchanged) and backpropagating warns.
+
+
+class _NoGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name: str, written: int, *tensors: torch.Tensor):
+        ctx.name, ctx.written, ctx.read = name, written, len(tensors) - written
+        ctx.mark_dirty(*tensors[:written])
+        return tensors[:written]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        warnings.warn(f"{ctx.name} writes into its tensors and has no gradient: backpropagating through it passes "
+                      "the gradient on unchanged (as torch.distributed's in-place collectives do); "
+                      "purlin.torch.functional has the differentiable forms", stacklevel=2)
+        return (None, None, *grads, *([None] * ctx.read))
+
+
+def not_differentiable(name: str, written: Sequence[torch.Tensor], read: Sequence[torch.Tensor] = ()) -> None:
+    """Eagerly marks the tensors collective `name` wrote (from `read`) as
+    torch.distributed marks those of its in-place collectives, where autograd
+    records them (under torch.compile the callers run the functional forms)."""
+    if not (wants_grad(written) or wants_grad(read)) or not torch.is_grad_enabled() \
+            or torch.compiler.is_compiling():
+        return
+    kept = [t for t in written if not (t.is_leaf and t.requires_grad)]
+    if kept:
+        _NoGradient.apply(name, len(kept), *kept, *(t for t in read if t.requires_grad
+                                                    and all(t is not w for w in written)))
+
+
+def wants_grad(tensors: Sequence[torch.Tensor]) -> bool:
+    for t in tensors:
+        if t.requires_grad:
+            return True
+    return False

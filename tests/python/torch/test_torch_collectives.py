@@ -1,7 +1,9 @@
 """purlin.torch on CPU ranks (gloo processes, the CPU backend): the seven
 collectives against torch.distributed, traced by torch.compile with
-fullgraph=True, fake-tensor shapes, torch's functional collectives routed to
-purlin, and all_reduce / all_gather / reduce_scatter over two simulated nodes."""
+fullgraph=True, fake-tensor shapes, torch's vocabulary (ReduceOp, async_op
+and Work, list forms, strided tensors, autograd of the in-place forms as
+c10d's), torch's functional collectives routed to purlin, and every
+collective over two simulated nodes."""
 
 from __future__ import annotations
 
@@ -9,17 +11,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-from process_group import run_group  # noqa: E402
+from process_group import fork_gloo as spawn  # noqa: E402
 
 from purlin.torch.groups import TORCH_OPS, all_gather_single, reduce_scatter_single  # noqa: E402
 
 if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("needs torch.distributed with gloo", allow_module_level=True)
-
-
-def spawn(world: int, job, *args) -> None:
-    # Forked: the workers start with torch and purlin imported, most of a spawn's time.
-    run_group(world, "gloo", job, args, start_method="fork")
 
 
 def _graphs(then: str = "aot_eager"):
@@ -154,14 +151,140 @@ def _fake_shapes_and_errors(rank: int) -> None:
         pt.all_gather(torch.empty(3), torch.empty(2))
     with pytest.raises(ValueError, match="must match"):
         pt.all_gather(torch.empty(2 * world, dtype=torch.float64), torch.empty(2))
-    with pytest.raises(ValueError, match="contiguous"):
-        pt.all_reduce(torch.empty(4, 4).t())
-    with pytest.raises(ValueError, match="unknown reduction 'mean'"):
+    with pytest.raises(ValueError, match="must be a dense CPU or CUDA tensor"):
+        pt.all_reduce(torch.zeros(4).to_sparse())
+    with pytest.raises(ValueError, match=r"unknown reduction 'mean', expected one of sum, .* \(or torch's product"):
         pt.all_reduce(torch.empty(4), "mean")
+    with pytest.raises(ValueError, match="purlin has no reduction .*PREMUL_SUM"):
+        pt.all_reduce(torch.empty(4), dist._make_nccl_premul_sum(2.0))
+    with pytest.raises(ValueError, match="a list output takes 2 tensors of the input's 3 elements"):
+        pt.all_gather([torch.empty(3)], torch.empty(3))
+    with pytest.raises(ValueError, match="two tensors or two lists"):
+        pt.all_to_all([torch.empty(2)] * world, torch.empty(2 * world))
     with pytest.raises(RuntimeError, match="is not bound"):
         pt.all_reduce(torch.empty(4), group=dist.new_group(list(range(world))))
     with pytest.raises(TypeError, match="does not move torch.complex64"):
         pt.all_reduce(torch.empty(4, dtype=torch.complex64))
+
+
+def _torch_vocabulary(rank: int) -> None:
+    import purlin.torch as pt
+    from purlin.torch import functional as F
+
+    pt.init()
+    w, R = dist.get_world_size(), dist.ReduceOp
+    x = ((torch.arange(6 * w) * (rank + 2)) % 5 - 1 + rank).float()  # small integers: exact in any order
+    # A ReduceOp, or torch's spelling, wherever purlin.torch takes an op.
+    for op, spelt in ((R.SUM, "sum"), (R.PRODUCT, "product"), (R.MIN, "min"), (R.MAX, "max"), (R.AVG, "avg")):
+        ref = x.clone()
+        dist.all_reduce(ref, op)
+        for given in (op, spelt, dist.ReduceOp(op)):
+            assert torch.equal(pt.all_reduce(x.clone(), given), ref), (op, given)
+        assert torch.equal(F.all_reduce(x, op), ref)
+        part = torch.empty(6)
+        reduce_scatter_single(part, x, op=op)
+        assert torch.equal(pt.reduce_scatter(torch.empty(6), x, op), part)
+        assert torch.equal(F.reduce_scatter(x, spelt), part)
+        assert torch.equal(pt.reduce_scatter_v(torch.empty(6), x, [6] * w, op), part)
+    ints = x.int()
+    for op, spelt in ((R.BAND, "band"), (R.BOR, "bor"), (R.BXOR, "bxor")):
+        ref = ints.clone()
+        dist.all_reduce(ref, op)
+        for given in (op, spelt):
+            assert torch.equal(pt.all_reduce(ints.clone(), given), ref), given
+
+    # async_op: a Work, done when the call returns (CPU), its future holding what was written.
+    ref = x.clone()
+    dist.all_reduce(ref)
+    y = x.clone()
+    work = pt.all_reduce(y, async_op=True)
+    assert isinstance(work, dist.Work) and work.is_completed() and work.wait()
+    assert work.get_future().wait()[0] is y and work.result() == [y] and torch.equal(y, ref)
+    out = torch.empty(w * x.numel())
+    work = pt.all_gather(out, x, async_op=True)
+    work.wait()
+    ref = torch.empty_like(out)
+    all_gather_single(ref, x)
+    assert torch.equal(out, ref)
+
+    # The list forms, against torch.distributed's.
+    parts, want = [torch.empty(2, 3) for _ in range(w)], [torch.empty(2, 3) for _ in range(w)]
+    dist.all_gather(want, x[:6].view(2, 3))
+    assert pt.all_gather(parts, x[:6].view(2, 3)) == parts and all(map(torch.equal, parts, want))
+    chunks = list(x.view(w, 6).unbind())
+    want = torch.empty(6)
+    dist.reduce_scatter(want, chunks, op=R.MAX)
+    assert torch.equal(pt.reduce_scatter(torch.empty(6), chunks, "max"), want)
+    for sizes in ([2] * w, [(rank + d) % 3 for d in range(w)]):  # even, then uneven (exchanged on the host)
+        dist.all_to_all_single(counts := torch.empty(w, dtype=torch.int64), torch.tensor(sizes))
+        receive = [torch.empty(int(c)) for c in counts]
+        sends = [torch.full((c,), 10.0 * rank + d) for d, c in enumerate(sizes)]
+        want = torch.empty(int(counts.sum()))  # gloo's list all_to_all takes one size only
+        dist.all_to_all_single(want, torch.cat(sends), counts.tolist(), sizes)
+        assert pt.all_to_all(receive, sends) == receive and torch.equal(torch.cat(receive), want), sizes
+
+    # Strided tensors: copied to contiguous ones and back, as gloo and the functional collectives do.
+    base = x.view(w, 6).clone()
+    ref = base.t().contiguous()
+    dist.all_reduce(ref)
+    assert torch.equal(pt.all_reduce(base.t()), ref) and torch.equal(base.t(), ref)
+    wide = torch.zeros(3, 2 * w).t()  # a strided output
+    pt.all_gather(wide, x[:6].view(3, 2).t())
+    ref = torch.empty(2 * w, 3)
+    all_gather_single(ref, x[:6].view(3, 2).t().contiguous())
+    assert torch.equal(wide, ref)
+    counts = [r + 1 for r in range(w)]
+    bound = torch.full((2, sum(counts) + 1), -1.0)[0]  # strided, longer than what comes: the rest stays
+    pt.all_gather_v(bound, torch.full((counts[rank],), float(rank)), counts)
+    assert bound.tolist() == [float(r) for r, c in enumerate(counts) for _ in range(c)] + [-1.0]
+
+
+def _in_place_gradients(rank: int) -> None:
+    import warnings
+
+    import purlin.torch as pt
+
+    pt.init()
+    scale = float(rank + 2)
+
+    def through(all_reduce):
+        def loss(a):
+            h = a * scale
+            all_reduce(h)
+            return (h * h).sum()
+        return loss
+
+    def ours(h):
+        pt.all_reduce(h)
+
+    # Eagerly, as c10d: the gradient passes through unchanged, and backward warns.
+    grads = {}
+    for name, fn in (("c10d", dist.all_reduce), ("purlin", ours)):
+        a = torch.ones(3, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            through(fn)(a).backward()
+        assert any("has no gradient" in str(c.message) or "autograd kernel was not registered" in str(c.message)
+                   for c in caught), (name, [str(c.message) for c in caught])
+        grads[name] = a.grad
+    assert torch.equal(grads["purlin"], grads["c10d"])
+    # Compiled, as torch.compile runs c10d's: the functional all_reduce, whose gradient is all-reduced.
+    for name, fn in (("c10d", dist.all_reduce), ("purlin", ours)):
+        a = torch.ones(3, requires_grad=True)
+        torch.compile(through(fn), fullgraph=True, backend="aot_eager")(a).backward()
+        grads[name, "compiled"] = a.grad
+    assert torch.equal(grads["purlin", "compiled"], grads["c10d", "compiled"])
+    assert not torch.equal(grads["c10d", "compiled"], grads["c10d"])
+    # The out forms: the output carries the input's history no further, with the warning.
+    x = torch.ones(2, requires_grad=True)
+    out = pt.all_gather(torch.empty(2 * dist.get_world_size()), x * 2)
+    with pytest.warns(UserWarning, match="purlin::all_gather_out writes into its tensors and has no gradient"):
+        out.sum().backward()
+    assert x.grad is None
+    # No gradient wanted: nothing recorded.
+    with torch.no_grad():
+        h = torch.ones(3, requires_grad=True) * 1
+    assert pt.all_reduce(h).grad_fn is None
 
 
 def _functional_collectives_routed(rank: int) -> None:
@@ -297,9 +420,33 @@ def _two_nodes(rank: int) -> None:
         ref_a = torch.empty(n)
         reduce_scatter_single(ref_a, big.float())
         assert torch.equal(pt.reduce_scatter(torch.empty(n), big.float(), "avg"), ref_a / world)
-    assert {k[1] for k in st.nodes.intra.plans} == {"reduce_scatter", "all_gather"}
-    with pytest.raises(NotImplementedError, match="spanning 2 nodes"):
-        pt.all_to_all(torch.empty(8), torch.empty(8))
+    # all_to_all and the V forms: purlin within each node, torch.distributed between them.
+    x = torch.arange(3 * world, dtype=torch.float32) + 100 * rank
+    ref = torch.empty_like(x)
+    dist.all_to_all_single(ref, x)
+    assert torch.equal(pt.all_to_all(torch.empty_like(x), x), ref)
+    counts = [(2 * r + 1) % 4 for r in range(world)]  # a zero among them
+    bound = torch.full((sum(counts) + 2,), -1.0)
+    pt.all_gather_v(bound, torch.full((counts[rank],), float(rank)), counts)
+    assert bound.tolist() == [float(r) for r, c in enumerate(counts) for _ in range(c)] + [-1.0] * 2
+    for op in ("sum", "max", "avg"):
+        big = (torch.arange(sum(counts)) * (rank + 1) % 7).float()
+        ref = big.clone()
+        dist.all_reduce(ref, op=TORCH_OPS[op])
+        ref = torch.split(ref, counts)[rank]
+        assert torch.equal(pt.reduce_scatter_v(torch.empty(counts[rank]), big, counts, op), ref), op
+    matrix = [[(s * 3 + d) % 4 for d in range(world)] for s in range(world)]
+    send = torch.cat([torch.full((matrix[rank][d],), float(10 * rank + d)) for d in range(world)])
+    column = [matrix[s][rank] for s in range(world)]
+    ref = torch.empty(sum(column))
+    dist.all_to_all_single(ref, send, column, matrix[rank])
+    assert torch.equal(pt.all_to_all_v(torch.empty(sum(column)), send, matrix), ref)
+    # Counts as tensors: gathered on the host across nodes, then the same.
+    recv = torch.empty(world, dtype=torch.int64)
+    got = pt.all_to_all_v_dev(torch.full((16,), -1.0), send, torch.tensor(matrix[rank]), recv)
+    assert recv.tolist() == column and torch.equal(got[:ref.numel()], ref)
+    assert {k[1] for k in st.nodes.intra.plans} == {"reduce_scatter", "all_gather", "all_to_all", "all_gather_v",
+                                                   "reduce_scatter_v", "all_to_all_v"}
 
 
 def _device_counts(rank: int) -> None:
@@ -363,6 +510,14 @@ def test_fake_tensors_give_shapes_and_bad_calls_are_errors():
 
 def test_functional_forms_have_the_adjoint_collectives_as_gradients():
     spawn(3, _gradients)
+
+
+def test_reduce_ops_async_work_list_forms_and_strided_tensors_as_torch_distributed():
+    spawn(3, _torch_vocabulary)
+
+
+def test_in_place_forms_under_autograd_as_c10d_eager_and_compiled():
+    spawn(2, _in_place_gradients)
 
 
 def test_functional_collectives_of_a_routed_group_run_on_purlin():
