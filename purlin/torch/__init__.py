@@ -24,8 +24,11 @@ too); `async_op=True` returns a torch.distributed Work; all_gather,
 reduce_scatter and all_to_all take lists as torch's list forms do; strided
 tensors are copied to contiguous ones and back.
 
-`pt.route(group)` gives a process group on which torch's own collectives
-(torch.distributed.*, the functional collectives) run on purlin. Over a world
+purlin is a torch.distributed backend: `pt.route(group)`, or backend "purlin"
+wherever torch takes one (new_group, init_device_mesh's backend_override,
+init_process_group), gives a process group on which torch's own collectives
+(torch.distributed.*, the functional collectives, DTensor) run on purlin
+where purlin runs them and on the group underneath otherwise. Over a world
 spanning nodes (`init(ranks_per_node=...)` or torchrun's LOCAL_WORLD_SIZE),
 every collective runs purlin within each node and torch.distributed between
 nodes.

@@ -1,57 +1,75 @@
-"""A torch.distributed process group whose collectives run on purlin, so that
-torch's own calls on it (torch.distributed.all_reduce, the functional
-collectives _c10d_functional.all_reduce, all_gather_into_tensor,
-reduce_scatter_tensor, all_to_all_single, as DTensor and torch.compile emit
-them) go to purlin:
+"""purlin as a torch.distributed backend: a process group whose collectives
+run on purlin, so that torch's own calls on it (torch.distributed.*, the
+functional collectives, DTensor, torch.compile's graphs) go to purlin:
 
-    pg = purlin.torch.route(group)      # every rank of the world calls it
-    funcol.all_reduce(x, "sum", pg)     # purlin
+    pg = purlin.torch.route(group)               # every rank of the world calls it
+    funcol.all_reduce(x, "sum", pg)              # purlin
 
-What purlin does not run (other collectives, ops it has no reduction for,
-uneven all_to_all splits, p2p) goes to `group` itself.
+    mesh = init_device_mesh("cpu", (4,), backend_override={0: "purlin"})
+    pg = dist.new_group(ranks, backend="purlin")  # once purlin.torch is imported
+
+purlin runs all_reduce (and its coalesced form), all_gather (into a tensor,
+into lists, coalesced), reduce_scatter (from a tensor, from lists,
+coalesced) and all_to_all (single with even splits, lists of one size) of
+the tensors it moves (dense, a dtype and reduction it has). Everything else
+(broadcast, reduce, gather, scatter, barrier, send/recv, uneven all_to_all,
+strided tensors, what purlin has no reduction for) runs on the group
+underneath, with its answers and its errors: route()'s group, or for a group
+made with backend "purlin" one torch makes alike (gloo for CPU tensors, NCCL
+for CUDA ones where torch has it). The underlying group's backends are
+registered on this one, so torch's own dispatch of whatever is not defined
+here reaches them too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import torch
 import torch.distributed as dist
-from torch.futures import Future
+from torch.distributed import ProcessGroup
 
 from purlin.coll.attributes import ReduceKind, check_reduce_dtype
 from purlin.torch.execute import TORCH_NAMES, all_gather, all_reduce, all_to_all, reduce_scatter
-from purlin.torch.groups import TORCH_OPS, init, state
+from purlin.torch.groups import (
+    TIMEOUT_S,
+    GroupState,
+    bind,
+    default_arch,
+    init,
+    local_world_size,
+    state,
+    torch_op_name,
+)
+from purlin.torch.ops import not_differentiable
+from purlin.torch.work import Work
 
 BACKEND = "purlin"
-_OPS_OF = {v: k for k, v in TORCH_OPS.items()}
 
 
-class _Done(dist._Work):
-    """purlin's work is ordered on the caller's stream when the call returns."""
+class PurlinProcessGroup(ProcessGroup):
+    """A process group over the ranks of `underlying`, running on purlin what
+    purlin runs (over `purlin_state`; None where it cannot: a group spanning
+    nodes not split by purlin.torch.init) and the rest on `underlying`."""
 
-    def __init__(self, result: Any) -> None:
-        super().__init__()
-        self._future: Future = Future()
-        self._future.set_result(result)
-
-    def wait(self, timeout: Any = None) -> bool:
-        return True
-
-    def get_future(self) -> Future:
-        return self._future
-
-
-class PurlinProcessGroup(dist.ProcessGroup):
-    def __init__(self, rank: int, size: int, fallback: Any) -> None:
+    def __init__(self, rank: int, size: int, underlying: ProcessGroup, purlin_state: GroupState | None) -> None:
         super().__init__(rank, size)
-        self.fallback = fallback
+        self.underlying = underlying
+        self.purlin_state = purlin_state
         self._name = self._desc = ""
+        for device in underlying._device_types:
+            backend = underlying._get_backend(device)
+            self._register_backend(device, _backend_type(backend.name()), backend)
+        self._set_default_backend(_backend_type(underlying._get_backend_name()))
 
     def getBackendName(self) -> str:
         return BACKEND
 
     def setGroupName(self, name: str) -> None:
         self._name = name
+        if self.purlin_state is not None:
+            self.purlin_state.name = self.purlin_state.name or name
+            bind(name, self.purlin_state)
 
     def getGroupName(self) -> str:
         return self._name
@@ -62,106 +80,199 @@ class PurlinProcessGroup(dist.ProcessGroup):
     def getGroupDesc(self) -> str:
         return self._desc
 
-    def _state(self):
-        return state(self.fallback.group_name)
+    def _runs(self, tensors, reduce_op: Any = None) -> str | bool:
+        """Whether purlin runs these tensors (with this torch reduction, as purlin's name)."""
+        if self.purlin_state is None or not _movable(tensors):
+            return False
+        return True if reduce_op is None else _purlin_op(reduce_op, tensors) or False
 
     def allreduce(self, tensors, opts):
-        op = _purlin_op(opts.reduceOp, tensors)
-        if op is None or not _runnable(tensors):
-            return self.fallback.allreduce(tensors, opts)
+        op = self._runs(tensors, opts.reduceOp)
+        if not op:
+            return self.underlying.allreduce(tensors, opts)
         for t in tensors:
             flat = t.view(-1)
-            all_reduce(self._state(), flat, flat, op, False, "")
-        return _Done(tensors)
-
-    def allgather_into_tensor_coalesced(self, outputs, inputs, opts):
-        if not _runnable([*outputs, *inputs]):
-            return self.fallback.allgather_into_tensor_coalesced(outputs, inputs, opts)
-        for y, x in zip(outputs, inputs):
-            all_gather(self._state(), x.view(-1), y.view(-1), "")
-        return _Done(outputs)
-
-    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts):
-        op = _purlin_op(opts.reduceOp, inputs)
-        if op is None or not _runnable([*outputs, *inputs]):
-            return self.fallback.reduce_scatter_tensor_coalesced(outputs, inputs, opts)
-        for y, x in zip(outputs, inputs):
-            reduce_scatter(self._state(), x.view(-1), y.view(-1), op, False, "")
-        return _Done(outputs)
-
-    def alltoall_base(self, output, input, output_splits, input_splits, opts):
-        w = self.size()
-        even = all(not s or len(set(s)) == 1 and sum(s) == t.numel() and len(s) == w
-                   for s, t in ((output_splits, output), (input_splits, input)))
-        if not (even and _runnable([output, input]) and input.numel() % w == 0 and self._state().nodes is None):
-            return self.fallback.alltoall_base(output, input, output_splits, input_splits, opts)
-        all_to_all(self._state(), input.view(-1), output.view(-1), "")
-        return _Done([output])
-
-    # Everything else is the fallback group's.
-    def broadcast(self, tensors, opts):
-        return self.fallback.broadcast(tensors, opts)
-
-    def barrier(self, opts):
-        return self.fallback.barrier(opts)
-
-    def allgather(self, outputs, inputs, opts):
-        return self.fallback.allgather(outputs, inputs, opts)
-
-    def reduce_scatter(self, outputs, inputs, opts):
-        return self.fallback.reduce_scatter(outputs, inputs, opts)
+            all_reduce(self.purlin_state, flat, flat, op, False, "")
+        # As torch's dispatch of c10d::allreduce_ marks them (a tensor written here from C++, by a
+        # functional collective, is its own new output, which never requires grad).
+        not_differentiable("c10d::allreduce_", tensors)
+        return Work(tensors)
 
     def allreduce_coalesced(self, tensors, opts):
-        return self.fallback.allreduce_coalesced(tensors, opts)
+        if not self._runs(tensors, opts.reduceOp):
+            return self.underlying.allreduce_coalesced(tensors, opts)
+        return self.allreduce(tensors, opts)
 
-    def send(self, tensors, dst, tag):
-        return self.fallback.send(tensors, dst, tag)
+    def all_gather_single_coalesced(self, outputs, inputs, opts):
+        w = self.size()
+        if not (self._runs([*outputs, *inputs]) and _sized(outputs, inputs, w, 1)):
+            return self.underlying.all_gather_single_coalesced(outputs, inputs, opts)
+        for y, x in zip(outputs, inputs):
+            all_gather(self.purlin_state, x.view(-1), y.view(-1), "")
+        return Work(outputs)
 
-    def recv(self, tensors, src, tag):
-        return self.fallback.recv(tensors, src, tag)
+    def all_gather_single(self, output, input, opts):
+        if not (self._runs([output, input]) and _sized([output], [input], self.size(), 1)):
+            return self.underlying.all_gather_single(output, input, opts)
+        return self.all_gather_single_coalesced([output], [input], opts)
+
+    def allgather(self, output_lists, inputs, opts):
+        if not (self._runs([*inputs, *(t for ts in output_lists for t in ts)]) and _listed(output_lists, inputs,
+                                                                                            self.size())):
+            return self.underlying.allgather(output_lists, inputs, opts)
+        for outs, x in zip(output_lists, inputs):
+            flat = x.new_empty(self.size() * x.numel())
+            all_gather(self.purlin_state, x.view(-1), flat, "")
+            for o, part in zip(outs, flat.view(self.size(), -1)):
+                o.view(-1).copy_(part)
+        return Work([t for ts in output_lists for t in ts])
+
+    def allgather_coalesced(self, output_lists, inputs, opts):
+        # One list per rank of one tensor per input: transposed, allgather's lists.
+        by_input = [list(ts) for ts in zip(*output_lists)]
+        if not (len(output_lists) == self.size() and all(len(ts) == len(inputs) for ts in output_lists)
+                and self._runs([*inputs, *(t for ts in by_input for t in ts)])
+                and _listed(by_input, inputs, self.size())):
+            return self.underlying.allgather_coalesced(output_lists, inputs, opts)
+        return self.allgather(by_input, inputs, opts)
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts):
+        op = self._runs([*outputs, *inputs], opts.reduceOp)
+        if not (op and _sized(inputs, outputs, self.size(), 1)):
+            return self.underlying.reduce_scatter_single_coalesced(outputs, inputs, opts)
+        for y, x in zip(outputs, inputs):
+            reduce_scatter(self.purlin_state, x.view(-1), y.view(-1), op, False, "")
+        return Work(outputs)
+
+    def reduce_scatter_single(self, output, input, opts):
+        op = self._runs([output, input], opts.reduceOp)
+        if not (op and _sized([input], [output], self.size(), 1)):
+            return self.underlying.reduce_scatter_single(output, input, opts)
+        return self.reduce_scatter_single_coalesced([output], [input], opts)
+
+    def reduce_scatter(self, outputs, input_lists, opts):
+        op = self._runs([*outputs, *(t for ts in input_lists for t in ts)], opts.reduceOp)
+        if not (op and _listed(input_lists, outputs, self.size())):
+            return self.underlying.reduce_scatter(outputs, input_lists, opts)
+        for y, xs in zip(outputs, input_lists):
+            reduce_scatter(self.purlin_state, torch.cat([x.view(-1) for x in xs]), y.view(-1), op, False, "")
+        return Work(outputs)
+
+    def all_to_all_single(self, output, input, output_splits, input_splits, opts):
+        w = self.size()
+        # Splits count rows of dimension 0; purlin runs them when every rank's are one size.
+        even = all(t.dim() > 0 and t.shape[0] % w == 0 and (not s or list(s) == [t.shape[0] // w] * w)
+                   for s, t in ((output_splits, output), (input_splits, input)))
+        if not (even and self._runs([output, input]) and output.shape[0] == input.shape[0]
+                and _sized([output], [input], 1, w)):
+            return self.underlying.all_to_all_single(output, input, output_splits, input_splits, opts)
+        all_to_all(self.purlin_state, input.view(-1), output.view(-1), "")
+        return Work([output])
+
+    def alltoall(self, outputs, inputs, opts):
+        w = self.size()
+        if not (self._runs([*outputs, *inputs]) and len(outputs) == len(inputs) == w
+                and len({(t.shape, t.dtype, t.device) for t in [*outputs, *inputs]}) == 1):
+            return self.underlying.alltoall(outputs, inputs, opts)
+        y = inputs[0].new_empty(w * inputs[0].numel())
+        all_to_all(self.purlin_state, torch.cat([x.view(-1) for x in inputs]), y, "")
+        for o, part in zip(outputs, y.view(w, -1)):
+            o.view(-1).copy_(part)
+        return Work(outputs)
+
+    # The names of torch releases before 2.13 (whose trampolines call these).
+    _allgather_base = all_gather_single
+    allgather_into_tensor_coalesced = all_gather_single_coalesced
+    _reduce_scatter_base = reduce_scatter_single
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced
+    alltoall_base = all_to_all_single
 
 
-def _reduce_op(op: Any) -> Any:
-    """opts.reduceOp is a ReduceOp object; the table holds its RedOpType."""
-    return getattr(op, "op", op)
+def _backend_type(name: str) -> Any:
+    return dist.Backend.backend_type_map.get(name.lower(), ProcessGroup.BackendType.CUSTOM)
 
 
 def _purlin_op(reduce_op: Any, tensors) -> str | None:
     """The purlin reduction for torch's `reduce_op` over `tensors`, or None where
     purlin has none or refuses it for their dtype (avg of integers, prod of
     fp8): the group underneath answers those as it would alone."""
-    op = _OPS_OF.get(_reduce_op(reduce_op))
+    op = torch_op_name(reduce_op)
     if op is None:
         return None
-    names = [TORCH_NAMES.get(t.dtype) for t in tensors]
-    if any(n is None or check_reduce_dtype(ReduceKind(op), n) is not None for n in names):
+    if any(check_reduce_dtype(ReduceKind(op), TORCH_NAMES[t.dtype]) is not None for t in tensors):
         return None
     return op
 
 
-def _runnable(tensors) -> bool:
-    """Tensors purlin can move: dense, one device type, a dtype it has."""
+def _movable(tensors) -> bool:
+    """Tensors purlin moves: dense, contiguous, on CPU or CUDA, a dtype it has, not empty."""
     return all(t.is_contiguous() and t.device.type in ("cpu", "cuda") and t.dtype in TORCH_NAMES
-               and t.numel() > 0 for t in tensors)
+               and t.numel() > 0 for t in tensors) and len({t.device for t in tensors}) <= 1 \
+        and len({t.dtype for t in tensors}) <= 1
 
 
-_fallbacks: list[Any] = []
+def _sized(big, small, times: int, parts: int) -> bool:
+    """Pairs of tensors of which each `big` holds `times` x its `small` (divided into `parts`)."""
+    return len(big) == len(small) and all(b.numel() == times * s.numel() and s.numel() % parts == 0
+                                          for b, s in zip(big, small))
 
 
-def _create(store, rank: int, size: int, timeout) -> PurlinProcessGroup:
-    return PurlinProcessGroup(rank, size, _fallbacks.pop())
+def _listed(lists, tensors, world: int) -> bool:
+    """Lists of `world` tensors each shaped as its tensor."""
+    return len(lists) == len(tensors) and all(len(ts) == world and all(t.shape == x.shape for t in ts)
+                                              for ts, x in zip(lists, tensors))
+
+
+_routed: list[Any] = []
+
+
+def _create(opts, backend_options) -> PurlinProcessGroup:
+    """torch's backend hook (register_backend with extended_api): the purlin group of a new_group."""
+    rank, size = opts.group_rank, opts.group_size
+    if _routed:
+        underlying = _routed.pop()
+        return PurlinProcessGroup(rank, size, underlying, state(underlying.group_name))
+    underlying = _underlying(opts.store, rank, size, opts.timeout)
+    local = local_world_size()
+    ranks = list(opts.global_ranks_in_group) or range(size)  # none given for the world
+    spans = local is not None and len({r // local for r in ranks}) > 1
+    st = None if spans else GroupState(underlying, "", rank, size, default_arch(), TIMEOUT_S)
+    return PurlinProcessGroup(rank, size, underlying, st)
+
+
+def _underlying(store, rank: int, size: int, timeout) -> ProcessGroup:
+    """The group a purlin group of its own runs the rest on, made as torch makes
+    "cpu:gloo,cuda:nccl": gloo for CPU tensors, NCCL for CUDA ones where torch has it."""
+    pg = ProcessGroup(store, rank, size)
+    gloo = dist.ProcessGroupGloo(dist.PrefixStore("gloo/", store), rank, size, timeout)
+    pg._register_backend(torch.device("cpu"), ProcessGroup.BackendType.GLOO, gloo)
+    default = ProcessGroup.BackendType.GLOO
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        options = dist.ProcessGroupNCCL.Options()
+        options._timeout = timeout
+        nccl = dist.ProcessGroupNCCL(dist.PrefixStore("nccl/", store), rank, size, options)
+        default = ProcessGroup.BackendType.NCCL
+        pg._register_backend(torch.device("cuda"), default, nccl)
+    pg._set_default_backend(default)
+    return pg
+
+
+def register() -> None:
+    """Makes "purlin" a torch.distributed backend (done on import)."""
+    if BACKEND.upper() not in dist.Backend._plugins:
+        dist.Backend.register_backend(BACKEND, _create, extended_api=True, devices=["cpu", "cuda"])
 
 
 def route(group: Any = None, **init_args) -> dist.ProcessGroup:
-    """A process group over `group`'s ranks (default: the world) whose collectives
-    run on purlin, registered with torch like any other. Every rank of the world
-    calls it, as for torch.distributed.new_group; `init_args` go to purlin.torch.init."""
+    """A purlin process group over `group`'s ranks (default: the world), running
+    on purlin what it runs and the rest on `group`. Every rank of the world calls
+    it, as for torch.distributed.new_group; `init_args` go to purlin.torch.init."""
     group = group or dist.group.WORLD
-    if BACKEND.upper() not in dist.Backend._plugins:
-        dist.Backend.register_backend(BACKEND, _create, devices=["cpu", "cuda"])
     ranks = dist.get_process_group_ranks(group)
-    member = dist.get_rank() in ranks
-    if member:
+    if dist.get_rank() in ranks:
         init(group, **init_args)
-        _fallbacks.append(group)
+        _routed.append(group)
     return dist.new_group(ranks, backend=BACKEND)
+
+
+register()

@@ -447,6 +447,14 @@ def _two_nodes(rank: int) -> None:
     assert recv.tolist() == column and torch.equal(got[:ref.numel()], ref)
     assert {k[1] for k in st.nodes.intra.plans} == {"reduce_scatter", "all_gather", "all_to_all", "all_gather_v",
                                                    "reduce_scatter_v", "all_to_all_v"}
+    # A routed group over the nodes runs them so too.
+    pg = pt.route(ranks_per_node=2)
+    y = torch.empty(2 * world, 3)
+    dist.all_to_all_single(y, torch.arange(6 * world).view(2 * world, 3).float() + rank, group=pg)
+    ref = torch.empty_like(y)
+    dist.all_to_all_single(ref, torch.arange(6 * world).view(2 * world, 3).float() + rank)
+    assert torch.equal(y, ref)
+    assert "all_to_all" in {k[1] for k in state(group_name(pg)).nodes.intra.plans}
 
 
 def _device_counts(rank: int) -> None:
