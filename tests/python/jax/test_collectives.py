@@ -171,3 +171,13 @@ def test_rounding(devices, dtype):
     eps = float(ml_dtypes.finfo(dt).eps)
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32), rtol=8 * eps, atol=8 * eps)
+
+
+def test_under_pmap(devices):
+    x = data("i32", (8, 8))
+
+    def f(lib):
+        return jax.pmap(lambda v: (lib.psum(v, "p"), lib.all_gather(v, "p"), lib.ppermute(v, "p", [(0, 7), (7, 0)])),
+                        axis_name="p", devices=devices)
+
+    assert_same(jax.tree.leaves(f(pj)(x)), jax.tree.leaves(f(jax.lax)(x)))
