@@ -64,6 +64,33 @@ def _device_counts_in_a_graph(rank: int) -> None:
     assert torch.equal(out[:n], send[:n])
 
 
+def _purlin_backend_on_cuda(rank: int) -> None:
+    import torch.distributed as dist
+
+    import purlin.torch as pt
+    from purlin.torch.groups import state
+
+    pg = dist.new_group([0], backend="purlin")  # gloo and NCCL underneath, as torch makes them
+    assert {d.type for d in pg._device_types} == {"cpu", "cuda"}
+    x = torch.arange(8.0, device="cuda")
+    dist.all_reduce(x, group=pg)
+    dist.broadcast(x, 0, group=pg)  # NCCL's
+    y = torch.empty(8, device="cuda")
+    dist.all_gather_into_tensor(y, x, group=pg)
+    assert torch.equal(y, torch.arange(8.0, device="cuda"))
+    assert {k[0] for k in state(pg.group_name).plans} == {"cuda"}
+    assert {k[1] for k in state(pg.group_name).plans} == {"all_reduce", "all_gather"}
+    # A call enqueued on a side stream; wait() makes the current stream wait for it.
+    side = torch.cuda.Stream()
+    big = torch.empty(1 << 24, device="cuda")
+    with torch.cuda.stream(side):
+        big.fill_(1.0)
+        work = pt.all_reduce(big, group=pg, async_op=True)
+    work.wait()
+    assert big.sum().item() == 1 << 24
+    assert work.get_future().wait()[0] is big and work.is_completed()
+
+
 def _two_nodes_on_one_gpu(rank: int) -> None:
     import torch.distributed as dist
 
@@ -84,6 +111,18 @@ def _two_nodes_on_one_gpu(rank: int) -> None:
         parts = [torch.empty_like(x) for _ in range(2)]
         dist.all_gather(parts, x)
         assert torch.equal(g, torch.cat(parts))
+        y = torch.arange(2 * n, dtype=torch.int32, device="cuda") + 100 * rank
+        ref = torch.empty_like(y)
+        dist.all_to_all_single(ref, y)
+        assert torch.equal(pt.all_to_all(torch.empty_like(y), y), ref)
+    counts = [[1, 2], [3, 0]]
+    send = torch.full((sum(counts[rank]),), float(rank), device="cuda")
+    recv = torch.empty(2, dtype=torch.int64, device="cuda")
+    got = pt.all_to_all_v_dev(torch.full((8,), -1.0, device="cuda"), send, torch.tensor(counts[rank], device="cuda"),
+                              recv)
+    column = [counts[s][rank] for s in range(2)]
+    assert recv.tolist() == column
+    assert got.tolist() == [float(s) for s in range(2) for _ in range(column[s])] + [-1.0] * (8 - sum(column))
     assert {k[0] for k in st.nodes.intra.plans} == {"cuda"}
 
 
@@ -98,6 +137,10 @@ def test_reduce_overhead_captures_purlin_operators_in_cuda_graphs():
 
 def test_device_counts_all_to_all_v_in_a_cuda_graph_through_torch():
     _spawn(_device_counts_in_a_graph)
+
+
+def test_a_purlin_backend_group_runs_cuda_tensors_and_its_work_orders_streams():
+    _spawn(_purlin_backend_on_cuda)
 
 
 def test_hierarchical_collectives_on_cuda_tensors_over_two_simulated_nodes():
