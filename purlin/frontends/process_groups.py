@@ -71,9 +71,9 @@ def stablehlo_groups(strategy: Strategy, rows: Sequence[Sequence[int]], replicas
     reps = _rows(rows, replicas, "replica id") if rows else [list(r_ids)]
     if strategy == Strategy.CROSS_REPLICA:
         return [[r * partitions + p for r in group] for group in reps for p in p_ids]
-    # Replica-major within a group, as StableHLO's interpreter orders it (its
-    # tests pin this; the spec lists partition-major, openxla/stablehlo#1933).
-    return [[r * partitions + p for r in group for p in p_ids] for group in reps]
+    # Partition-major within a group: each partition's replicas of the group in
+    # turn, as StableHLO's spec and interpreter order them (openxla/stablehlo#1933).
+    return [[r * partitions + p for p in p_ids for r in group] for group in reps]
 
 
 def permute_groups(strategy: Strategy, replicas: int, partitions: int) -> list[list[int]]:

@@ -14,8 +14,8 @@ func.func @all_reduce(%x: tensor<2x3xi32>) -> tensor<2x3xi32> {
 
 // -----
 
-// channel_handle > 0: cross_replica_and_partition, replica-major in a group;
-// along dimension 1 a strided named layout.
+// channel_handle > 0: cross_replica_and_partition, partition-major in a group
+// (each partition's replicas in turn); along dimension 1 a strided named layout.
 func.func @all_gather(%x: tensor<2x1xf32>) -> tensor<2x8xf32> {
   %r = stablehlo.all_gather(%x) {all_gather_dim = 1 : i64, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>,
                                   channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>} : (tensor<2x1xf32>) -> tensor<2x8xf32>
@@ -24,7 +24,7 @@ func.func @all_gather(%x: tensor<2x1xf32>) -> tensor<2x8xf32> {
 // CHECK: coll.collective %x, %result0 in #coll.layout<named, world 8, [(0, 0, 1, (0, 0)), (0, 1, 1, (0, 1)), (1, 0, 1, (1, 0)),
 // CHECK-SAME: out #coll.layout<named, world 8, [(0, 0, 1, (0, 0)), (1, 0, 1, (0, 0)),
 // CHECK-SAME: (0, 8, 1, (0, 1)), (1, 8, 1, (0, 1))
-// CHECK-SAME: consume #coll.consume<copy> : memref<2xf32>, memref<16xf32>
+// CHECK-SAME: consume #coll.consume<copy> world 8 groups [[0, 2, 4, 6, 1, 3, 5, 7]] : memref<2xf32>, memref<16xf32>
 
 // -----
 
