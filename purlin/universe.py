@@ -76,6 +76,12 @@ def _sdy() -> Dialect:
     return Sdy
 
 
+def _tensor_coll() -> Dialect:
+    from purlin.frontends.tensor_coll import TensorColl
+
+    return TensorColl
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "coll": _coll,
     "snac": _snac,
@@ -84,6 +90,7 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
     "interpreter": _interpreter,
     "check": _check,
     "sdy": _sdy,
+    "tensor_coll": _tensor_coll,
 }
 
 

@@ -20,9 +20,10 @@ is closed (`?` leaves it open to propagation) and a priority (`p0`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 
 from xdsl.dialects.builtin import ArrayAttr, FunctionType, IntAttr, StringAttr, SymbolRefAttr
-from xdsl.ir import Attribute, Block, Dialect, ParametrizedAttribute, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, OpaqueSyntaxAttribute, ParametrizedAttribute, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -130,18 +131,18 @@ class MeshAttr(ParametrizedAttribute):
     def shape(self) -> dict[str, int]:
         return {a.axis.data: a.size.data for a in self.axes.data}
 
-    def verify_(self) -> None:
+    def problem(self) -> str | None:
+        """What is wrong with the mesh, or None."""
         names = [a.axis.data for a in self.axes.data]
         if len(set(names)) != len(names):
-            raise VerifyException(f"{self.name}: axis names {names} repeat a name")
+            return f"axis names {', '.join(names)} repeat a name"
         if any(a.size.data < 1 for a in self.axes.data):
-            raise VerifyException(f"{self.name}: axis sizes must be positive")
-        n = 1
-        for a in self.axes.data:
-            n *= a.size.data
+            return "axis sizes must be positive"
+        n = prod(a.size.data for a in self.axes.data)
         ids = sorted(i.data for i in self.device_ids.data)
         if ids and ids != list(range(n)):
-            raise VerifyException(f"{self.name}: device_ids must be 0 to {n - 1}, each once, for {n} devices")
+            return f"device_ids must be 0 to {n - 1}, each once, for {n} devices"
+        return None
 
 
 def _device_ids(parser: AttrParser) -> list[int]:
@@ -305,9 +306,6 @@ class TensorShardingAttr(ParametrizedAttribute):
     def print_parameters(self, printer: Printer) -> None:
         self.print_inline(printer)
 
-    def verify_(self) -> None:
-        if not isinstance(self.mesh, SymbolRefAttr | MeshAttr):
-            raise VerifyException(f"{self.name}: the mesh must be @name or mesh<[..]>, got {self.mesh}")
 
 
 def _parse_shardings(parser: AttrParser) -> ArrayAttr[TensorShardingAttr]:
@@ -340,9 +338,9 @@ class TensorShardingPerValueAttr(ParametrizedAttribute):
 
 
 @irdl_attr_definition
-class ManualAxesAttr(ParametrizedAttribute):
-    """`{"x", "y"}` (`#sdy<manual_axes{..}>` in generic form): the mesh axes
-    a manual computation's body is written per device along."""
+class ManualAxesAttr(ParametrizedAttribute, OpaqueSyntaxAttribute):
+    """`{"x", "y"}` (`#sdy<manual_axes{..}>` as an attribute of its own): the
+    mesh axes a manual computation's body is written per device along."""
 
     name = "sdy.manual_axes"
     axes: ArrayAttr[StringAttr] = param_def()
@@ -376,6 +374,10 @@ class MeshOp(IRDLOperation):
 
     def __init__(self, sym_name: str, mesh: MeshAttr):
         super().__init__(properties={"sym_name": StringAttr(sym_name), "mesh": mesh})
+
+    def verify_(self) -> None:
+        if why := self.mesh.problem():
+            raise VerifyException(f"'{self.name}': {why}")
 
     @classmethod
     def parse(cls, parser: Parser) -> MeshOp:

@@ -538,11 +538,11 @@ class BroadcastInDimOp(TensorOp, _fields("broadcast_dimensions")):
 
     def verify_(self) -> None:
         shape_in, shape_out = _shape(self.operands[0].type), _shape(self.results[0].type)
-        self.need(shape_in is not None and shape_out is not None, "takes and gives tensors")
-        assert shape_in is not None and shape_out is not None
         dims = self.dims
-        self.need(len(dims) == len(shape_in), f"needs one broadcast dimension per operand dimension "
-                  f"({len(shape_in)}), got {dims}")
+        self.need(shape_in is not None and shape_out is not None and len(dims) == len(shape_in),
+                  f"needs tensors and one broadcast dimension per operand dimension, got {dims} for "
+                  f"{self.operands[0].type}")
+        assert shape_in is not None and shape_out is not None
         for i, d in enumerate(dims):
             self.need(0 <= d < len(shape_out) and shape_in[i] in (1, shape_out[d]),
                       f"operand dimension {i} (size {shape_in[i]}) cannot be result dimension {d} of "

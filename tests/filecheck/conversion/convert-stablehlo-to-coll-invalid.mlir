@@ -44,11 +44,19 @@ func.func @boolean(%x: tensor<4xi1>) -> tensor<4xi1> {
 
 // -----
 
-func.func @dynamic_root(%x: tensor<4xf32>, %root: tensor<1xi32>) -> tensor<4xf32> {
-  %r = "stablehlo.collective_broadcast"(%x, %root) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, has_dynamic_root} : (tensor<4xf32>, tensor<1xi32>) -> tensor<4xf32>
+func.func @dynamic_root_operand(%x: tensor<4xf32>, %root: tensor<2xi32>) -> tensor<4xf32> {
+  %r = "stablehlo.collective_broadcast"(%x, %root) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, has_dynamic_root} : (tensor<4xf32>, tensor<2xi32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
-// CHECK: [[# @LINE - 3]]:3: error: 'stablehlo.collective_broadcast': has_dynamic_root is not supported: purlin needs the root when it compiles
+// CHECK: [[# @LINE - 3]]:3: error: 'stablehlo.collective_broadcast': has_dynamic_root takes the data operands, then the roots: a tensor<1xi32>, one per data operand
+
+// -----
+
+func.func @dynamic_root_ragged(%x: tensor<4xf32>, %root: tensor<1xi32>) -> tensor<4xf32> {
+  %r = "stablehlo.collective_broadcast"(%x, %root) {replica_groups = dense<[[0, 1, 2], [3, -1, -1]]> : tensor<2x3xi64>, has_dynamic_root} : (tensor<4xf32>, tensor<1xi32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+// CHECK: [[# @LINE - 3]]:3: error: 'stablehlo.collective_broadcast': has_dynamic_root needs groups of one size, got sizes [1, 3]
 
 // -----
 
@@ -96,9 +104,21 @@ func.func @global_ids_without_channel(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-func.func @not_a_collective(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %y = stablehlo.add %x, %x : tensor<4xf32>
-  %r = "stablehlo.collective_broadcast"(%y) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
+func.func @nested(%x: tensor<4xf32>, %c: tensor<f32>) -> tensor<f32> {
+  %r = "stablehlo.reduce"(%x, %c) <{dimensions = array<i64: 0>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = "stablehlo.collective_broadcast"(%a) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<f32>) -> tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  return %r : tensor<f32>
+}
+// CHECK: [[# @LINE - 5]]:5: error: 'stablehlo.collective_broadcast': purlin imports collectives in the body of a function or of an sdy.manual_computation, not in the region of 'stablehlo.reduce'
+
+// -----
+
+sdy.mesh @two = <["x"=2]>
+func.func @mesh_size(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = "stablehlo.collective_broadcast"(%x) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
-// CHECK: [[# @LINE - 4]]:3: error: 'stablehlo.add': is not a collective; purlin imports functions of collectives only
+// CHECK: error: convert-stablehlo-to-coll: the module's sdy.mesh has 2 devices but its processes are 4 replicas x 1 partitions
