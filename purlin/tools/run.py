@@ -477,22 +477,9 @@ def _run_imported(args: argparse.Namespace, text: str) -> int:
 
 
 def _run_imported_plain(args: argparse.Namespace, chunk, run) -> int:
-    module, world, _ = run_imported.import_plain(chunk, str(args.file), args.world)
-    (entry,) = [f for f in module.walk() if isinstance(f, FuncOp) and "purlin.inputs" in f.attributes]
-    op = _file_reduction(module)
-    buffers = run_imported.random_buffers(entry, world, args.seed, op)
-    expected = _copy(buffers)
-    levels.get_level("coll")(module, expected, world=world, seed=args.seed, options={"entry": entry.sym_name.data})
-    seconds = run(module, buffers, world)
-    n_in = entry.attributes["purlin.inputs"].value.data  # type: ignore[attr-defined]
-    data = [a for b in buffers[:n_in] for a in b]
-    summary = _summary(f"{args.file.name}@{entry.sym_name.data}", world, dtype_of_array(data[0]) if data else "-",
-                       op, max((a.nbytes for a in data), default=0), _level(args))
-    for i, (got, want) in enumerate(zip(buffers, expected)):
-        mismatch = compare(got, want, dtype_of_array(got[0]), op, world, _scale(data), f"argument {i}")
-        if mismatch:
-            return _report(summary, seconds, mismatch)
-    return _report(summary, seconds, None)
+    case = run_imported.run_plain(chunk, str(args.file), args.world, args.seed, run, args.entry)
+    summary = f"{case.label} world={case.world} {case.fields} level={_level(args)}"
+    return _report(summary, case.seconds, case.mismatch)
 
 
 def _check_backend(backend: str) -> None:
