@@ -2,8 +2,9 @@
 
 The kernel is `extern "C"`, one per lowered collective. Its roles are
 `blockIdx` ranges fixed here, its loops are loops and each Atom op is one
-call into include/purlin/kernel.cuh with the op's phase, mechanism, memory
-order and role size as template or constant arguments. What shapes the code
+call into include/purlin/kernel.cuh (and the protocol headers it includes)
+with the op's phase, mechanism, memory order and role size as template or
+constant arguments. What shapes the code
 is folded in (collective structure, regime, strategy, world, dtype, reduce
 op, generation); what varies with the call's sizes is read from the rank's
 tables (purlin/cuda/tables.py) at run time, so one compiled kernel serves

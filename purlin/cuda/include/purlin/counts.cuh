@@ -14,6 +14,7 @@
 
 #include "purlin/counts_tables.h"
 #include "purlin/kernel.cuh"
+#include "purlin/packets.cuh"
 
 namespace purlin::cuda {
 

@@ -1,9 +1,10 @@
 // Baseline Atoms (any generation): vector loads/stores through registers
-// (sources aligned unlike the destination shifted into place across a warp),
-// reductions in registers (f32 accumulation; f64 in f64, integers exact in
-// their own width, wrapping as two's complement), packets, and the
-// signal/wait memory operations. Later generations add to these in their
-// own atoms/smXX.cuh.
+// (sources aligned unlike the destination shifted into place across a warp)
+// and reductions in registers (f32 accumulation; f64 in f64, integers exact
+// in their own width, wrapping as two's complement), over linear spans or
+// the data bytes of a packet window. Later generations add to these in their
+// own atoms/smXX.cuh; signals and packets are the protocols' (order.cuh,
+// staged.cuh, packets.cuh).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -475,73 +476,6 @@ __device__ void reduce_shifted(char* dst, const Span* srcs, int n_srcs, int op, 
     for (int u = 0; u < U; ++u)
       if (k + u * stride < chunks) store<W>(dst + (k + u * stride) * W, pack<D, W>(acc[u]));
   }
-}
-
-// -- signals ------------------------------------------------------------------
-
-// Sys: system scope (peers on other GPUs); else GPU scope, enough where every
-// rank of the kernel runs on this GPU. The instruction `op` is `op.sys` or
-// `op.gpu` followed by `rest`, with the asm operands after it.
-#define PURLIN_SCOPED_ASM(Sys, op, rest, ...) \
-  do {                                        \
-    if constexpr (Sys)                        \
-      asm volatile(op ".sys" rest __VA_ARGS__); \
-    else                                      \
-      asm volatile(op ".gpu" rest __VA_ARGS__); \
-  } while (0)
-
-template <bool Sys>
-__device__ __forceinline__ u64 ld_relaxed(const u64* p) {
-  u64 v;
-  PURLIN_SCOPED_ASM(Sys, "ld.relaxed", ".global.u64 %0, [%1];", : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-template <bool Sys>
-__device__ __forceinline__ void st_relaxed(u64* p, u64 v) {
-  PURLIN_SCOPED_ASM(Sys, "st.relaxed", ".global.u64 [%0], %1;", ::"l"(p), "l"(v) : "memory");
-}
-template <bool Sys>
-__device__ __forceinline__ void st_release(u64* p, u64 v) {
-  PURLIN_SCOPED_ASM(Sys, "st.release", ".global.u64 [%0], %1;", ::"l"(p), "l"(v) : "memory");
-}
-// After relaxed polling: re-reading the slot with acquire orders the reads after it.
-template <bool Sys>
-__device__ __forceinline__ u64 ld_acquire(const u64* p) {
-  u64 v;
-  PURLIN_SCOPED_ASM(Sys, "ld.acquire", ".global.u64 %0, [%1];", : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-template <bool Sys>
-__device__ __forceinline__ void fence_acq_rel() {
-  PURLIN_SCOPED_ASM(Sys, "fence.acq_rel", ";", ::: "memory");
-}
-
-__device__ __forceinline__ u64 globaltimer() {
-  u64 t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// -- packets ------------------------------------------------------------------
-
-template <bool Sys>
-__device__ __forceinline__ void st_packet(char* p, u64 data, u64 flag) {
-  PURLIN_SCOPED_ASM(Sys, "st.relaxed", ".global.v2.u64 [%0], {%1, %2};", ::"l"(p), "l"(data), "l"(flag) : "memory");
-}
-template <bool Sys>
-__device__ __forceinline__ void ld_packet(const char* p, u64& data, u64& flag) {
-  PURLIN_SCOPED_ASM(Sys, "ld.relaxed", ".global.v2.u64 {%0, %1}, [%2];", : "=l"(data), "=l"(flag) : "l"(p) : "memory");
-}
-
-// The first n (at most 8) bytes at p, little-endian, at any alignment: the
-// ends of a packet's data and spans off 8-byte alignment.
-__device__ __forceinline__ u64 load_bytes(const char* p, i64 n) {
-  u64 data = 0;
-  for (int j = 0; j < kPacketDataBytes && j < n; ++j) data |= u64(static_cast<u8>(p[j])) << (8 * j);
-  return data;
-}
-__device__ __forceinline__ void store_bytes(char* p, u64 data, i64 n) {
-  for (int j = 0; j < kPacketDataBytes && j < n; ++j) p[j] = static_cast<char>(data >> (8 * j));
 }
 
 }  // namespace purlin::cuda

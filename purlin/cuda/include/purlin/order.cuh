@@ -1,0 +1,193 @@
+// Memory orders and polling, shared by both protocols: loads, stores and
+// fences at the scope the kernel's ranks need, the deadline every wait
+// polls under (and the record of the wait that gave up), a block's wait on a
+// set of signals, and the arrival counters of a role's blocks.
+#pragma once
+
+#include "purlin/abi.h"
+
+namespace purlin::cuda {
+
+// Sys: system scope (peers on other GPUs); else GPU scope, enough where every
+// rank of the kernel runs on this GPU. The instruction `op` is `op.sys` or
+// `op.gpu` followed by `rest`, with the asm operands after it.
+#define PURLIN_SCOPED_ASM(Sys, op, rest, ...) \
+  do {                                        \
+    if constexpr (Sys)                        \
+      asm volatile(op ".sys" rest __VA_ARGS__); \
+    else                                      \
+      asm volatile(op ".gpu" rest __VA_ARGS__); \
+  } while (0)
+
+template <bool Sys>
+__device__ __forceinline__ u64 ld_relaxed(const u64* p) {
+  u64 v;
+  PURLIN_SCOPED_ASM(Sys, "ld.relaxed", ".global.u64 %0, [%1];", : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+template <bool Sys>
+__device__ __forceinline__ void st_relaxed(u64* p, u64 v) {
+  PURLIN_SCOPED_ASM(Sys, "st.relaxed", ".global.u64 [%0], %1;", ::"l"(p), "l"(v) : "memory");
+}
+template <bool Sys>
+__device__ __forceinline__ void st_release(u64* p, u64 v) {
+  PURLIN_SCOPED_ASM(Sys, "st.release", ".global.u64 [%0], %1;", ::"l"(p), "l"(v) : "memory");
+}
+// After relaxed polling: re-reading the slot with acquire orders the reads after it.
+template <bool Sys>
+__device__ __forceinline__ u64 ld_acquire(const u64* p) {
+  u64 v;
+  PURLIN_SCOPED_ASM(Sys, "ld.acquire", ".global.u64 %0, [%1];", : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+template <bool Sys>
+__device__ __forceinline__ void fence_acq_rel() {
+  PURLIN_SCOPED_ASM(Sys, "fence.acq_rel", ";", ::: "memory");
+}
+
+__device__ __forceinline__ u64 globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ u64 atom_add_acq_rel_gpu(u64* p, u64 v) {
+  u64 old;
+  asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ u64 ld_acquire_gpu(const u64* p) {
+  u64 v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+template <bool Release, class K>
+__device__ __forceinline__ void store_signal(u64* slot, u64 value) {
+  if constexpr (Release)
+    st_release<K::system>(slot, value);
+  else
+    st_relaxed<K::system>(slot, value);
+}
+
+// -- polling ------------------------------------------------------------------
+
+// Polls between looks at the clock and at the abort flag (host memory: too
+// slow to read on every poll).
+constexpr int kPollsPerCheck = 256;
+
+// Called by the one thread that gave up: the first record per rank wins, and
+// every rank's waits stop at their next check.
+__device__ __noinline__ void record_timeout(const abi::Header& h, u64 epoch, int site, int packets, int slot,
+                                            i64 packet, u64 awaited, u64 seen) {
+  if (atomicCAS(h.error_claim, 0u, 1u) == 0u) {
+    volatile abi::ErrorRecord* e = h.error;
+    e->site = site;
+    e->rank = i32(h.rank);
+    e->block = i32(blockIdx.x);
+    e->packets = packets;
+    e->slot = slot;
+    e->packet = packet;
+    e->awaited = awaited;
+    e->seen = seen;
+    e->epoch = epoch;
+    __threadfence_system();
+    e->valid = 1;
+  }
+  *h.abort = 1;
+  __threadfence_system();
+}
+
+// Whether to give up polling: past the deadline or another wait gave up.
+struct Deadline {
+  u64 start = 0;
+  int polls = 0;
+  template <class K>
+  __device__ bool expired(const K& k) {
+    if (++polls % kPollsPerCheck) return false;
+    const u64 now = globaltimer();
+    if (start == 0) start = now;
+    return *k.h.abort || now - start > k.h.timeout_ns;
+  }
+};
+
+// One thread polls *slot until it reaches `need`; false when it gave up.
+template <class K>
+__device__ bool poll_signal(const K& k, const u64* slot, u64 need, int site, int which) {
+  Deadline deadline;
+  u64 seen;
+  while ((seen = ld_relaxed<K::system>(slot)) < need) {
+    if (deadline.expired(k)) {
+      if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 0, which, -1, need, seen);
+      return false;
+    }
+  }
+  return true;
+}
+
+// The threads share out every (slot, need, which) that `each` visits, each
+// polling its own relaxed, then acquiring what it saw; the block continues
+// together after the barrier, which orders every thread's later reads after
+// all the acquires. `each` takes a visitor that returns false to stop.
+template <bool Acquire, class K, class Each>
+__device__ void block_wait(K& k, int site, Each each) {
+  bool ok = true;
+  const u64* last = nullptr;
+  int polled = 0;
+  unsigned item = 0;
+  each([&](const u64* slot, u64 need, int which) {
+    if (item++ % blockDim.x != threadIdx.x) return true;
+    if (!poll_signal(k, slot, need, site, which)) return ok = false;
+    last = slot;
+    ++polled;
+    return true;
+  });
+  // A relaxed read followed by a fence acquires what it observed.
+  if (ok && Acquire && polled == 1) ld_acquire<K::system>(last);
+  if (ok && Acquire && polled > 1) fence_acq_rel<K::system>();
+  if (__syncthreads_or(!ok)) k.failed = true;
+}
+
+// -- a role's blocks ----------------------------------------------------------
+
+// Thread 0 of the role's last block to arrive at (site, iv) stores the role's
+// signal, after every block finished what came before: earlier writes are
+// ordered by __syncthreads within a block, by the acq_rel counter across
+// blocks and by the release store towards the peer. Counters only grow.
+template <int Blocks, class K>
+__device__ bool last_arrival(const K& k, int site, u64 iv) {
+  __syncthreads();
+  if (threadIdx.x != 0) return false;
+  if constexpr (Blocks == 1) {
+    return true;
+  } else {
+    u64* c = k.h.arrivals + i64(site) * k.t(abi::kCounterStride) + i64(iv);
+    return (atom_add_acq_rel_gpu(c, 1) + 1) % Blocks == 0;
+  }
+}
+
+// Every block of the role waits until all of them got here (co-resident, so
+// this cannot hang): for steps that read what other blocks wrote.
+template <int Blocks, class K>
+__device__ void role_barrier(K& k, int site, u64 iv) {
+  __syncthreads();
+  if constexpr (Blocks > 1) {
+    bool ok = true;
+    if (threadIdx.x == 0) {
+      u64* c = k.h.arrivals + i64(site) * k.t(abi::kCounterStride) + i64(iv);
+      const u64 target = (atom_add_acq_rel_gpu(c, 1) / Blocks + 1) * Blocks;
+      Deadline deadline;
+      u64 seen;
+      while ((seen = ld_acquire_gpu(c)) < target) {
+        if (deadline.expired(k)) {
+          if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 0, -1, -1, target, seen);
+          ok = false;
+          break;
+        }
+      }
+    }
+    if (__syncthreads_or(!ok)) k.failed = true;
+  }
+}
+
+}  // namespace purlin::cuda

@@ -1,0 +1,233 @@
+// The packet (LL) protocol: each 16-byte packet of a consumer's window holds
+// 8 data bytes and the flag that publishes them, stored and loaded as one, so
+// a consumer that saw the flag has the data with no fence. put_units writes
+// packets; wait_packets polls them for a copy or reduce through the
+// datapath; poll_consume polls and combines them in registers.
+#pragma once
+
+#include "purlin/datapath.cuh"
+#include "purlin/order.cuh"
+
+namespace purlin::cuda {
+
+template <bool Sys>
+__device__ __forceinline__ void st_packet(char* p, u64 data, u64 flag) {
+  PURLIN_SCOPED_ASM(Sys, "st.relaxed", ".global.v2.u64 [%0], {%1, %2};", ::"l"(p), "l"(data), "l"(flag) : "memory");
+}
+template <bool Sys>
+__device__ __forceinline__ void ld_packet(const char* p, u64& data, u64& flag) {
+  PURLIN_SCOPED_ASM(Sys, "ld.relaxed", ".global.v2.u64 {%0, %1}, [%2];", : "=l"(data), "=l"(flag) : "l"(p) : "memory");
+}
+
+// The first n (at most 8) bytes at p, little-endian, at any alignment: the
+// ends of a packet's data and spans off 8-byte alignment.
+__device__ __forceinline__ u64 load_bytes(const char* p, i64 n) {
+  u64 data = 0;
+  for (int j = 0; j < kPacketDataBytes && j < n; ++j) data |= u64(static_cast<u8>(p[j])) << (8 * j);
+  return data;
+}
+__device__ __forceinline__ void store_bytes(char* p, u64 data, i64 n) {
+  for (int j = 0; j < kPacketDataBytes && j < n; ++j) p[j] = static_cast<char>(data >> (8 * j));
+}
+
+// Items [lo, hi) of a loop, item i made of count(i) pieces, as one flat range
+// of pieces spread over the role's threads. Every thread runs the same loop,
+// so that the waits of different items overlap instead of diverging by item.
+// body(i, piece) returns false to stop.
+template <class Count, class Body>
+__device__ void spread(u64 lo, u64 hi, Part part, Count count, Body body) {
+  i64 total = 0;
+  for (u64 i = lo; i < hi; ++i) total += count(i);
+  u64 item = lo;
+  i64 base = 0, n = total > 0 ? count(lo) : 0;
+  for (i64 f = part.first(); f < total; f += part.stride()) {
+    while (f >= base + n) {
+      base += n;
+      n = count(++item);
+    }
+    if (!body(item, f - base)) return;
+  }
+}
+
+// atom.put of units [lo, hi) (a loop whose body is one put, or one put): each
+// unit as packets into this rank's region of every consumer's window, one
+// (unit, consumer, packet) store per piece.
+template <class K>
+__device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 flag, Part part) {
+  const i64 ph = K::phase(phase);
+  char* const base_src = k.source(ph);
+  const i64 region = k.t(ph + abi::kPhBuffer) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
+                     k.rank() * k.t(ph + abi::kPhSlotBytes);
+  auto packets = [&](i64 unit) { return (k.t(unit + abi::kUBytes) + kPacketDataBytes - 1) / kPacketDataBytes; };
+  spread(
+      lo, hi, part, [&](u64 u) { const i64 unit = k.unit(ph, u); return packets(unit) * k.t(unit + abi::kUConsumers); },
+      [&](u64 u, i64 piece) {
+        const i64 unit = k.unit(ph, u), n = packets(unit);
+        const u32 c = u32(piece) / u32(n), pk = u32(piece) - c * u32(n);
+        const char* src = base_src + k.t(unit + abi::kUSrc);
+        const i64 bytes = k.t(unit + abi::kUBytes), b = i64(pk) * kPacketDataBytes;
+        const u64 data = b + kPacketDataBytes <= bytes && reinterpret_cast<u64>(src) % kPacketDataBytes == 0
+                             ? *reinterpret_cast<const u64*>(src + b)
+                             : load_bytes(src + b, bytes - b);
+        char* line = k.sym(k.t(k.t(unit + abi::kUConsumersAt) + c)) + region +
+                     (k.t(unit + abi::kUWindow) / kPacketDataBytes + pk) * kPacketBytes;
+        st_packet<K::system>(line, data, flag);
+        return true;
+      });
+}
+
+// The region of this rank's window where source s of a group lands, as a
+// packet span (data byte offsets).
+template <class K>
+__device__ Span window_span(const K& k, i64 ph, i64 s, u64 half) {
+  return {k.half_of(ph, k.rank(), half) + k.t(s + abi::kSRank) * k.t(ph + abi::kPhSlotBytes),
+          k.t(s + abi::kSOffset)};
+}
+
+// atom.wait_packets on its own: every block polls every packet of the group's
+// remote sources, so that its later reads follow its own look at the flags.
+template <bool Acquire, class K>
+__device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int site) {
+  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  const i64 packets = (k.t(group + abi::kGBytes) + kPacketDataBytes - 1) / kPacketDataBytes;
+  const u64 need = epoch + 1;
+  bool ok = true;
+  for (i64 j = 0; j < k.t(group + abi::kGSources) && ok; ++j) {
+    const i64 s = k.source_at(group, j);
+    if (k.t(s + abi::kSUnit) < 0) continue;
+    const Span w = window_span(k, ph, s, epoch & 1);
+    for (i64 pk = threadIdx.x; pk < packets && ok; pk += blockDim.x) {
+      const char* line = w.p + (w.packet_byte / kPacketDataBytes + pk) * kPacketBytes;
+      u64 data, flag;
+      Deadline deadline;
+      for (ld_packet<K::system>(line, data, flag); flag < need; ld_packet<K::system>(line, data, flag)) {
+        if (deadline.expired(k)) {
+          if (!*k.h.abort) record_timeout(k.h, k.epoch, site, 1, int(k.t(s + abi::kSRank)), pk, need, flag);
+          ok = false;
+          break;
+        }
+      }
+    }
+  }
+  // The block observed the flags before the barrier; one fence orders its
+  // later reads of the data (L1 is per SM).
+  if (__syncthreads_or(!ok)) {
+    k.failed = true;
+    return;
+  }
+  if (Acquire) {
+    if (threadIdx.x == 0) fence_acq_rel<K::system>();
+    __syncthreads();
+  }
+}
+
+// Packet pk of group `group` from its n sources, combined in source order
+// and stored; the remote sources are polled kBatch at a time, their loads in
+// flight together.
+template <DType D, bool Reduce, class K>
+__device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 need, int op, int site) {
+  constexpr int E = kPacketDataBytes / Elem<D>::bytes;
+  constexpr int kBatch = K::world < 8 ? K::world : 8;
+  const i64 bytes = k.t(group + abi::kGBytes), n = k.t(group + abi::kGSources);
+  const i64 b = pk * kPacketDataBytes, nb = min(i64(kPacketDataBytes), bytes - b);
+  const i64 region_bytes = k.t(ph + abi::kPhSlotBytes);
+  AccT<D> acc[E];
+  u64 word = 0;
+  for (i64 j0 = 0; j0 < n; j0 += kBatch) {
+    u64 data[kBatch];
+    const char* line[kBatch];
+    bool pending[kBatch];
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) {
+      pending[q] = false;
+      data[q] = 0;
+      line[q] = nullptr;
+      if (j0 + q >= n) continue;
+      const i64 s = k.source_at(group, j0 + q), off = k.t(s + abi::kSOffset);
+      if (k.t(s + abi::kSUnit) < 0) {
+        const char* p = k.source(ph) + off + b;
+        data[q] = nb == kPacketDataBytes && reinterpret_cast<u64>(p) % kPacketDataBytes == 0
+                      ? *reinterpret_cast<const u64*>(p)
+                      : load_bytes(p, nb);
+      } else {
+        line[q] = own + k.t(s + abi::kSRank) * region_bytes + (off / kPacketDataBytes + pk) * kPacketBytes;
+        pending[q] = true;
+      }
+    }
+    Deadline deadline;
+    u64 flag[kBatch] = {};
+    for (bool waiting = true; waiting;) {
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q)
+        if (pending[q]) ld_packet<K::system>(line[q], data[q], flag[q]);
+      waiting = false;
+#pragma unroll
+      for (int q = 0; q < kBatch; ++q) {
+        if (pending[q] && flag[q] >= need) pending[q] = false;
+        waiting |= pending[q];
+      }
+      if (waiting && deadline.expired(k)) {
+        int late = 0;  // unrolled, so that the arrays stay in registers
+        u64 seen = 0;
+#pragma unroll
+        for (int q = kBatch - 1; q >= 0; --q)
+          if (pending[q]) late = q, seen = flag[q];
+        if (!*k.h.abort)
+          record_timeout(k.h, k.epoch, site, 1, int(k.t(k.source_at(group, j0 + late) + abi::kSRank)), pk, need,
+                         seen);
+        k.failed = true;
+        waiting = false;
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q) {
+      if (j0 + q >= n) continue;
+      if constexpr (Reduce) {
+        const Word<8> w{make_uint2(u32(data[q]), u32(data[q] >> 32))};
+        if (j0 + q == 0) {
+          unpack<D, 8>(w, acc);
+        } else {
+          AccT<D> x[E];
+          unpack<D, 8>(w, x);
+          ArchCombine::apply(op, acc, x);
+        }
+      } else {
+        word = data[q];
+      }
+    }
+  }
+  if constexpr (Reduce) {
+    finish_average(op, acc, n);
+    const Word<8> w = pack<D, 8>(acc);
+    word = u64(w.v.x) | u64(w.v.y) << 32;
+  }
+  char* dst = k.h.output + k.t(group + abi::kGDst) + b;
+  // A slice copied onto itself (the rank's input is its own output slice) is left alone.
+  if (!Reduce && n == 1 && k.t(k.source_at(group, 0) + abi::kSUnit) < 0 &&
+      k.source(ph) + k.t(k.source_at(group, 0) + abi::kSOffset) + b == dst)
+    return;
+  if (nb == kPacketDataBytes && reinterpret_cast<u64>(dst) % kPacketDataBytes == 0)
+    *reinterpret_cast<u64*>(dst) = word;
+  else
+    store_bytes(dst, word, nb);
+}
+
+// atom.wait_packets followed by the copy or reduce of the same group, fused,
+// for groups [lo, hi) (a loop whose body is that pair, or one pair): the
+// (group, packet) pairs are spread over the role's threads; each thread polls
+// its packets and combines the data it polled in registers (no barrier, no
+// fence: a packet's data comes with its flag).
+template <DType D, bool Reduce, class K>
+__device__ void poll_consume(K& k, int phase, int op, u64 lo, u64 hi, u64 half, u64 epoch, Part part, int site) {
+  const i64 ph = K::phase(phase);
+  char* const own = k.half_of(ph, k.rank(), half);
+  spread(
+      lo, hi, part,
+      [&](u64 g) { return (k.t(k.group(ph, g) + abi::kGBytes) + kPacketDataBytes - 1) / kPacketDataBytes; },
+      [&](u64 g, i64 pk) {
+        consume_packet<D, Reduce>(k, ph, k.group(ph, g), pk, own, epoch + 1, op, site);
+        return !k.failed;
+      });
+}
+
+}  // namespace purlin::cuda
