@@ -291,6 +291,10 @@ def import_chunk(chunk: Chunk, filename: str, world: int | None = None, entry: s
             replicas = world // partitions
             passes = f"convert-stablehlo-to-coll{{replicas={replicas}}}"
         lowered = _import(module, passes)
+    elif not any(op.name.startswith("shard.") and op.name != "shard.grid" for op in module.walk()):
+        raise SpecError(f"{filename}: the module holds no collective purlin runs (StableHLO's all_reduce, "
+                        "all_gather, reduce_scatter, all_to_all, collective_permute, collective_broadcast, or "
+                        "MLIR shard's)")
     else:
         lowered = _import(module, "convert-shard-to-coll")
         worlds = {op.world.data if hasattr(op.world, "data") else op.world for op in lowered.walk()

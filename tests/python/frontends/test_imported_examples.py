@@ -1,5 +1,5 @@
-"""The StableHLO and shard examples run through purlin-run: every
-interpreter-test expectation holds on the CPU backend (and on one GPU, ranks
+"""The StableHLO, shard and JAX examples run through purlin-run: every
+interpreter-test expectation (or, for JAX's module, the coll level) holds on the CPU backend (and on one GPU, ranks
 sharing it, where there is one); an unsupported form is exit status 2."""
 
 import pytest
@@ -7,7 +7,7 @@ import pytest
 from purlin.tools import run, run_imported
 from purlin.tools.levels import LEVELS
 
-EXAMPLES = ("examples/stablehlo_collectives.mlir", "examples/shard_grid.mlir")
+EXAMPLES = ("examples/stablehlo_collectives.mlir", "examples/shard_grid.mlir", "examples/jax_shard_map_psum.mlir")
 
 
 @pytest.mark.parametrize("path", EXAMPLES)

@@ -88,3 +88,13 @@ def test_a_call_that_fails_once_running_is_result_error(capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert code == 1 and err == ""
     assert "result=error: cpu backend: all_reduce: rank 1 waited 10 s" in out
+
+
+def test_a_module_without_collectives_says_so(capsys, tmp_path):
+    f = tmp_path / "none.mlir"
+    f.write_text('module attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {\n'
+                 '  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n'
+                 '    %0 = stablehlo.add %a, %a : tensor<4xf32>\n'
+                 '    return %0 : tensor<4xf32>\n  }\n}\n')
+    [line] = refused(capsys, main([str(f), "--backend", "cpu"]))
+    assert f"{f}: the module holds no collective purlin runs" in line
