@@ -26,11 +26,11 @@ from xdsl.dialects.builtin import UnitAttr
 from purlin.atom import dialect as atom
 from purlin.coll.attributes import element_bytes
 from purlin.coll.builder import COLLECTIVES, CollectiveSpec, SpecError
-from purlin.conversion.atom_to_plan import build_plan
+from purlin.conversion.atom_to_plan import build_plan, build_rank_plan
 from purlin.cuda.codegen import count_words
 from purlin.cuda.program import CudaProgram
 from purlin.pipeline import entry_function, lower, pipeline_spec
-from purlin.plan import ARCHS, Plan
+from purlin.plan import ARCHS, Plan, RankPlan
 
 # The CPU backend runs any generation's plan (it executes instructions, not
 # mechanisms); sm_90 is the generation the tests use.
@@ -74,6 +74,19 @@ def compile_plan(collective: str, world: int, dtype: str, op: str | None, count:
     module = spec.build_module()
     lowering = placement_options(lowering, symmetric, ranks_per_device, sms)
     return build_plan(_kernel(collective, module, arch, lowering, deterministic, in_place))
+
+
+def compile_rank_plan(collective: str, world: int, dtype: str, op: str | None, rank: int, count: int = 0,
+                      counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
+                      deterministic: bool = False, in_place: bool = False) -> RankPlan:
+    """Rank `rank`'s part of `compile_plan`'s plan (its programs and kernel
+    tables), built without the other ranks': what one process of a rank needs."""
+    if arch not in ARCHS:
+        raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
+    if not 0 <= rank < world:
+        raise SpecError(f"{collective}: rank {rank} is outside world {world}")
+    spec = CollectiveSpec(collective, world, dtype, op, count, counts=counts)
+    return build_rank_plan(_kernel(collective, spec.build_module(), arch, lowering, deterministic, in_place), rank)
 
 
 def placement_options(lowering: str, symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0) -> str:

@@ -140,7 +140,7 @@ Plan decode_plan(const int64_t* words, int64_t n) {
   const int64_t n_roles = words[9], n_buffers = words[10], n_signals = words[11];
   check((words[12] & ~kFlagSymmetric) == 0, "unknown header flags");
   p.symmetric = (words[12] & kFlagSymmetric) != 0;
-  check(p.world >= 1 && p.world <= 1024, "world out of range");
+  check(p.world >= 1 && p.world <= kMaxWorld, "world out of range");
   check(n_roles >= 1 && n_roles <= 64 && n_buffers >= 0 && n_buffers <= 64 && n_signals >= 0 && n_signals <= 64,
         "role, buffer or signal count out of range");
   check(valid_threads(p.threads), "threads per block out of range");

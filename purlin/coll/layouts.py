@@ -17,12 +17,12 @@ from typing import Callable, Sequence
 
 Name = tuple[int, ...]
 
-# The most ranks the tools handle. A layout lists world x world slices, and
-# snac-verify and the simulator keep a vector clock over every role of every
-# rank at each of the world x world synchronisations, so their time grows with
-# the square of the world and their memory with its cube: beyond this bound
-# they would run for minutes and take gigabytes, so the IR refuses it.
-MAX_WORLD = 128
+# The most ranks the tools handle: an NVLink domain of 576 GPUs. Per-rank
+# compilation (compile_plan(..., rank=r)) and snac-verify's proof by rank
+# classes keep their cost near linear in the world up to it; the runtimes'
+# plan readers check the same bound (csrc/include/purlin/plan.h kMaxWorld,
+# held equal by tests/python/plan/test_plan_abi.py).
+MAX_WORLD = 576
 
 
 def world_problem(world: int) -> str | None:
@@ -32,7 +32,7 @@ def world_problem(world: int) -> str | None:
     if world > MAX_WORLD:
         return (
             f"world size {world} is more than the {MAX_WORLD} ranks purlin handles "
-            "(verifying and simulating a collective cost more than linearly in the world)"
+            "(the largest NVLink domain it compiles, verifies and runs for)"
         )
     return None
 

@@ -20,6 +20,7 @@ from purlin.atom import dialect as atom
 from purlin.coll.attributes import ReduceKind, dtype_name
 from purlin.conversion.runtime_convention import convention_error
 from purlin.cuda.program import CudaProgram
+from purlin.cuda.tables import TableError, build_rank_tables
 from purlin.diagnostics import LocatedError
 from purlin.snac import dialect as snac
 from purlin.snac.index_eval import BinaryFn, IndexEvaluator
@@ -64,7 +65,23 @@ def kernels_in(module: ModuleOp) -> list[atom.KernelOp]:
 
 
 def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
-    """The plan of `kernel`; `counts` binds dynamic V counts."""
+    """The plan of `kernel`, every rank's part; `counts` binds dynamic V counts."""
+    plan = _build(kernel, counts, None)
+    assert isinstance(plan, P.Plan)
+    return plan
+
+
+def build_rank_plan(kernel: atom.KernelOp, rank: int, counts: Sequence | None = None) -> P.RankPlan:
+    """Rank `rank`'s part of the plan of `kernel` and its kernel tables, built
+    without the other ranks' programs: what one process running that rank needs."""
+    if not 0 <= rank < kernel.world_size:
+        raise PlanBuildError(kernel, f"rank {rank} is outside world {kernel.world_size}")
+    plan = _build(kernel, counts, rank)
+    assert isinstance(plan, P.RankPlan)
+    return plan
+
+
+def _build(kernel: atom.KernelOp, counts: Sequence | None, only: int | None) -> P.Plan | P.RankPlan:
     if kernel.counts is not None and counts is None:
         raise PlanBuildError(kernel, "the kernel's counts are dynamic; build its plan at run time with them")
     for op in kernel.body.walk():
@@ -80,11 +97,11 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
     blocks = [op for op in kernel.body.block.ops if isinstance(op, atom.BlocksOp)]
     ex = _Expander(kernel, phases, {b.sym_name.data: i for i, b in enumerate(buffers)},
                    {s.sym_name.data: i for i, s in enumerate(signals)})
-    programs = [ex.rank(r, blocks) for r in range(world)]
+    programs = [ex.rank(r, blocks) for r in (range(world) if only is None else (only,))]
     assert isinstance(kernel.input.type, MemRefType) and isinstance(kernel.output.type, MemRefType)
     dtype = dtype_name(kernel.input.type.element_type)
     assert dtype is not None
-    plan = P.Plan(
+    shared = dict(
         arch=kernel.arch.value,
         world=world,
         dtype=dtype,
@@ -103,16 +120,25 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
             for b in buffers
         ],
         signals=[P.SignalSpec(s.sym_name.data, s.slots.value.data) for s in signals],
-        programs=programs,
         in_place=kernel.input == kernel.output,
         symmetric=kernel.symmetric is not None,
     )
     try:
-        P.validate(plan)
+        if only is None:
+            plan = P.Plan(**shared, programs=programs)
+            P.validate(plan)
+            plan.cuda = CudaProgram(kernel, counts)
+            return plan
+        part = P.RankPlan(**shared, rank=only, program=programs[0])
+        P.validate_rank(part)
     except P.PlanError as e:
         raise PlanBuildError(kernel, f"the expanded plan is invalid: {e}") from None
-    plan.cuda = CudaProgram(kernel, counts)
-    return plan
+    if kernel.counts is None or counts is not None:
+        try:
+            part.cuda_tables = build_rank_tables(kernel, phases, only).ranks[0]
+        except TableError as e:
+            raise PlanBuildError(kernel, str(e)) from None
+    return part
 
 
 def _extent(t: MemRefType, phases: dict[str, PhaseState], which: str) -> int:

@@ -87,21 +87,38 @@ def build_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState]) -> Tables
     at, offsets, sizes = _symmetric_layout(kernel, eb)
     symmetric = max(at, ALIGN)
     ordered = [phases[op.sym_name.data] for op in kernel.body.block.ops if isinstance(op, snac.PhaseOp)]
-    _check_forwarding(ordered, world)
-    stride = max([1] + [max(len(ph.plan.units[r]), len(ph.plan.groups[r]))
-                        for ph in ordered for r in range(world)])
+    _check_forwarding(ordered, range(world))
+    stride = _counter_stride(ordered)
     ranks = tuple(_rank_tables(r, world, eb, ordered, offsets, sizes, stride) for r in range(world))
     return Tables(ranks, symmetric, stride)
 
 
-def _check_forwarding(phases: list[PhaseState], world: int) -> None:
+def build_rank_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState], rank: int) -> Tables:
+    """The tables of rank `rank` alone (`ranks` holds only its): what one
+    process running that rank launches with."""
+    world = kernel.world_size
+    eb = _elem_bytes(kernel)
+    at, offsets, sizes = _symmetric_layout(kernel, eb)
+    ordered = [phases[op.sym_name.data] for op in kernel.body.block.ops if isinstance(op, snac.PhaseOp)]
+    _check_forwarding(ordered, (rank,))
+    stride = _counter_stride(ordered)
+    return Tables((_rank_tables(rank, world, eb, ordered, offsets, sizes, stride),), max(at, ALIGN), stride)
+
+
+def _counter_stride(phases: list[PhaseState]) -> int:
+    """Arrival counters per signal site: the most units or groups of any rank
+    in any phase, the same on every rank."""
+    return max([1] + [max(ph.plan.max_units, ph.plan.max_groups) for ph in phases])
+
+
+def _check_forwarding(phases: list[PhaseState], ranks) -> None:
     """A composed reduction forwards its owner's reduced group g as unit g of
     the next phase (the kernels read, and may push, that range of the
-    output): the two must be the same range on every rank."""
+    output): the two must be the same range on every rank (of `ranks`)."""
     for reduce, forward in zip(phases, phases[1:]):
         if forward.op.route is None or forward.op.route.data != snac.Route.FROM_OWNER:
             continue
-        for r in range(world):
+        for r in ranks:
             units = forward.plan.units[r]
             for g in reduce.plan.groups[r]:
                 u = units[g.index] if g.index < len(units) else None

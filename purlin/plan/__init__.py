@@ -39,8 +39,14 @@ Instructions (fields after `op` and `mech`):
 A reference (`Ref`) names memory: space (input, output, staging, window), the
 rank owning it, buffer index, slot (window: source rank) and element offset.
 
+One process runs one rank: `RankPlan` is a rank's part of a plan (the header
+every rank shares, and that rank's role programs), built without the other
+ranks' (`build_plan(kernel, rank=r)`, `compile_plan(..., rank=r)`); `Plan`
+holds every rank's, for the simulator, the CPU backend and the tools.
+
 Modules: `model` (constants, enums, records), `validate`, `binary` and
-`json_form` (the two forms); this one holds `Plan` and re-exports the rest.
+`json_form` (the two forms); this one holds `Plan` and `RankPlan` and
+re-exports the rest.
 """
 
 from __future__ import annotations
@@ -53,9 +59,10 @@ from purlin.plan.binary import BinaryForm
 from purlin.plan.json_form import JsonForm
 from purlin.plan.model import *  # noqa: F403 (re-exported: model.__all__)
 from purlin.plan.model import DTYPES, VERSION, BufferSpec, Instr, Op, PlanError, RoleSpec, SignalSpec, Space
-from purlin.plan.validate import validate
+from purlin.plan.validate import validate, validate_rank
 
-__all__ = [*model.__all__, "Plan", "decode", "from_json", "plans_from_json", "plans_to_json", "validate"]
+__all__ = [*model.__all__, "Plan", "RankPlan", "decode", "from_json", "plans_from_json", "plans_to_json", "validate",
+           "validate_rank"]
 
 
 @dataclass
@@ -87,6 +94,14 @@ class Plan(JsonForm, BinaryForm):
     @property
     def elem_bytes(self) -> int:
         return DTYPES[self.dtype][1]
+
+    def rank_plan(self, rank: int) -> RankPlan:
+        """Rank `rank`'s part of this plan."""
+        if not 0 <= rank < self.world:
+            raise IndexError(f"rank {rank} is outside world {self.world}")
+        return RankPlan(self.arch, self.world, self.dtype, self.input_elems, self.output_elems, self.advance,
+                        self.threads, self.roles, self.buffers, self.signals, rank, self.programs[rank],
+                        self.version, self.in_place, self.symmetric)
 
     # -- per-rank sizes --------------------------------------------------------
 
@@ -121,6 +136,40 @@ class Plan(JsonForm, BinaryForm):
                         if r is not None and r.space == space and r.rank == rank:
                             end = max(end, r.offset + i.elems)
         return end
+
+
+@dataclass
+class RankPlan:
+    """Rank `rank`'s part of a plan: the fields every rank's part shares (as
+    `Plan`'s) and `program[role]`, its instructions. `Plan.rank_plan(r)` is
+    the same part cut from a whole plan."""
+
+    arch: str
+    world: int
+    dtype: str
+    input_elems: int
+    output_elems: int
+    advance: int
+    threads: int
+    roles: list[RoleSpec]
+    buffers: list[BufferSpec]
+    signals: list[SignalSpec]
+    rank: int
+    program: list[list[Instr]]
+    version: int = VERSION
+    in_place: bool = False
+    symmetric: bool = False
+    # The rank's kernel tables (int64 words, laid out as abi.h says), attached
+    # by build_plan; the kernel itself is the same for every rank.
+    cuda_tables: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPES[self.dtype][1]
+
+    @property
+    def instructions(self) -> int:
+        return sum(len(body) for body in self.program)
 
 
 decode = Plan.decode

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import purlin.plan.model as m
+from purlin.coll.layouts import MAX_WORLD
 from purlin.plan.validate import validate
 
 if TYPE_CHECKING:
@@ -136,9 +137,11 @@ def _read_header(w: list[int]) -> tuple[str, str]:
         raise m.PlanError(f"unknown dtype code {w[_DTYPE]}")
     if w[_FLAGS] & ~m.FLAG_SYMMETRIC:
         raise m.PlanError(f"header: unknown flags {w[_FLAGS]:#x}")
-    counts = (("world", w[_WORLD]), ("roles", w[_ROLES]), ("buffers", w[_BUFFERS]), ("signals", w[_SIGNALS]))
+    if not 1 <= w[_WORLD] <= MAX_WORLD:
+        raise m.PlanError(f"header: world = {w[_WORLD]} is out of range (1 to {MAX_WORLD} ranks)")
+    counts = (("roles", w[_ROLES]), ("buffers", w[_BUFFERS]), ("signals", w[_SIGNALS]))
     for what, n in counts:
-        if not 0 <= n <= 1 << 20 or (what in ("world", "roles") and n < 1):
+        if not 0 <= n <= 1 << 20 or (what == "roles" and n < 1):
             raise m.PlanError(f"header: {what} = {n} is out of range")
     return arch, dtype
 

@@ -26,7 +26,7 @@ from purlin.snac.dialect import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS, Bu
 from purlin.snac.protocol import PACKET_DATA_BYTES
 
 if TYPE_CHECKING:
-    from purlin.plan import Plan
+    from purlin.plan import Plan, RankPlan
 
 
 def validate(plan: Plan) -> None:
@@ -43,7 +43,22 @@ def validate(plan: Plan) -> None:
                 _check_instr(_Site(plan, rank, i, f"rank {rank} role {role} instruction {n} ({i.op.name.lower()})"))
 
 
-def _check_header(plan: Plan) -> None:
+def validate_rank(plan: RankPlan) -> None:
+    """`validate` for one rank's part of a plan: the shared header and kernel,
+    and that rank's instructions (naming other ranks only as peers)."""
+    _check_header(plan)
+    _check_kernel(plan)
+    if not 0 <= plan.rank < plan.world:
+        raise PlanError(f"rank {plan.rank} is outside world {plan.world}")
+    if len(plan.program) != len(plan.roles):
+        raise PlanError(f"rank {plan.rank} has {len(plan.program)} role programs, the kernel {len(plan.roles)}")
+    for role, body in enumerate(plan.program):
+        for n, i in enumerate(body):
+            _check_instr(_Site(plan, plan.rank, i, f"rank {plan.rank} role {role} instruction {n} "
+                                                   f"({i.op.name.lower()})"))
+
+
+def _check_header(plan: Plan | RankPlan) -> None:
     if not isinstance(plan.arch, str) or plan.arch not in ARCHS:
         raise PlanError(f"unknown arch {plan.arch!r}")
     if not isinstance(plan.dtype, str) or plan.dtype not in DTYPES:
@@ -58,7 +73,7 @@ def _check_header(plan: Plan) -> None:
         raise PlanError("buffer sizes must be non-negative")
 
 
-def _check_kernel(plan: Plan) -> None:
+def _check_kernel(plan: Plan | RankPlan) -> None:
     """The roles, buffers and signal arrays every rank's programs share."""
     for k, r in enumerate(plan.roles):
         if not 1 <= r.blocks <= MAX_ROLE_BLOCKS:
@@ -82,7 +97,7 @@ def _check_kernel(plan: Plan) -> None:
 class _Site:
     """One instruction of one rank's program, and where to say it is."""
 
-    plan: Plan
+    plan: Plan | RankPlan
     rank: int
     instr: Instr
     where: str

@@ -12,7 +12,7 @@ from purlin.coll.attributes import element_bytes
 from purlin.coll.layouts import Layout
 from purlin.snac import dialect as snac
 from purlin.snac.errors import SnacExecutionError
-from purlin.snac.protocol import PhasePlan, packet_elems, route_layouts
+from purlin.snac.protocol import PerRank, PhasePlan, packet_elems, route_layouts
 
 
 @dataclass
@@ -22,7 +22,7 @@ class PhaseState:
     buffer: snac.BufferOp | None  # None: the phase moves in place (direct pull or push)
     ready: str
     free: str
-    window_offsets: list[list[int]]  # per producer, per unit: offset in its window region
+    window_offsets: Sequence[list[int]]  # per producer, per unit: offset in its window region
     # Read from the ops once: their IRDL accessors are slow at a step's rate.
     name: str = field(init=False)
     buf: str = field(init=False)  # the buffer's symbol, "" for a direct phase
@@ -69,10 +69,8 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
             keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
             stage_local=op.stage_local is not None,
         )
-        offsets: list[list[int]] = [[] for _ in range(world)]
-        if buf is not None:
-            align = packet_elems(element_bytes(buf.elem_type))
-            offsets = [plan.window_offsets(r, align) for r in range(world)]
+        align = 0 if buf is None else packet_elems(element_bytes(buf.elem_type))
+        offsets = PerRank(world, lambda r, plan=plan, align=align: plan.window_offsets(r, align) if align else [])
         ph = PhaseState(op, plan, buf, op.ready.string_value(), op.free.string_value(), offsets)
         _check_capacity(ph, world)
         phases[op.sym_name.data] = ph

@@ -18,6 +18,7 @@ Vocabulary:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -65,9 +66,39 @@ class Group:
         return tuple(s for s in self.sources if s.unit is not None)
 
 
-@dataclass(frozen=True)
+class PerRank(Sequence):
+    """Every rank's records of one kind, each rank's built the first time it
+    is asked for: one rank's plan, or its kernel tables, needs its own records
+    and those of the ranks it talks to, not the whole world's."""
+
+    def __init__(self, world: int, build: Callable[[int], tuple]):
+        self._world, self._build = world, build
+        self._built: dict[int, tuple] = {}
+
+    def __len__(self) -> int:
+        return self._world
+
+    def __getitem__(self, rank):  # type: ignore[override]
+        if isinstance(rank, slice):
+            return [self[r] for r in range(self._world)[rank]]
+        if not -self._world <= rank < self._world:
+            raise IndexError(f"rank {rank} is outside world {self._world}")
+        rank %= self._world
+        found = self._built.get(rank)
+        if found is None:
+            found = self._built[rank] = self._build(rank)
+        return found
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PerRank) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
 class PhasePlan:
-    """Units and groups of one phase, for every rank."""
+    """Units and groups of one phase, for every rank: `units[r]` and
+    `groups[r]` are built for rank r when first asked for."""
 
     world: int
     src: Layout
@@ -81,33 +112,57 @@ class PhasePlan:
     # that all of a group's sources sit in symmetric memory (what multimem
     # reads), or pushed by its producer with the others.
     stage_local: bool = False
-    units: tuple[tuple[Unit, ...], ...] = field(init=False)
-    groups: tuple[tuple[Group, ...], ...] = field(init=False)
+    units: Sequence[tuple[Unit, ...]] = field(init=False)
+    groups: Sequence[tuple[Group, ...]] = field(init=False)
 
     def __post_init__(self) -> None:
-        units, groups = _build(self)
-        object.__setattr__(self, "units", units)
-        object.__setattr__(self, "groups", groups)
+        object.__setattr__(self, "units", PerRank(self.world, lambda r: rank_units(self, r)))
+        object.__setattr__(self, "groups", PerRank(self.world, lambda r: rank_groups(self, r)))
 
     @cached_property
     def max_units(self) -> int:
         return max((len(u) for u in self.units), default=0)
 
     @cached_property
+    def max_groups(self) -> int:
+        return max((len(g) for g in self.groups), default=0)
+
+    @cached_property
     def max_unit_elems(self) -> int:
         return max((u.size for us in self.units for u in us), default=0)
 
+    def unit_index(self, rank: int, name: Name, lo: int) -> int:
+        """The index of the unit of `rank` that carries elements [lo, ...) of `name`."""
+        return self._unit_indices(rank)[(name, lo)]
+
+    def _unit_indices(self, rank: int) -> dict[tuple[Name, int], int]:
+        cache = self.__dict__.setdefault("_unit_index_cache", {})
+        found = cache.get(rank)
+        if found is None:
+            found = cache[rank] = {(u.name, u.lo): u.index for u in self.units[rank]}
+        return found
+
     @cached_property
-    def destinations(self) -> tuple[tuple[tuple[tuple[int, int], ...], ...], ...]:
+    def destinations(self) -> PerRank:
         """Per producer, per unit: the (consumer, output offset) of every group
         that reads it, in consumer order: where a direct push writes the unit."""
-        dests: list[list[list[tuple[int, int]]]] = [[[] for _ in us] for us in self.units]
-        for groups in self.groups:
-            for g in groups:
-                for s in g.sources:
-                    if s.unit is not None:
-                        dests[s.rank][s.unit].append((g.consumer, g.dst_offset))
-        return tuple(tuple(tuple(d) for d in us) for us in dests)
+        return PerRank(self.world, self._destinations_of)
+
+    def _destinations_of(self, rank: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+        return tuple(
+            tuple((d, g.dst_offset) for d in u.consumers for g in self._groups_reading(d, u.name, u.lo)
+                  if any(s.rank == rank and s.unit == u.index for s in g.sources))
+            for u in self.units[rank])
+
+    def _groups_reading(self, rank: int, name: Name, lo: int) -> list[Group]:
+        """`rank`'s groups of chunk [lo, ...) of `name`, in group order."""
+        cache = self.__dict__.setdefault("_groups_by_chunk", {})
+        found = cache.get(rank)
+        if found is None:
+            found = cache[rank] = {}
+            for g in self.groups[rank]:
+                found.setdefault((g.name, g.lo), []).append(g)
+        return found.get((name, lo), [])
 
     def senders(self, rank: int) -> tuple[int, ...]:
         """The other ranks whose units `rank` consumes."""
@@ -171,54 +226,37 @@ def _chunks(size: int, chunk: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + step, size)) for lo in range(0, size, step)]
 
 
-def _build(plan: PhasePlan):
-    w = plan.world
-    # Which ranks read each (source rank, name) from symmetric memory: every
-    # destination of its name, but the source's own rank only with stage_local.
-    readers: dict[tuple[int, Name], set[int]] = {}
-    for name, size in plan.dst.name_sizes.items():
-        sources = plan.src.slices_named(name)
-        for d in plan.dst.slices_named(name):
-            for s in sources:
-                if s.rank != d.rank or plan.stage_local:
-                    readers.setdefault((s.rank, name), set()).add(d.rank)
-    units: list[tuple[Unit, ...]] = []
-    index_of: dict[tuple[int, Name, int], int] = {}
-    for rank in range(w):
-        mine: list[Unit] = []
-        for sl in sorted(plan.src.slices(rank), key=lambda s: s.name):
-            who = readers.get((rank, sl.name), set())
-            if not who and not plan.keep_unread:
-                continue
-            for lo, hi in _chunks(sl.size, plan.chunk):
-                index_of[(rank, sl.name, lo)] = len(mine)
-                mine.append(
-                    Unit(rank, len(mine), sl.name, lo, hi, sl.offset + lo, tuple(sorted(who)))
-                )
-        units.append(tuple(mine))
-    groups: list[tuple[Group, ...]] = []
-    for rank in range(w):
-        mine_g: list[Group] = []
-        for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
-            # Every rank reduces in rank order, so all get the same bits.
-            sources = sorted(plan.src.slices_named(d.name), key=lambda s: s.rank)
-            for lo, hi in _chunks(d.size, plan.chunk):
-                srcs = tuple(
-                    Source(
-                        s.rank,
-                        s.offset + lo,
-                        None if s.rank == rank and not plan.stage_local
-                        else index_of[(s.rank, d.name, lo)],
-                    )
-                    for s in sources
-                )
-                mine_g.append(Group(rank, len(mine_g), d.name, lo, hi, d.offset + lo, srcs))
-        # Groups that read staging first: the local-only ones after them can
-        # run in a role of their own (PhasePlan.staged_groups).
-        ordered = sorted(mine_g, key=lambda g: not g.remote)
-        groups.append(tuple(Group(g.consumer, i, g.name, g.lo, g.hi, g.dst_offset, g.sources)
-                            for i, g in enumerate(ordered)))
-    return tuple(units), tuple(groups)
+def rank_units(plan: PhasePlan, rank: int) -> tuple[Unit, ...]:
+    """The units `rank` produces: a chunk of each of its source slices that
+    some rank reads from symmetric memory (every destination of its name, the
+    rank itself only with stage_local), in name order."""
+    mine: list[Unit] = []
+    for sl in sorted(plan.src.slices(rank), key=lambda s: s.name):
+        who = sorted({d.rank for d in plan.dst.slices_named(sl.name) if d.rank != rank or plan.stage_local})
+        if not who and not plan.keep_unread:
+            continue
+        for lo, hi in _chunks(sl.size, plan.chunk):
+            mine.append(Unit(rank, len(mine), sl.name, lo, hi, sl.offset + lo, tuple(who)))
+    return tuple(mine)
+
+
+def rank_groups(plan: PhasePlan, rank: int) -> tuple[Group, ...]:
+    """The groups `rank` consumes: a chunk of each of its destination slices,
+    in name order, those that read staging first (PhasePlan.staged_groups)."""
+    mine: list[Group] = []
+    for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
+        # Every rank reduces in rank order, so all get the same bits.
+        sources = sorted(plan.src.slices_named(d.name), key=lambda s: s.rank)
+        for lo, hi in _chunks(d.size, plan.chunk):
+            srcs = tuple(
+                Source(s.rank, s.offset + lo,
+                       None if s.rank == rank and not plan.stage_local else plan.unit_index(s.rank, d.name, lo))
+                for s in sources
+            )
+            mine.append(Group(rank, len(mine), d.name, lo, hi, d.offset + lo, srcs))
+    # The local-only groups after the others can run in a role of their own.
+    ordered = sorted(mine, key=lambda g: not g.remote)
+    return tuple(Group(g.consumer, i, g.name, g.lo, g.hi, g.dst_offset, g.sources) for i, g in enumerate(ordered))
 
 
 def owner_layouts(dst: Layout) -> tuple[Layout, Layout]:

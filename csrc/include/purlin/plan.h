@@ -25,6 +25,8 @@ constexpr int64_t kFlagSymmetric = 1;
 constexpr int64_t kMaxSlots = 1024;
 constexpr int64_t kMaxBufferBytes = int64_t(1) << 34;
 constexpr int64_t kMaxRoleBlocks = 4096;
+// The most ranks of a plan (purlin/coll/layouts.py's MAX_WORLD).
+constexpr int64_t kMaxWorld = 576;
 constexpr int kInstrWords = 16;
 constexpr int kRefWords = 5;
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from purlin import plan as P
+from purlin.coll.layouts import MAX_WORLD
 from purlin.snac.dialect import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS
 
 CSRC = Path(__file__).resolve().parents[3] / "csrc"
@@ -49,7 +50,7 @@ def test_format_constants_agree():
              for m in re.finditer(r"constexpr (?:int|int64_t) (k\w+) = (0x[0-9A-Fa-f]+|\d+);", HEADER)}
     assert found == {"kMagic": P.MAGIC, "kVersion": P.VERSION, "kHeaderWords": P.HEADER_WORDS,
                      "kInstrWords": P.INSTR_WORDS, "kRefWords": P.REF_WORDS, "kFlagSymmetric": P.FLAG_SYMMETRIC,
-                     "kMaxSlots": MAX_SLOTS, "kMaxRoleBlocks": MAX_ROLE_BLOCKS}
+                     "kMaxSlots": MAX_SLOTS, "kMaxRoleBlocks": MAX_ROLE_BLOCKS, "kMaxWorld": MAX_WORLD}
     shifted = re.search(r"constexpr int64_t kMaxBufferBytes = int64_t\(1\) << (\d+);", HEADER)
     assert shifted and 1 << int(shifted.group(1)) == MAX_BUFFER_BYTES
 

@@ -32,15 +32,14 @@ def run_mismatch(capsys, collective, world, nbytes, lowering) -> re.Match:
 
 @pytest.mark.parametrize("lowering", ["regime=latency", "regime=throughput strategy=direct"])
 def test_reduction_that_drops_a_source(monkeypatch, capsys, lowering):
-    build = protocol._build
+    build = protocol.rank_groups
 
-    def drop_last(plan):
-        units, groups = build(plan)
-        return units, tuple(tuple(dataclasses.replace(g, sources=g.sources[:-1]) for g in mine) for mine in groups)
+    def drop_last(plan, rank):
+        return tuple(dataclasses.replace(g, sources=g.sources[:-1]) for g in build(plan, rank))
 
     # The protocol is shared by the pass and the simulator, so they agree
     # on the broken one: only the reference can tell.
-    monkeypatch.setattr(protocol, "_build", drop_last)
+    monkeypatch.setattr(protocol, "rank_groups", drop_last)
     m = run_mismatch(capsys, "all_reduce", 4, 64, lowering)
     assert (m[1], m[2]) == ("0", "0")
 
