@@ -44,7 +44,7 @@ func.func @layout_world_too_large(%a: memref<8xf32>) {
 // CHECK:      invalid-attrs.mlir:[[# @LINE - 1]]:42
 // CHECK-NEXT: coll.collective %a, %a in #coll.layout<transposed_v, world 99999999999999999999, [[1]]> out #coll.layout<packed, world 2, 4> consume #coll.consume<copy> : memref<8xf32>, memref<8xf32>
 // CHECK-NEXT: ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^{{$}}
-// CHECK-NEXT: invalid transposed_v layout: world size 99999999999999999999 is more than the 128 ranks purlin handles
+// CHECK-NEXT: invalid transposed_v layout: world size 99999999999999999999 is more than the 576 ranks purlin handles
   func.return
 }
 

@@ -27,15 +27,15 @@ func.func @world_negative(%a: memref<8xf32>) {
 
 func.func @world_too_large(%a: memref<8xf32>) {
   coll.all_reduce sum %a, %a world 99999999999999999999 : memref<8xf32>, memref<8xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': world size 99999999999999999999 is more than the 128 ranks purlin handles (verifying and simulating a collective cost more than linearly in the world)
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': world size 99999999999999999999 is more than the 576 ranks purlin handles (the largest NVLink domain it compiles, verifies and runs for)
   func.return
 }
 
 // -----
 
-func.func @world_just_too_large(%a: memref<129xf32>, %b: memref<16641xf32>) {
-  coll.all_gather %a, %b world 129 : memref<129xf32>, memref<16641xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': world size 129 is more than the 128 ranks purlin handles
+func.func @world_just_too_large(%a: memref<577xf32>, %b: memref<332929xf32>) {
+  coll.all_gather %a, %b world 577 : memref<577xf32>, memref<332929xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': world size 577 is more than the 576 ranks purlin handles
   func.return
 }
 

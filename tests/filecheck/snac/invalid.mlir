@@ -19,8 +19,8 @@ func.func @world_zero(%a: memref<8xf32>) {
 // -----
 
 func.func @world_too_large(%a: memref<8xf32>) {
-  snac.program %a, %a world 129 regime latency strategy copy : memref<8xf32>, memref<8xf32> {
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': world size 129 is more than the 128 ranks purlin handles (verifying and simulating a collective cost more than linearly in the world)
+  snac.program %a, %a world 577 regime latency strategy copy : memref<8xf32>, memref<8xf32> {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'snac.program': world size 577 is more than the 576 ranks purlin handles (the largest NVLink domain it compiles, verifies and runs for)
     %r = snac.rank
   }
   func.return
