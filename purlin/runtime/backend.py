@@ -129,7 +129,9 @@ def current_stream(device: int) -> int:
     try:
         import torch
 
-        return torch.cuda.current_stream(device).cuda_stream
+        # torch's own C++ query (inductor's): torch.cuda.current_stream(device).cuda_stream without its objects.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
     except ImportError:
         pass
     try:

@@ -10,8 +10,11 @@ fullgraph=True), runs on the current CUDA stream and is capturable in CUDA
 graphs. The V collectives take each rank's tensors at that rank's own size
 and run on them directly, with no scratch copies. Plans are compiled once per
 (collective, sizes, dtype, op, world, generation, lowering) and cached with
-their shared memory; the first call with a new shape is collective (every
-rank must make it), later ones cost no compilation.
+their shared memory (least recently used first out, bounded: see
+purlin.torch.cache; `pt.release()` frees them); the first call with a new
+shape is collective (every rank must make it), later ones cost no
+compilation. Ranks whose calls differ (shape, dtype, op) raise
+CallMismatchError on every rank, naming each rank's call.
 
 `pt.all_to_all_v_dev(out, x, counts, recv_counts)` (and the all_gather_v /
 reduce_scatter_v forms) take this rank's counts as a tensor: on CUDA the
@@ -47,12 +50,14 @@ from purlin.torch.collectives import (
     reduce_scatter_v,
     reduce_scatter_v_dev,
 )
-from purlin.torch.groups import init
+from purlin.torch.board import CallMismatchError
+from purlin.torch.cache import set_limits as set_cache_limits
+from purlin.torch.groups import cache_stats, init, release
 from purlin.torch.process_group import PurlinProcessGroup, route
 from purlin.torch.work import Work
 
 __all__ = [
-    "PurlinProcessGroup", "Work", "all_gather", "all_gather_v", "all_gather_v_dev", "all_reduce", "all_to_all",
+    "CallMismatchError", "PurlinProcessGroup", "Work", "cache_stats", "all_gather", "all_gather_v", "all_gather_v_dev", "all_reduce", "all_to_all",
     "all_to_all_v", "all_to_all_v_dev", "functional", "init", "ops", "reduce_scatter", "reduce_scatter_v",
-    "reduce_scatter_v_dev", "route",
+    "reduce_scatter_v_dev", "release", "route", "set_cache_limits",
 ]

@@ -26,7 +26,7 @@ import torch.distributed as dist
 
 from purlin.torch.execute import v_extents
 from purlin.torch.groups import group_name, op_name, state
-from purlin.torch.ops import not_differentiable, wants_grad
+from purlin.torch.ops import all_reduce_in_place, not_differentiable, wants_grad
 from purlin.torch.work import Work
 
 _ops = torch.ops.purlin
@@ -42,7 +42,10 @@ def all_reduce(tensor: torch.Tensor, op: Any = "sum", *, out: torch.Tensor | Non
     _dense(tensor, "tensor")
     if out is None or out is tensor:
         t = tensor.contiguous()
-        if _differentiated(t):
+        if _plain(t):
+            # Eagerly on a plain tensor the operator's dispatch would only reach its own implementation.
+            all_reduce_in_place(t, op, g, deterministic, lowering)
+        elif _differentiated(t):
             t.copy_(_ops.all_reduce(t, op, g, deterministic, lowering).view(t.shape))
         else:
             _ops.all_reduce_(t, op, g, deterministic, lowering)
@@ -199,6 +202,18 @@ def _v_dev(name: str, output: torch.Tensor, input: torch.Tensor, counts: torch.T
     y = _output(output)
     getattr(_ops, f"{name}_dev_out")(input.contiguous(), y, counts, recv, *extra, g, lowering)
     return _written(f"purlin::{name}_dev_out", [(output, y)], [input], async_op)
+
+
+_C = torch._C
+
+
+def _plain(t: torch.Tensor) -> bool:
+    """Whether torch.ops.purlin's dispatch of `t` would reach the eager implementation
+    unchanged: a plain tensor that needs no gradient, no mode, transform or compiler active."""
+    # is_compiling first: under torch.compile the rest is not traced.
+    return (not torch.compiler.is_compiling() and type(t) is torch.Tensor and not t.requires_grad
+            and not _C._len_torch_dispatch_stack() and not _C._is_torch_function_mode_enabled()
+            and not _C._are_functorch_transforms_active())
 
 
 def _differentiated(*tensors: torch.Tensor) -> bool:

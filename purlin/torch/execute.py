@@ -55,15 +55,22 @@ def _finish_inter(op: str, nodes, t: torch.Tensor) -> None:
         t.div_(nodes.count)
 
 
+def _nothing(st: GroupState, x: torch.Tensor, collective: str, op: str | None) -> None:
+    """A call of zero elements within a node runs nothing but still meets its peers' calls."""
+    if st.nodes is None:
+        st.agree(x.device, collective, dtype_name(x), op)
+
+
 def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, deterministic: bool,
                lowering: str) -> None:
     n = x.numel()
     if n == 0:
+        _nothing(st, x, "all_reduce", op)
         return
     if st.nodes is None:
         in_place = x.data_ptr() == y.data_ptr()
         st.communicator(x.device, "all_reduce", dtype_name(x), op, n, lowering=lowering,
-                        deterministic=deterministic, in_place=in_place).run(x, y)
+                        deterministic=deterministic, in_place=in_place).run_tensors(x, y)
         return
     nodes = st.nodes
     shard = -(-n // nodes.local)
@@ -82,9 +89,10 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
 
 def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) -> None:
     if x.numel() == 0:
+        _nothing(st, x, "all_gather", None)
         return
     if st.nodes is None:
-        st.communicator(x.device, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering).run(x, y)
+        st.communicator(x.device, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering).run_tensors(x, y)
         return
     nodes = st.nodes
     block = x.new_empty(nodes.local * x.numel())
@@ -96,10 +104,11 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
                    lowering: str) -> None:
     m = y.numel()
     if m == 0:
+        _nothing(st, x, "reduce_scatter", op)
         return
     if st.nodes is None:
         st.communicator(x.device, "reduce_scatter", dtype_name(x), op, m, lowering=lowering,
-                        deterministic=deterministic).run(x, y)
+                        deterministic=deterministic).run_tensors(x, y)
         return
     nodes = st.nodes
     # Local rank l needs slice (n, l) of every node n: regroup them by l first.
@@ -112,10 +121,11 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
 
 def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) -> None:
     if x.numel() == 0:
+        _nothing(st, x, "all_to_all", None)
         return
     if st.nodes is None:
         st.communicator(x.device, "all_to_all", dtype_name(x), None, x.numel() // st.world,
-                        lowering=lowering).run(x, y)
+                        lowering=lowering).run_tensors(x, y)
         return
     nodes = st.nodes
     n, local, c = nodes.count, nodes.local, x.numel() // st.world
@@ -131,7 +141,7 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
 def v_collective(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tensor, counts: list,
                  op: str | None, lowering: str) -> None:
     if st.nodes is None:
-        st.communicator(x.device, collective, dtype_name(x), op, counts=counts, lowering=lowering).run(x, y)
+        st.communicator(x.device, collective, dtype_name(x), op, counts=counts, lowering=lowering).run_tensors(x, y)
         return
     {"all_gather_v": _all_gather_v_nodes, "reduce_scatter_v": _reduce_scatter_v_nodes,
      "all_to_all_v": _all_to_all_v_nodes}[collective](st, x, y, counts, op, lowering)

@@ -18,8 +18,9 @@ import torch
 import torch.distributed as dist
 
 from purlin.coll.attributes import ReduceKind
-from purlin.compile import CPU_ARCH, arch_of_device, compile_device_counts, compile_plan
 from purlin.runtime.process import ProcessCommunicator
+from purlin.torch.cache import Communicators, lowered, made, release_plans, stats
+from purlin.torch.board import CallBoard, header
 
 OPS = tuple(k.value for k in ReduceKind)
 TORCH_OPS = {
@@ -76,39 +77,83 @@ class GroupState:
     arch: str
     timeout_s: float
     nodes: Nodes | None = None
-    plans: dict[tuple, ProcessCommunicator] = field(default_factory=dict)
+    # The group's communicators by call key (device type, collective, dtype, op, count, counts, ...), LRU-bounded.
+    plans: Communicators = field(default_factory=Communicators)
+    board: CallBoard | None = None
 
     def communicator(self, device: torch.device, collective: str, dtype: str, op: str | None, count: int = 0,
                      counts: list | None = None, lowering: str = "", deterministic: bool = False,
                      in_place: bool = False) -> ProcessCommunicator:
-        """The compiled collective, cached; its first call is collective over the group."""
+        """The compiled collective, cached. On cpu every call first checks on the
+        call board that every rank makes the same one (its run waits for them
+        all anyway); on cuda a hit only posts, a miss (collective) checks."""
+        key = (device.type, collective, dtype, op, count, repr(counts), lowering, deterministic, in_place)
+        comm = self.plans.hit(key)
+        if comm is not None:
+            if key[0] == "cpu":
+                self.board.agree(comm.purlin_header)
+            else:
+                self.board.post(comm.purlin_header)
+            return comm
+        head = header(collective, dtype, op, count, key[5], lowering, deterministic, in_place, key[0] == "cuda")
+        self.call_board().agree(head)
         if op is not None and op not in OPS:
             raise ValueError(f"purlin.torch: unknown reduction {op!r}, expected one of {', '.join(OPS)}")
-        key = (device.type, collective, dtype, op, count, repr(counts), lowering, deterministic, in_place)
-        comm = self.plans.get(key)
-        if comm is None:
-            arch = self.arch if device.type == "cuda" else CPU_ARCH
-            plan = compile_plan(collective, self.world, dtype, op, count, counts=counts, arch=arch,
-                                lowering=lowering, deterministic=deterministic, in_place=in_place)
-            comm = ProcessCommunicator(plan, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
-                                       name=collective, backend=device.type)
-            self.plans[key] = comm
-        return comm
+        # The compiler (xDSL, the pipeline) is imported on the first miss, not with purlin.torch.
+        from purlin.compile import CPU_ARCH, compile_plan
 
+        arch = self.arch if device.type == "cuda" else CPU_ARCH
+
+        def lower():
+            return compile_plan(collective, self.world, dtype, op, count, counts=counts, arch=arch,
+                                lowering=lowering, deterministic=deterministic, in_place=in_place)
+
+        plan = lowered((self.world, arch, *key[1:]), lower)
+        return self._keep(key, head, plan, collective, device.type)
+
+    def agree(self, device: torch.device, collective: str, dtype: str, op: str | None) -> None:
+        """A call that moves nothing (zero elements) still takes its turn on the call board on cpu."""
+        if device.type == "cpu":
+            self.call_board().agree(header(collective, dtype, op, 0, repr(None), "", False, False, False))
 
     def counts_communicator(self, device: torch.device, collective: str, dtype: str, op: str | None,
                             input_elems: int, output_elems: int, lowering: str = "") -> ProcessCommunicator:
         """The device-counts kernel of `collective` over buffers of these sizes
         (every rank's alike), cached; its first call is collective over the group."""
         key = ("counts", device.index, collective, dtype, op, input_elems, output_elems, lowering)
-        comm = self.plans.get(key)
-        if comm is None:
-            coll = compile_device_counts(collective, self.world, dtype, op, input_elems=input_elems,
+        comm = self.plans.hit(key)
+        if comm is not None:
+            self.board.post(comm.purlin_header)
+            return comm
+        head = header(f"{collective}_dev", dtype, op, input_elems, repr(output_elems), lowering, False, False, True)
+        self.call_board().agree(head)
+
+        def lower():
+            from purlin.compile import compile_device_counts
+
+            return compile_device_counts(collective, self.world, dtype, op, input_elems=input_elems,
                                          output_elems=output_elems, arch=self.arch, lowering=lowering)
-            comm = ProcessCommunicator(coll, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
-                                       name=collective, backend="cuda")
-            self.plans[key] = comm
+
+        coll = lowered((self.world, self.arch, *key), lower)
+        return self._keep(key, head, coll, collective, "cuda")
+
+    def _keep(self, key: tuple, head: tuple, plan: Any, collective: str, backend: str) -> ProcessCommunicator:
+        comm = ProcessCommunicator(plan, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
+                                   name=collective, backend=backend)
+        comm.purlin_header = head
+        made()
+        self.plans.keep(key, comm)
         return comm
+
+    def call_board(self) -> CallBoard:
+        """The group's call board, made on its first call (collective)."""
+        if self.board is None:
+            self.board = CallBoard(self.group, self.rank, self.world, self.timeout_s, self.name)
+        return self.board
+
+    def release(self) -> None:
+        """Closes every communicator this group keeps (on cuda, with the group: every rank calls it)."""
+        self.plans.release()
 
 
 # How long a rank waits for its peers within a purlin call.
@@ -148,6 +193,8 @@ def init(group: Any = None, arch: str | None = None, timeout_s: float = TIMEOUT_
 
 def default_arch() -> str:
     """The generation of the current GPU, else the CPU backend."""
+    from purlin.compile import CPU_ARCH, arch_of_device
+
     return arch_of_device(torch.cuda.current_device()) if torch.cuda.is_available() else CPU_ARCH
 
 
@@ -190,6 +237,36 @@ def group_name(group: Any = None) -> str:
             raise RuntimeError("call purlin.torch.init() first")
         return _default[0]
     return group.group_name
+
+
+def kept() -> list[GroupState]:
+    """Every group state purlin.torch holds (node groups included), once each."""
+    seen: dict[int, GroupState] = {}
+    for st in _groups.values():
+        for s in (st, st.nodes.intra if st.nodes else None):
+            if s is not None:
+                seen[id(s)] = s
+    return list(seen.values())
+
+
+def cache_stats() -> dict[str, int]:
+    """What purlin.torch lowered, made and closed since the process started, and what it keeps now."""
+    return stats(kept())
+
+
+def release(group: Any = None) -> None:
+    """Closes the communicators purlin keeps for `group` (default: every group)
+    and forgets the lowered plans; the next call of each shape compiles again.
+    Every rank of the group calls it (on cuda a close waits for the group)."""
+    if group is None:
+        for st in kept():
+            st.release()
+    else:
+        st = getattr(group, "purlin_state", None) or state(group_name(group))
+        st.release()
+        if st.nodes is not None:
+            st.nodes.intra.release()
+    release_plans()
 
 
 def state(name: str) -> GroupState:

@@ -101,13 +101,13 @@ for _name, _c in COLLECTIVES.items():
 _lib.define("all_reduce_(Tensor(a!) tensor, " + ", ".join(f"{t} {n}" for t, n in _RED) + ") -> ()")
 
 
-def _all_reduce_in_place(x: torch.Tensor, *values) -> None:
-    st, kw = _named(COLLECTIVES["all_reduce"], values)
+def all_reduce_in_place(x: torch.Tensor, op: str, group: str, deterministic: bool, lowering: str) -> None:
+    """purlin::all_reduce_'s implementation."""
     flat = x.view(-1)
-    all_reduce(st, flat, flat, **kw)
+    all_reduce(state(group), flat, flat, op, deterministic, lowering)
 
 
-_lib.impl("all_reduce_", _all_reduce_in_place, "CompositeExplicitAutograd")
+_lib.impl("all_reduce_", all_reduce_in_place, "CompositeExplicitAutograd")
 torch.library.register_fake("purlin::all_reduce_", lambda *a: None, lib=_lib)
 
 # V forms whose counts are a tensor of this rank's (read on the device): the

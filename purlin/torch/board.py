@@ -1,0 +1,143 @@
+"""The call board: how the ranks of a group learn that they made different
+calls (another shape, dtype, op or collective) quickly, instead of waiting
+on each other's signals until a timeout or forever.
+
+One small region of POSIX shared memory per group (its ranks share a node),
+mapped by every rank: each rank posts a header of every purlin call (its
+number, collective, dtype, op, sizes, options) into its ring of slots.
+`agree` posts and waits until every rank has posted the same call number,
+then compares: headers that differ raise CallMismatchError on every rank,
+naming each rank's call. `post` only posts (a CUDA launch that hits the cache
+does not wait for its peers' hosts); a peer's `agree` still sees it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+import uuid
+import zlib
+
+# A header after the call number: collective, dtype and op by name, elements, digests of the counts and
+# of the lowering options, flags.
+_HEADER = struct.Struct("<24s8s8s4q")
+_SEQ = struct.Struct("<q")
+_SLOT_BYTES = 8 + _HEADER.size
+# Slots per rank: a rank whose calls all hit may run this many calls ahead of a peer that checks.
+RING = 64
+
+
+# What a header's flags say, bit by bit.
+FLAGS = ("deterministic", "in place", "on cuda")
+
+
+class CallMismatchError(RuntimeError):
+    """The ranks of a group made different purlin calls at the same point."""
+
+
+def digest(s: str) -> int:
+    """A string's digest, alike in every process (Python's hash is salted per process)."""
+    return zlib.crc32(s.encode())
+
+
+def header(collective: str, dtype: str, op: str | None, count: int, counts: str, lowering: str,
+           *flags: bool) -> tuple:
+    """The header of a call, as the board holds it; `flags` as FLAGS names them."""
+    # Packed and read back: names padded as a peer's slot reads.
+    return _HEADER.unpack(_HEADER.pack(collective.encode(), dtype.encode(), (op or "").encode(), count,
+                                       digest(counts), digest(lowering),
+                                       sum(1 << bit for bit, on in enumerate(flags) if on)))
+
+
+class CallBoard:
+    def __init__(self, group, rank: int, world: int, timeout_s: float, name: str) -> None:
+        import torch.distributed as dist
+
+        self.rank, self.world, self.timeout_s, self.name = rank, world, timeout_s, name
+        self.seq = 0
+        size = world * RING * _SLOT_BYTES
+        path = f"/dev/shm/purlin-board-{os.getpid()}-{uuid.uuid4().hex}" if rank == 0 else None
+        if path is not None:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+            os.ftruncate(fd, size)
+            os.close(fd)
+        names: list = [None] * world
+        dist.all_gather_object(names, path, group=group)
+        fd = os.open(names[0], os.O_RDWR)
+        try:
+            self._mem = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        # Once every rank has mapped it the name can go: no crash leaks it afterwards.
+        dist.barrier(group=group)
+        if path is not None:
+            os.unlink(path)
+
+    def _slot(self, rank: int, seq: int) -> int:
+        return (rank * RING + seq % RING) * _SLOT_BYTES
+
+    def post(self, head: tuple) -> int:
+        """Posts this rank's next call; its number."""
+        self.seq += 1
+        at = self._slot(self.rank, self.seq)
+        _HEADER.pack_into(self._mem, at + 8, *head)
+        # The number last: a peer that reads it reads the header of that call.
+        _SEQ.pack_into(self._mem, at, self.seq)
+        return self.seq
+
+    def agree(self, head: tuple) -> None:
+        """Posts this rank's next call and waits until every rank posted its own;
+        CallMismatchError on every rank when they differ, naming each rank's."""
+        seq = self.post(head)
+        heads: dict[int, tuple] = {self.rank: head}
+        deadline = None
+        while len(heads) < self.world:
+            for r in range(self.world):
+                if r in heads:
+                    continue
+                at = self._slot(r, seq)
+                (s,) = _SEQ.unpack_from(self._mem, at)
+                if s == seq:
+                    got = _HEADER.unpack_from(self._mem, at + 8)
+                    if _SEQ.unpack_from(self._mem, at)[0] == seq:
+                        heads[r] = got
+                elif s > seq:
+                    # That peer ran RING calls ahead on hits and overwrote this one: it cannot be compared.
+                    heads[r] = head
+            if len(heads) == self.world:
+                break
+            if deadline is None:
+                deadline = time.monotonic() + self.timeout_s
+            elif time.monotonic() > deadline:
+                missing = sorted(set(range(self.world)) - set(heads))
+                raise CallMismatchError(
+                    f"purlin.torch: group {self.name!r}: rank(s) {missing} did not make purlin call #{seq} "
+                    f"({self.describe(head)} on rank {self.rank}) within {self.timeout_s:g} s; every rank must "
+                    "make the same purlin calls in the same order")
+            time.sleep(0)
+        if any(h != head for h in heads.values()):
+            calls: dict[tuple, list[int]] = {}
+            for r in sorted(heads):
+                calls.setdefault(heads[r], []).append(r)
+            said = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}: {self.describe(h)}"
+                             for h, rs in calls.items())
+            raise CallMismatchError(f"purlin.torch: group {self.name!r}: the ranks made different calls at purlin "
+                                    f"call #{seq}: {said}; every rank must make the same calls with the same "
+                                    "shapes, dtypes and ops")
+
+    def describe(self, head: tuple) -> str:
+        collective, dtype, op, count, counts, lowering, flags = head
+        text = [b.rstrip(b"\0").decode() for b in (collective, dtype, op)]
+        what = f"{text[0]} of {count} {text[1]} elements"
+        if text[2]:
+            what += f", op {text[2]}"
+        if counts != digest("None"):
+            what += f", counts #{counts:08x}"
+        if lowering != digest(""):
+            what += f", lowering #{lowering:08x}"
+        return ", ".join([what, *(name for bit, name in enumerate(FLAGS) if flags >> bit & 1)])
+
+    def close(self) -> None:
+        self._mem.close()

@@ -1,0 +1,118 @@
+"""What purlin.torch keeps between calls, and its bounds.
+
+Two caches, both least-recently-used and bounded:
+
+- lowered plans, per process, keyed by what the lowering reads (collective,
+  world, dtype, op, sizes, arch, options): a plan evicted from a group's
+  communicators and needed again is bound again without lowering again;
+- communicators, per group (GroupState.plans): each holds shared memory (its
+  staging buffers, packet windows and signals, mapped from every peer). At
+  most `limits.communicators` of them, mapping about `limits.shared_bytes`
+  in all (every rank's region), are kept; the least recently used one beyond either is closed.
+  Every rank makes the same calls (the call board checks it), so every rank
+  evicts the same communicator at the same call.
+
+`release()` closes them all and empties the lowered plans; `stats()` counts
+what was lowered, made, closed and is kept.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Limits:
+    communicators: int = 32  # per group
+    shared_bytes: int = 256 << 20  # per group: what its kept communicators map here (every rank's region)
+    plans: int = 256  # lowered plans per process
+
+
+limits = Limits()
+
+_counts = {"lowerings": 0, "communicators made": 0, "communicators closed": 0}
+
+
+def set_limits(communicators: int | None = None, shared_bytes: int | None = None, plans: int | None = None) -> None:
+    """Bounds of what purlin.torch keeps (None: unchanged); lower bounds apply from the next miss."""
+    for name, value in (("communicators", communicators), ("shared_bytes", shared_bytes), ("plans", plans)):
+        if value is None:
+            continue
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"purlin.torch.set_cache_limits: {name} must be a positive integer, got {value!r}")
+        setattr(limits, name, value)
+
+
+class Communicators(OrderedDict):
+    """A group's communicators by call key, least recently used first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared_bytes = 0
+
+    def hit(self, key: tuple) -> Any:
+        comm = self.get(key)
+        if comm is not None:
+            self.move_to_end(key)
+        return comm
+
+    def keep(self, key: tuple, comm: Any) -> None:
+        """Keeps `comm`, closing the least recently used ones beyond the limits."""
+        self[key] = comm
+        self.shared_bytes += region_bytes(comm.plan) * comm.world
+        while len(self) > 1 and (len(self) > limits.communicators or self.shared_bytes > limits.shared_bytes):
+            self._close(next(iter(self)))
+
+    def release(self) -> None:
+        while self:
+            self._close(next(iter(self)))
+
+    def _close(self, key: tuple) -> None:
+        comm = self.pop(key)
+        self.shared_bytes -= region_bytes(comm.plan) * comm.world
+        comm.close()
+        _counts["communicators closed"] += 1
+
+
+def region_bytes(plan: Any) -> int:
+    """About the shared memory a communicator of `plan` holds per rank: both
+    halves of its buffers (packets carry 8 data bytes in 16) and its signals;
+    0 for a device-counts kernel (its tables size themselves on the device)."""
+    if not hasattr(plan, "buffers"):
+        return 0
+    eb = plan.elem_bytes
+    data = sum(2 * b.slots * b.elems * eb * (2 if b.kind.name == "PACKETS" else 1) for b in plan.buffers)
+    return data + sum(8 * s.slots for s in plan.signals)
+
+
+_plans: OrderedDict[tuple, Any] = OrderedDict()
+
+
+def lowered(key: tuple, lower) -> Any:
+    """The plan of `key`, lowered by `lower()` on a miss."""
+    plan = _plans.get(key)
+    if plan is not None:
+        _plans.move_to_end(key)
+        return plan
+    plan = lower()
+    _counts["lowerings"] += 1
+    _plans[key] = plan
+    while len(_plans) > limits.plans:
+        _plans.popitem(last=False)
+    return plan
+
+
+def made() -> None:
+    _counts["communicators made"] += 1
+
+
+def release_plans() -> None:
+    _plans.clear()
+
+
+def stats(groups: list) -> dict[str, int]:
+    """What was lowered, made and closed since the process started, and what `groups` keep now."""
+    return {**_counts, "communicators kept": sum(len(st.plans) for st in groups),
+            "shared bytes mapped": sum(st.plans.shared_bytes for st in groups), "plans kept": len(_plans)}
