@@ -43,6 +43,7 @@ DEVICES = 8
 PARTITIONERS = ("shardy", "gspmd")
 FORMS = ("pretty", "generic")
 MESHES: tuple[tuple[int, ...], ...] = ((8,), (4,), (2,), (3,), (2, 4), (4, 2), (2, 3), (2, 2, 2))
+PROGRAM_MESHES = ((8,), (3,), (2, 4), (2, 2, 2))
 DTYPES = ("float32", "bfloat16", "float16", "int32")
 EXTRA_DTYPES = ("int8", "uint8", "uint32")
 REDUCTIONS = ("psum", "pmax", "pmin", "pmean")
@@ -136,6 +137,78 @@ def _psum_of_index(axes, a):
 
 def _max_of_gather(axes, a):
     return jax.lax.pmax(jax.lax.all_gather(a, axes, tiled=True), axes)
+
+
+def _matmul_psum(axes, x, w):
+    """Tensor parallelism: the contraction split among the devices, then summed."""
+    return jax.lax.psum(x @ w, axes)
+
+
+def _batched_matmul_psum(axes, a):
+    return jax.lax.psum(jnp.einsum("bij,bkj->bik", a, a), axes)
+
+
+def _ring_sum(axes, g: int, a):
+    """A ring all-reduce in a fori_loop: pass the block on, add what came."""
+    perm = [(i, (i + 1) % g) for i in range(g)]
+
+    def step(_, carry):
+        total, block = carry
+        block = jax.lax.ppermute(block, axes, perm)
+        return total + block, block
+
+    return jax.lax.fori_loop(0, g - 1, step, (a, a))[0]
+
+
+def _cond_psum(axes, everything, a):
+    """A cond whose predicate every device shares (a sum over the whole mesh)."""
+    return jax.lax.cond(jax.lax.psum(a.sum(), everything) > 0, lambda v: jax.lax.psum(v, axes),
+                        lambda v: v * 2 - 1, a)
+
+
+def _cumsum_psum(axes, a):
+    return jax.lax.psum(jnp.cumsum(a, axis=a.ndim - 1), axes)
+
+
+def _softmax_of_psum(axes, a):
+    return jax.nn.softmax(jax.lax.psum(a, axes) / 4, axis=-1)
+
+
+def _chain(axes, g: int, a):
+    """Several collectives in sequence, arithmetic between them."""
+    total = jax.lax.psum(a, axes)
+    gathered = jax.lax.all_gather(total - a, axes, tiled=True)
+    return jax.lax.ppermute(jnp.maximum(gathered, 0), axes, [(i, (i + 1) % g) for i in range(g)])
+
+
+def _pytree_psum(axes, a):
+    out = jax.lax.psum({"a": a, "b": (a * 2, a.astype(jnp.int32))}, axes)
+    return out["a"] + out["b"][0], out["b"][1]
+
+
+def _indexing_psum(axes, a):
+    """Padding, a gather and an update at the device's own index, a sort."""
+    first = axes if isinstance(axes, str) else axes[0]
+    i = jax.lax.axis_index(first)
+    b = jnp.pad(a, ((1, 0), (0, 2)))
+    b = jax.lax.dynamic_update_slice(b, jnp.full((1, 2), 7, b.dtype), (0, i % 2))
+    b = b[:, jnp.array([2, 0, 1, 1])] + jnp.sort(b, axis=1)[:, :4]
+    return jax.lax.psum(b.at[:, 1].add(3), axes)
+
+
+def _argmax_pmax(axes, a):
+    return jax.lax.pmax(jnp.argmax(a, axis=1).astype(jnp.int32) + jnp.clip(a, -2, 2).sum(axis=1), axes)
+
+
+def _integer_ops_psum(axes, a):
+    b = (a << 1) ^ (a & 3) | (a >> 1)
+    return jax.lax.psum(jnp.where(b % 3 == 0, -b, jnp.abs(b)) // 2, axes)
+
+
+def _unary_pmax(axes, a):
+    f = a.astype(jnp.float32)
+    b = jnp.floor(f / 2) + jnp.ceil(f / 3) + jnp.round(f / 4) + jnp.sign(f) * jnp.sqrt(jnp.abs(f))
+    return jax.lax.pmax(b + jnp.tanh(f) + jax.nn.sigmoid(f) + jnp.exp(-jnp.abs(f)) + jnp.log1p(jnp.abs(f)), axes)
 
 
 def _names(mesh: tuple[int, ...]) -> tuple[str, ...]:
@@ -308,6 +381,44 @@ def shard_map_cases(mesh: tuple[int, ...], rng: random.Random) -> Iterator[Case]
                        axis_names=frozenset(first), check_vma=red != "all_gather")
 
 
+def program_cases(mesh: tuple[int, ...], rng: random.Random) -> Iterator[Case]:
+    """Programs as a JAX user writes them around collectives over the last
+    axis: a matmul before psum, a ring in fori_loop, a cond, cumsum,
+    softmax, collectives in sequence, pytrees, indexing, integer ops."""
+    names = _names(mesh)
+    sizes = dict(zip(names, mesh))
+    tag = "x".join(map(str, mesh))
+    axes = names[-1:]
+    ax, g = _ax(axes), _group(mesh, axes)
+    spec = _spec_over(2, names, ())
+    shape = _shape(2, spec, sizes, base=2)
+    out = P(*_without(spec, axes))
+    k = 2 * g
+    yield Case(f"prog_matmul_psum_{tag}", mesh, partial(_matmul_psum, ax), ((4, k), (k, 3)),
+               rng.choice(("float32", "int32")), (P(None, ax), P(ax, None)), P())
+    yield Case(f"prog_batched_matmul_psum_{tag}", mesh, partial(_batched_matmul_psum, ax), ((2, 3, k),),
+               "float32", (P(None, None, ax),), P())
+    yield Case(f"prog_ring_sum_{tag}", mesh, partial(_ring_sum, ax, g), (shape,), rng.choice(("float32", "int32")),
+               (P(*spec),), P(*spec))
+    yield Case(f"prog_cond_psum_{tag}", mesh, partial(_cond_psum, ax, names), (shape,), "float32",
+               (P(*spec),), P(*spec), check_vma=False)
+    yield Case(f"prog_cumsum_psum_{tag}", mesh, partial(_cumsum_psum, ax), (shape,), rng.choice(DTYPES[:2]),
+               (P(*spec),), out)
+    yield Case(f"prog_softmax_{tag}", mesh, partial(_softmax_of_psum, ax), (shape,), "float32", (P(*spec),), out)
+    yield Case(f"prog_chain_{tag}", mesh, partial(_chain, ax, g), (shape,), "int32", (P(*spec),), P(*spec),
+               check_vma=False)
+    yield Case(f"prog_pytree_psum_{tag}", mesh, partial(_pytree_psum, ax), (shape,), "float32", (P(*spec),),
+               (out, out))
+    yield Case(f"prog_indexing_psum_{tag}", mesh, partial(_indexing_psum, ax), ((int(np.prod(mesh)), 3),),
+               rng.choice(("float32", "int32")), (P(names, None),), P(_ax(names[:-1]) if names[:-1] else None),
+               check_vma=False)
+    yield Case(f"prog_argmax_pmax_{tag}", mesh, partial(_argmax_pmax, ax), (shape,), "int32", (P(*spec),),
+               P(*_without(spec, axes)[:1]))
+    yield Case(f"prog_integer_ops_psum_{tag}", mesh, partial(_integer_ops_psum, ax), (shape,),
+               rng.choice(("int32", "uint32", "int8")), (P(*spec),), out)
+    yield Case(f"prog_unary_pmax_{tag}", mesh, partial(_unary_pmax, ax), (shape,), "float32", (P(*spec),), out)
+
+
 def _flat(s) -> tuple[str, ...]:
     return () if s is None else ((s,) if isinstance(s, str) else tuple(s))
 
@@ -346,6 +457,8 @@ def cases(seed: int = 0) -> list[Case]:
     out = []
     for mesh in MESHES:
         out += shard_map_cases(mesh, rng)
+    for mesh in PROGRAM_MESHES:
+        out += program_cases(mesh, random.Random(f"{seed}-{mesh}"))
     for n in (8, 4, 2):
         out += pmap_cases(n, rng)
     return out

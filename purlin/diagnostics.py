@@ -16,7 +16,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import AnyFloat, FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, MultipleSpansParseError, ParseError, VerifyException
@@ -51,8 +51,22 @@ def decode_source(data: bytes, name: str, line_offset: int = 0) -> str:
         ) from None
 
 
+@dataclass
+class _TensorLiteralElement(Parser._TensorLiteralElement):
+    """A dense literal's element; a hexadecimal one of a float type is the
+    float's bits (`dense<0xFF800000> : tensor<f32>` is -inf), as in MLIR,
+    where xDSL 0.74 reads the integer's value."""
+
+    def to_type(self, parser, type):  # type: ignore[no-untyped-def]
+        if isinstance(type, AnyFloat) and isinstance(self.value, int) and self.span.text[:2] in ("0x", "0X"):
+            return next(type.iter_unpack(self.value.to_bytes(type.compile_time_size, "little")))
+        return super().to_type(parser, type)
+
+
 class LocatedParser(Parser):
     """`line_offset` is the line the input starts at in its file (for --split-input-file)."""
+
+    _TensorLiteralElement = _TensorLiteralElement
 
     def __init__(self, ctx: Context, input: str | bytes, name: str, line_offset: int = 0):
         super().__init__(ctx, input, name)

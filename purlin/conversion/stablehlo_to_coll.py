@@ -1,7 +1,8 @@
 """`convert-stablehlo-to-coll`: StableHLO collectives become coll collectives.
 
 A *program* is the body of a function or of an `sdy.manual_computation`
-(what every device runs) holding StableHLO collectives. In a program, a run
+(what every device runs), or a region of a `stablehlo.while`, `case` or `if`
+in one, holding StableHLO collectives. In a program, a run
 of collectives with what moves no data between them (reshapes, broadcasts
 and transposes that only add or move unit dimensions, sharding constraints,
 `custom_call @Sharding`) becomes one coll function in destination-passing
@@ -459,19 +460,28 @@ def _outside_uses(value: SSAValue, members: set[Operation], block: Block) -> boo
     return any(_top(u.operation, block) not in members for u in value.uses)
 
 
+# Ops whose regions are part of the program around them: a run of collectives
+# in one becomes a coll function called there.
+_CONTROL = (shlo.WhileOp, shlo.CaseOp, shlo.IfOp)
+
+
 def _program_blocks(module: ModuleOp) -> Iterator[tuple[Block, Operation]]:
-    """Each program block with the op owning it (a func.func or an
-    sdy.manual_computation), in module order; a collective elsewhere is a
-    diagnostic."""
+    """Each program block with the op owning it (a func.func, an
+    sdy.manual_computation, or a while, case or if inside one), in module
+    order; a collective elsewhere is a diagnostic."""
     seen: list[Block] = []
     for op in module.walk():
         if not isinstance(op, shlo.CollectiveBase):
             continue
         block = op.parent_block()
         owner = block.parent_op() if block is not None else None
-        if not isinstance(owner, FuncOp | sdy.ManualComputationOp):
-            raise fail(op, "purlin imports collectives in the body of a function or of an sdy.manual_computation, "
-                       f"not in the region of '{op_name(owner) if owner else 'nothing'}'")
+        around = owner
+        while isinstance(around, _CONTROL):
+            around = around.parent_op()
+        if not isinstance(around, FuncOp | sdy.ManualComputationOp):
+            raise fail(op, "purlin imports collectives in the body of a function or of an sdy.manual_computation "
+                       "(or in the regions of a stablehlo.while, case or if there), not in the region of "
+                       f"'{op_name(owner) if owner else 'nothing'}'")
         assert block is not None
         if block not in seen:
             seen.append(block)

@@ -10,12 +10,17 @@ every process and puts the results together by its out_shardings; GSPMD's
 by its own. Every other op runs on numpy (`tensor_reference`) once for a
 global value or on each process for a local one, and a `tensor_coll.call`
 hands its operands, every process's, to the caller's `CollCall`: that is where
-purlin runs the collectives.
+purlin runs the collectives. `stablehlo.while`, `case` and `if` run their
+regions on these values, so a collective inside runs where it is; where the
+processes part ways (a predicate that differs among them) each keeps what its
+own path gives, and a collective on such a path is refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from math import prod
 
@@ -30,7 +35,7 @@ from purlin.frontends.shardings import ShardingError, hlo_layout, sdy_layout
 from purlin.frontends.tensor_coll import CallOp as CollCallOp
 from purlin.frontends.tensor_coll import counts
 from purlin.frontends.tensor_functions import op_name
-from purlin.frontends.tensor_reference import ReferenceError, evaluate, tensor_type
+from purlin.frontends.tensor_reference import MAX_TRIPS, ReferenceError, branch_index, evaluate, tensor_type
 
 
 class SpmdError(ValueError):
@@ -48,6 +53,7 @@ class Local:
 
 
 Value = Global | Local
+Env = ChainMap[SSAValue, Value]
 # (coll function, its inputs: per input the flat array of each rank) -> its outputs, alike.
 CollCall = Callable[[FuncOp, list[list[np.ndarray]]], list[list[np.ndarray]]]
 
@@ -86,6 +92,7 @@ class Machine:
         self.replicas, self.partitions = replicas, partitions
         self.world = replicas * partitions
         self.call = call
+        self.divergent: Operation | None = None  # the op whose regions processes run apart, if any
 
     def run(self, func: FuncOp, args: Sequence[Value]) -> list[Value]:
         """The results of `func` on `args`."""
@@ -95,15 +102,64 @@ class Machine:
             raise SpmdError(f"@{func.sym_name.data} takes {len(func.body.block.args)} arguments, got {len(args)}")
         return self.block(func.body.block, list(args))
 
-    def block(self, block: Block, args: list[Value]) -> list[Value]:
-        env: dict[SSAValue, Value] = dict(zip(block.args, args))
+    def block(self, block: Block, args: list[Value], outer: Env | None = None) -> list[Value]:
+        """The block's results; its ops may read the values of `outer` (a region's enclosing blocks)."""
+        env: Env = ChainMap(dict(zip(block.args, args)), *([outer] if outer is not None else []))
         for op in block.ops:
             if isinstance(op, ReturnOp | sdy.ReturnOp | shlo.ReturnOp):
                 return [env[v] for v in op.operands]
             values = [env[v] for v in op.operands]
-            for r, v in zip(op.results, self.op(op, values)):
+            if isinstance(op, shlo.WhileOp):
+                results = self.loop(op, values, env)
+            elif isinstance(op, shlo.CaseOp | shlo.IfOp):
+                results = self.branch(op, values[0], env)
+            else:
+                results = self.op(op, values)
+            for r, v in zip(op.results, results):
                 env[r] = v
         raise SpmdError("a block without a terminator")
+
+    def per_rank(self, value: Value, pick: Callable[[np.ndarray], int]) -> list[int]:
+        return [pick(a) for a in self.local(value)]
+
+    def branch(self, op: shlo.CaseOp | shlo.IfOp, index: Value, env: Env) -> list[Value]:
+        """The branch each process picks; where they pick differently, each
+        process keeps its own branch's results."""
+        picks = self.per_rank(index, lambda a: branch_index(op, a))
+        if len(set(picks)) == 1:
+            return self.block(op.branches[picks[0]].block, [], env)
+        with self.diverging(op):
+            ran = {k: self.block(op.branches[k].block, [], env) for k in sorted(set(picks))}
+        return [Local([self.local(ran[k][j])[r] for r, k in enumerate(picks)]) for j in range(len(op.results))]
+
+    def loop(self, op: shlo.WhileOp, values: list[Value], env: Env) -> list[Value]:
+        """The body while the cond holds; a process whose cond fails keeps its
+        values while the others go on."""
+        done = [False] * self.world
+        for _ in range(MAX_TRIPS):
+            (cond,) = self.block(op.cond.block, values, env)
+            go = [g and not d for g, d in zip(self.per_rank(cond, lambda a: bool(a.reshape(()))), done)]
+            if not any(go):
+                return values
+            if all(go):
+                values = self.block(op.body.block, values, env)
+                continue
+            with self.diverging(op):
+                new = self.block(op.body.block, values, env)
+            values = [Local([self.local(n)[r] if go[r] else self.local(v)[r] for r in range(self.world)])
+                      for n, v in zip(new, values)]
+            done = [not g for g in go]
+        raise SpmdError(f"{_where(op)}: '{op.name}' ran {MAX_TRIPS} times and goes on; purlin's reference stops "
+                        "there")
+
+    @contextmanager
+    def diverging(self, op: Operation) -> Iterator[None]:
+        """Processes take different paths through `op`'s regions."""
+        before, self.divergent = self.divergent, self.divergent or op
+        try:
+            yield
+        finally:
+            self.divergent = before
 
     def op(self, op: Operation, args: list[Value]) -> list[Value]:
         if isinstance(op, sdy.ManualComputationOp):
@@ -147,6 +203,10 @@ class Machine:
         return value.values if isinstance(value, Local) else [value.value] * self.world
 
     def coll(self, func: FuncOp, args: list[Value], at: Operation) -> list[Value]:
+        if self.divergent is not None:
+            raise SpmdError(f"{_where(self.divergent)}: processes take different paths through "
+                            f"'{self.divergent.name}', and one holds a collective ({_where(at)}); purlin runs a "
+                            "collective that every process reaches")
         n = counts(func)
         assert n is not None
         n_in, n_out = n

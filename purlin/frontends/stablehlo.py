@@ -37,10 +37,12 @@ from xdsl.irdl import (
     operand_def,
     opt_prop_def,
     opt_region_def,
+    region_def,
     param_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_region_def,
     var_result_def,
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
@@ -863,10 +865,18 @@ class ReduceOp(TensorOp, _fields("dimensions")):
             block.add_ops([*combined, ReturnOp([c.results[0] for c in combined])])
             region = Region(block)
         else:
+            # One (accumulator, element) pair per operand; the block takes the accumulators, then the elements.
             parser.parse_keyword("reducer")
-            args = parser.parse_comma_separated_list(parser.Delimiter.PAREN,
-                                                     lambda: parser.parse_argument(expect_type=True))
-            region = parser.parse_region(args)
+            start = parser.pos
+            groups = []
+            while parser.parse_optional_punctuation("("):
+                groups.append(parser.parse_comma_separated_list(parser.Delimiter.NONE,
+                                                                lambda: parser.parse_argument(expect_type=True)))
+                parser.parse_punctuation(")")
+            if len(groups) != len(pairs) or any(len(g) != 2 for g in groups):
+                parser.raise_error(f"the reducer takes {len(pairs)} (accumulator, element) pairs, one per operand",
+                                   start, parser.pos)
+            region = parser.parse_region([g[0] for g in groups] + [g[1] for g in groups])
         op = cls(values, outs, {"dimensions": _i64_array(dims)}, [region])
         return _with_attributes(op, attrs)
 
@@ -882,6 +892,459 @@ class ReduceOp(TensorOp, _fields("dimensions")):
         self.need(shape is not None and len(set(dims)) == len(dims) and all(0 <= d < len(shape) for d in dims),
                   f"dimensions {dims} must be distinct dimensions of {self.operands[0].type}")
         self.need(self.body is not None and bool(self.body.blocks), "needs its reduction region")
+
+
+# -- linear algebra, windows, padding, control flow ---------------------------
+
+
+def _ints_field(key: str) -> _Field:
+    """`key = [1, 2]`, held as an array of IntAttr."""
+    def parse(p: AttrParser) -> Attribute:
+        return ArrayAttr([IntAttr(v) for v in p.parse_comma_separated_list(
+            p.Delimiter.SQUARE, lambda: p.parse_integer(allow_boolean=False))])
+
+    def print_(pr: Printer, a: Attribute) -> None:
+        pr.print_string("[" + ", ".join(str(v.data) for v in a.data) + "]")  # type: ignore[attr-defined]
+
+    return _Field(key, key, parse, print_, ArrayAttr([]))
+
+
+def int_list(attr: Attribute) -> list[int]:
+    return [v.data for v in attr.data]  # type: ignore[attr-defined]
+
+
+@irdl_attr_definition
+class DotAttr(_StructAttr):
+    """`#stablehlo.dot<lhs_batching_dimensions = [..], rhs_batching_dimensions
+    = [..], lhs_contracting_dimensions = [..], rhs_contracting_dimensions = [..]>`."""
+
+    name = "stablehlo.dot"
+    lhs_batching_dimensions: ArrayAttr = param_def()
+    rhs_batching_dimensions: ArrayAttr = param_def()
+    lhs_contracting_dimensions: ArrayAttr = param_def()
+    rhs_contracting_dimensions: ArrayAttr = param_def()
+    FIELDS: ClassVar[tuple[_Field, ...]] = tuple(_ints_field(k) for k in (
+        "lhs_batching_dimensions", "rhs_batching_dimensions", "lhs_contracting_dimensions",
+        "rhs_contracting_dimensions"))
+
+
+@irdl_attr_definition
+class GatherAttr(_StructAttr):
+    """`#stablehlo.gather<offset_dims = [..], collapsed_slice_dims = [..],
+    operand_batching_dims = [..], start_indices_batching_dims = [..],
+    start_index_map = [..], index_vector_dim = D>`."""
+
+    name = "stablehlo.gather"
+    offset_dims: ArrayAttr = param_def()
+    collapsed_slice_dims: ArrayAttr = param_def()
+    operand_batching_dims: ArrayAttr = param_def()
+    start_indices_batching_dims: ArrayAttr = param_def()
+    start_index_map: ArrayAttr = param_def()
+    index_vector_dim: IntAttr = param_def()
+    FIELDS: ClassVar[tuple[_Field, ...]] = (
+        *(_ints_field(k) for k in ("offset_dims", "collapsed_slice_dims", "operand_batching_dims",
+                                   "start_indices_batching_dims", "start_index_map")),
+        _int_field("index_vector_dim", negative=False))
+
+
+@irdl_attr_definition
+class ScatterAttr(_StructAttr):
+    """`#stablehlo.scatter<update_window_dims = [..], inserted_window_dims =
+    [..], input_batching_dims = [..], scatter_indices_batching_dims = [..],
+    scatter_dims_to_operand_dims = [..], index_vector_dim = D>`."""
+
+    name = "stablehlo.scatter"
+    update_window_dims: ArrayAttr = param_def()
+    inserted_window_dims: ArrayAttr = param_def()
+    input_batching_dims: ArrayAttr = param_def()
+    scatter_indices_batching_dims: ArrayAttr = param_def()
+    scatter_dims_to_operand_dims: ArrayAttr = param_def()
+    index_vector_dim: IntAttr = param_def()
+    FIELDS: ClassVar[tuple[_Field, ...]] = (
+        *(_ints_field(k) for k in ("update_window_dims", "inserted_window_dims", "input_batching_dims",
+                                   "scatter_indices_batching_dims", "scatter_dims_to_operand_dims")),
+        _int_field("index_vector_dim", negative=False))
+
+
+class Precision(StrEnum):
+    DEFAULT = "DEFAULT"
+    HIGH = "HIGH"
+    HIGHEST = "HIGHEST"
+
+
+PrecisionAttr = enum_attribute(Precision, "stablehlo.precision", __name__)
+
+
+def _dims_pair(parser: Parser) -> tuple[list[int], list[int]]:
+    """`[..] x [..]`."""
+    lhs = _parse_int_list(parser)
+    parser.parse_keyword("x")
+    return lhs, _parse_int_list(parser)
+
+
+def _distinct_dims(dims: Sequence[int], rank: int) -> bool:
+    return len(set(dims)) == len(dims) and all(0 <= d < rank for d in dims)
+
+
+@irdl_op_definition
+class DotGeneralOp(TensorOp, _fields("dot_dimension_numbers", "precision_config", "algorithm")):
+    """`stablehlo.dot_general %a, %b, [batching_dims = [..] x [..],]
+    contracting_dims = [..] x [..][, precision = [..]] : (A, B) -> R`: the
+    result's dimensions are the batching ones, then the free ones of %a, then %b's."""
+
+    name = "stablehlo.dot_general"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DotGeneralOp:
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        batch: tuple[list[int], list[int]] = ([], [])
+        contract: tuple[list[int], list[int]] = ([], [])
+        props: dict[str, Attribute] = {}
+        while parser.parse_optional_punctuation(","):
+            start = parser.pos
+            key = parser.parse_identifier(" (batching_dims, contracting_dims or precision)")
+            parser.parse_punctuation("=")
+            if key == "batching_dims":
+                batch = _dims_pair(parser)
+            elif key == "contracting_dims":
+                contract = _dims_pair(parser)
+            elif key == "precision":
+                props["precision_config"] = ArrayAttr(parser.parse_comma_separated_list(
+                    parser.Delimiter.SQUARE, lambda: PrecisionAttr(
+                        Precision(parser.parse_keyword_in([p.value for p in Precision])))))
+            elif key == "algorithm":
+                props["algorithm"] = parser.parse_attribute()
+            else:
+                parser.raise_error(f"unknown field '{key}' of stablehlo.dot_general, expected batching_dims, "
+                                   "contracting_dims, precision or algorithm", start, parser.pos)
+        props["dot_dimension_numbers"] = DotAttr(*(ArrayAttr([IntAttr(v) for v in d])
+                                                   for d in (*batch, *contract)))
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_functional(parser, [lhs, rhs])
+        op = cls(values, outs, props)
+        return _with_attributes(op, attrs)
+
+    def dims(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """(lhs batching, rhs batching, lhs contracting, rhs contracting)."""
+        d = field(self, "dot_dimension_numbers")
+        assert isinstance(d, DotAttr)
+        return (int_list(d.lhs_batching_dimensions), int_list(d.rhs_batching_dimensions),
+                int_list(d.lhs_contracting_dimensions), int_list(d.rhs_contracting_dimensions))
+
+    def verify_(self) -> None:
+        self.need(len(self.operands) == 2 and len(self.results) == 1, "takes two operands and gives one result")
+        self.need(isinstance(field(self, "dot_dimension_numbers"), DotAttr), "needs its dot_dimension_numbers")
+        a, b = _shape(self.operands[0].type), _shape(self.operands[1].type)
+        self.need(a is not None and b is not None, "takes tensors")
+        assert a is not None and b is not None
+        lb, rb, lc, rc = self.dims()
+        self.need(_distinct_dims(lb + lc, len(a)) and _distinct_dims(rb + rc, len(b))
+                  and len(lb) == len(rb) and len(lc) == len(rc),
+                  f"batching dimensions {lb} x {rb} and contracting dimensions {lc} x {rc} must be distinct "
+                  f"dimensions of {self.operands[0].type} and {self.operands[1].type}, as many on each side")
+        self.need(all(a[i] == b[j] for i, j in zip(lb + lc, rb + rc)),
+                  "paired batching and contracting dimensions must have one size")
+        want = [a[i] for i in lb] + [n for i, n in enumerate(a) if i not in lb + lc] + [
+            n for j, n in enumerate(b) if j not in rb + rc]
+        self.need(_shape(self.results[0].type) == tuple(want), f"the result must be {want}, got {self.results[0].type}")
+
+
+@irdl_op_definition
+class DynamicUpdateSliceOp(TensorOp):
+    """`stablehlo.dynamic_update_slice %x, %update, %i0, .. : (..) -> T`: %x
+    with the block at the (clamped) start indices replaced by %update."""
+
+    name = "stablehlo.dynamic_update_slice"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> DynamicUpdateSliceOp:
+        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_functional(parser, operands)
+        return _with_attributes(cls(values, outs), attrs)
+
+    def verify_(self) -> None:
+        shape = _shape(self.operands[0].type) if self.operands else None
+        update = _shape(self.operands[1].type) if len(self.operands) > 1 else None
+        self.need(shape is not None and update is not None and len(update) == len(shape)
+                  and len(self.operands) == 2 + len(shape) and all(u <= n for u, n in zip(update, shape)),
+                  "takes an operand, an update of its rank no larger, and one start index per dimension")
+        self.need(len(self.results) == 1 and self.results[0].type == self.operands[0].type,
+                  f"the result must be of the operand's type {self.operands[0].type}")
+
+
+@irdl_op_definition
+class PadOp(TensorOp, _fields("edge_padding_low", "edge_padding_high", "interior_padding")):
+    """`stablehlo.pad %x, %value, low = [..], high = [..], interior = [..]`:
+    %x with `interior` values between its elements and `low`/`high` at the
+    edges (negative: cut)."""
+
+    name = "stablehlo.pad"
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PadOp:
+        x = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        value = parser.parse_unresolved_operand()
+        props = {}
+        for key, name in (("low", "edge_padding_low"), ("high", "edge_padding_high"),
+                          ("interior", "interior_padding")):
+            parser.parse_punctuation(",")
+            parser.parse_keyword(key)
+            parser.parse_punctuation("=")
+            props[name] = _i64_array(_parse_int_list(parser))
+        attrs = parser.parse_optional_attr_dict()
+        values, outs = _parse_functional(parser, [x, value])
+        return _with_attributes(cls(values, outs, props), attrs)
+
+    def padding(self) -> list[tuple[int, int, int]]:
+        """(low, high, interior) per dimension."""
+        return list(zip(*(_ints(self, k) or [] for k in ("edge_padding_low", "edge_padding_high",
+                                                           "interior_padding"))))
+
+    def verify_(self) -> None:
+        shape = _shape(self.operands[0].type) if self.operands else None
+        self.need(len(self.operands) == 2 and shape is not None and _shape(self.operands[1].type) == (),
+                  "takes an operand and a rank-0 padding value")
+        assert shape is not None
+        pads = self.padding()
+        self.need(len(pads) == len(shape) and all(i >= 0 for _, _, i in pads),
+                  f"needs low, high and interior (not negative) padding per dimension of {self.operands[0].type}")
+        want = [lo + hi + n + max(n - 1, 0) * i for (lo, hi, i), n in zip(pads, shape)]
+        self.need(all(w >= 0 for w in want) and _shape(self.results[0].type) == tuple(want),
+                  f"the result must be {want}, got {self.results[0].type}")
+
+
+def _region_returns(op: TensorOp, region: Region, types: Sequence[Attribute], what: str) -> None:
+    block = region.blocks.first
+    ret = block.last_op if block is not None else None
+    op.need(isinstance(ret, ReturnOp) and [v.type for v in ret.operands] == list(types),
+            f"its {what} must return {', '.join(map(str, types)) or 'nothing'}")
+
+
+_WINDOW = ("window_dimensions", "window_strides", "base_dilations", "window_dilations", "padding")
+
+
+@irdl_op_definition
+class ReduceWindowOp(TensorOp, _fields(*_WINDOW)):
+    """`"stablehlo.reduce_window"(%x.., %init..) <{window_dimensions, ..}>
+    ({reducer})`: each window of the (padded, dilated) operands folded from
+    the init values, as reduce does."""
+
+    name = "stablehlo.reduce_window"
+    body = opt_region_def()
+
+    def window(self) -> list[tuple[int, int, int, int, int, int]]:
+        """(size, stride, base dilation, window dilation, pad low, pad high) per dimension."""
+        rank = len(_shape(self.operands[0].type) or ())
+        sizes = _ints(self, "window_dimensions") or []
+        ones = [1] * rank
+        strides, base, dil = (_ints(self, k) or ones for k in ("window_strides", "base_dilations",
+                                                               "window_dilations"))
+        pad = _ints(self, "padding") or [0] * (2 * rank)
+        return [(sizes[k], strides[k], base[k], dil[k], pad[2 * k], pad[2 * k + 1])
+                for k in range(min(rank, len(sizes), len(strides), len(base), len(dil), len(pad) // 2))]
+
+    def verify_(self) -> None:
+        n = len(self.results)
+        self.need(n >= 1 and len(self.operands) == 2 * n, "takes one init value per operand and gives one result each")
+        shape = _shape(self.operands[0].type)
+        self.need(shape is not None and all(_shape(v.type) == shape for v in self.operands[:n])
+                  and all(_shape(v.type) == () for v in self.operands[n:]),
+                  "operands must be tensors of one shape, the init values rank 0")
+        assert shape is not None
+        win = self.window()
+        self.need(len(win) == len(shape) and all(s > 0 and st > 0 and b > 0 and d > 0 for s, st, b, d, _, _ in win),
+                  f"needs a positive window size, stride and dilations per dimension of {self.operands[0].type}")
+        want = []
+        for (size, stride, base, dil, lo, hi), d in zip(win, shape):
+            padded = lo + hi + (d - 1) * base + 1 if d else lo + hi
+            span = (size - 1) * dil + 1
+            want.append(0 if padded < span else (padded - span) // stride + 1)
+        self.need(all(_shape(r.type) == tuple(want) for r in self.results), f"results must be {want}")
+        self.need(self.body is not None and bool(self.body.blocks), "needs its reduction region")
+
+
+@irdl_op_definition
+class SortOp(TensorOp, _fields("dimension", "is_stable")):
+    """`"stablehlo.sort"(%x, ..) <{dimension, is_stable}> ({comparator})`:
+    the operands ordered together along the dimension by the comparator of
+    (lhs, rhs) element pairs."""
+
+    name = "stablehlo.sort"
+    body = opt_region_def()
+
+    def verify_(self) -> None:
+        shape = _shape(self.operands[0].type) if self.operands else None
+        self.need(shape is not None and all(_shape(v.type) == shape for v in self.operands)
+                  and [r.type for r in self.results] == [v.type for v in self.operands],
+                  "takes tensors of one shape and gives results of their types")
+        assert shape is not None
+        d = _int(self, "dimension")
+        self.need(d is not None and -len(shape) <= d < max(len(shape), 1),
+                  f"dimension {d} must be a dimension of {self.operands[0].type}")
+        self.need(self.body is not None and bool(self.body.blocks), "needs its comparator region")
+
+
+@irdl_op_definition
+class WhileOp(TensorOp):
+    """`stablehlo.while(%a = %x, ..) : T, .. cond {..} do {..}`: the body
+    runs on the values while the cond region returns true."""
+
+    name = "stablehlo.while"
+    cond = region_def()
+    body = region_def()
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WhileOp:
+        names, operands = [], []
+
+        def one() -> None:
+            names.append(parser.parse_argument(expect_type=False))
+            parser.parse_punctuation("=")
+            operands.append(parser.parse_unresolved_operand())
+
+        parser.parse_comma_separated_list(parser.Delimiter.PAREN, one)
+        attrs = parser.parse_optional_attr_dict()
+        types: list[Attribute] = []
+        if operands:
+            parser.parse_punctuation(":")
+            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != len(operands):
+            parser.raise_error(f"{len(operands)} operands but {len(types)} types")
+        args = [n.resolve(t) for n, t in zip(names, types)]  # type: ignore[union-attr]
+        parser.parse_keyword("cond")
+        cond = parser.parse_region(args)
+        parser.parse_keyword("do")
+        body = parser.parse_region(args)
+        values = [parser.resolve_operand(o, t) for o, t in zip(operands, types)]
+        return _with_attributes(cls(values, types, regions=[cond, body]), attrs)
+
+    def verify_(self) -> None:
+        types = [v.type for v in self.operands]
+        self.need([r.type for r in self.results] == types, "its results must be of its operands' types")
+        self.need(bool(self.cond.blocks) and bool(self.body.blocks), "needs a cond and a body region")
+        for region, what in ((self.cond, "cond"), (self.body, "body")):
+            self.need([a.type for a in region.block.args] == types, f"its {what} must take its operands' types")
+        _region_returns(self, self.cond, [TensorType(IntegerType(1), [])], "cond")
+        _region_returns(self, self.body, types, "body")
+
+
+@irdl_op_definition
+class CaseOp(TensorOp):
+    """`"stablehlo.case"(%index) ({..}, {..}, ..)`: the branch of the index
+    (the last where it is out of range) runs; its returns are the results."""
+
+    name = "stablehlo.case"
+    branches = var_region_def()
+
+    def __init__(self, operands: Sequence[SSAValue], result_types: Sequence[Attribute],
+                 properties: dict[str, Attribute] | None = None, regions: Sequence[Region] = ()):
+        super().__init__(operands, result_types, properties, [list(regions)])  # type: ignore[list-item]
+
+    def verify_(self) -> None:
+        self.need(len(self.operands) == 1 and self.operands[0].type == TensorType(IntegerType(32), []),
+                  "takes one index, a tensor<i32>")
+        self.need(len(self.branches) >= 1, "needs a branch")
+        for k, branch in enumerate(self.branches):
+            self.need(bool(branch.blocks) and not branch.block.args, f"branch {k} takes no arguments")
+            _region_returns(self, branch, [r.type for r in self.results], f"branch {k}")
+
+
+@irdl_op_definition
+class IfOp(TensorOp):
+    """`"stablehlo.if"(%pred) ({true branch}, {false branch})`."""
+
+    name = "stablehlo.if"
+    true_branch = region_def()
+    false_branch = region_def()
+
+    @property
+    def branches(self) -> list[Region]:
+        return [self.true_branch, self.false_branch]
+
+    def verify_(self) -> None:
+        self.need(len(self.operands) == 1 and self.operands[0].type == TensorType(IntegerType(1), []),
+                  "takes one predicate, a tensor<i1>")
+        for what, branch in zip(("true branch", "false branch"), self.branches):
+            _region_returns(self, branch, [r.type for r in self.results], what)
+
+
+def _gather_dims(attr: Attribute) -> GatherAttr | None:
+    return attr if isinstance(attr, GatherAttr) else None
+
+
+@irdl_op_definition
+class GatherOp(TensorOp, _fields("dimension_numbers", "slice_sizes", "indices_are_sorted")):
+    """`"stablehlo.gather"(%x, %indices) <{dimension_numbers, slice_sizes}>`:
+    slices of %x at the start indices %indices holds."""
+
+    name = "stablehlo.gather"
+
+    def verify_(self) -> None:
+        self.need(len(self.operands) == 2 and len(self.results) == 1, "takes an operand and indices")
+        dims = field(self, "dimension_numbers")
+        self.need(isinstance(dims, GatherAttr), "needs its dimension_numbers, a #stablehlo.gather")
+        assert isinstance(dims, GatherAttr)
+        shape, index = _shape(self.operands[0].type), _shape(self.operands[1].type)
+        self.need(shape is not None and index is not None, "takes tensors")
+        assert shape is not None and index is not None
+        sizes = _ints(self, "slice_sizes") or []
+        collapsed = int_list(dims.collapsed_slice_dims) + int_list(dims.operand_batching_dims)
+        starts = int_list(dims.start_index_map)
+        ivd = dims.index_vector_dim.data
+        vector = index[ivd] if ivd < len(index) else 1
+        self.need(len(sizes) == len(shape) and all(0 <= k <= n for k, n in zip(sizes, shape))
+                  and _distinct_dims(collapsed, len(shape)) and all(sizes[d] <= 1 for d in collapsed)
+                  and _distinct_dims(starts, len(shape)) and len(starts) == vector and ivd <= len(index),
+                  f"slice_sizes {sizes}, collapsed_slice_dims and start_index_map must fit {self.operands[0].type} "
+                  f"and indices {self.operands[1].type}")
+        batch = [n for k, n in enumerate(index) if k != ivd]
+        offsets = [n for k, n in enumerate(sizes) if k not in collapsed]
+        offset_dims = int_list(dims.offset_dims)
+        rank = len(batch) + len(offsets)
+        self.need(len(offset_dims) == len(offsets) and _distinct_dims(offset_dims, rank)
+                  and offset_dims == sorted(offset_dims),
+                  f"offset_dims {offset_dims} must be {len(offsets)} increasing dimensions of the result")
+        want, b, o = [], iter(batch), iter(offsets)
+        for k in range(rank):
+            want.append(next(o) if k in offset_dims else next(b))
+        self.need(_shape(self.results[0].type) == tuple(want), f"the result must be {want}, got {self.results[0].type}")
+
+
+@irdl_op_definition
+class ScatterOp(TensorOp, _fields("scatter_dimension_numbers", "indices_are_sorted", "unique_indices")):
+    """`"stablehlo.scatter"(%x.., %indices, %updates..) <{scatter_dimension_numbers}>
+    ({combiner})`: %x with each update combined into it where the indices say."""
+
+    name = "stablehlo.scatter"
+    body = opt_region_def()
+
+    def verify_(self) -> None:
+        n = len(self.results)
+        self.need(n >= 1 and len(self.operands) == 2 * n + 1
+                  and [r.type for r in self.results] == [v.type for v in self.operands[:n]],
+                  "takes operands, indices and one update per operand, and gives results of the operands' types")
+        dims = field(self, "scatter_dimension_numbers")
+        self.need(isinstance(dims, ScatterAttr), "needs its scatter_dimension_numbers, a #stablehlo.scatter")
+        assert isinstance(dims, ScatterAttr)
+        shape, index, update = (_shape(v.type) for v in (self.operands[0], self.operands[n], self.operands[n + 1]))
+        self.need(shape is not None and index is not None and update is not None, "takes tensors")
+        assert shape is not None and index is not None and update is not None
+        window = int_list(dims.update_window_dims)
+        inserted = int_list(dims.inserted_window_dims) + int_list(dims.input_batching_dims)
+        to_operand = int_list(dims.scatter_dims_to_operand_dims)
+        ivd = dims.index_vector_dim.data
+        vector = index[ivd] if ivd < len(index) else 1
+        self.need(_distinct_dims(window, len(update)) and _distinct_dims(inserted, len(shape))
+                  and len(window) + len(inserted) == len(shape) and _distinct_dims(to_operand, len(shape))
+                  and len(to_operand) == vector and ivd <= len(index)
+                  and len(update) == len(window) + len(index) - (ivd < len(index)),
+                  f"update_window_dims, inserted_window_dims and scatter_dims_to_operand_dims must fit "
+                  f"{self.operands[0].type}, indices {self.operands[n].type} and updates {self.operands[n + 1].type}")
+        self.need(self.body is not None and bool(self.body.blocks), "needs its combiner region")
 
 
 _CUSTOM_CALL_FIELDS = ("call_target_name", "has_side_effect", "backend_config", "api_version",
@@ -952,11 +1415,12 @@ COMBINERS: dict[type[ElementwiseBinary], str] = {
 
 TENSOR_OPS = (*BINARY_OPS, *UNARY_OPS, BitcastConvertOp, ReshapeOp, BroadcastInDimOp, TransposeOp, SliceOp,
               DynamicSliceOp, ConcatenateOp, IotaOp, PartitionIdOp, ReplicaIdOp, CompareOp, SelectOp, ClampOp,
-              ReduceOp, CustomCallOp)
+              ReduceOp, CustomCallOp, DotGeneralOp, DynamicUpdateSliceOp, PadOp, ReduceWindowOp, SortOp, WhileOp,
+              CaseOp, IfOp, GatherOp, ScatterOp)
 
 StableHLO = Dialect(
     "stablehlo",
     [*COLLECTIVES, ConstantOp, *TENSOR_OPS, ReturnOp],
     [ChannelHandleAttr, MeshAxisAttr, MeshAttr, AxisRefAttr, ReplicaGroupMeshAxesAttr, ComparisonDirectionAttr,
-     ComparisonTypeAttr],
+     ComparisonTypeAttr, DotAttr, GatherAttr, ScatterAttr, PrecisionAttr],
 )

@@ -9,6 +9,7 @@ f32 and rounded, as XLA's CPU backend does; integers wrap.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 from math import prod
@@ -328,6 +329,201 @@ def _reduce(op: shlo.ReduceOp, args: list[np.ndarray], region: Evaluate) -> list
     return [np.asarray(a).reshape(out_shape) for a in acc]
 
 
+def _dot_general(op: shlo.DotGeneralOp, a: np.ndarray, b: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """Batching dimensions first, then %a's free ones, then %b's; integers wrap."""
+    lb, rb, lc, rc = op.dims()
+    lf = [d for d in range(a.ndim) if d not in lb + lc]
+    rf = [d for d in range(b.ndim) if d not in rb + rc]
+    batch = [a.shape[d] for d in lb]
+    k = prod(a.shape[d] for d in lc)
+    x = np.transpose(a, lb + lf + lc).reshape(prod(batch), prod(a.shape[d] for d in lf), k)
+    y = np.transpose(b, rb + rc + rf).reshape(prod(batch), k, prod(b.shape[d] for d in rf))
+    if dt.kind in "iub":
+        with np.errstate(over="ignore"):
+            wide = np.matmul(x.astype(np.int64), y.astype(np.int64))
+        out = wide.astype(np.uint64).astype(dt) if dt.kind == "u" else wide.astype(dt)
+    else:
+        out = np.matmul(x.astype(np.float64 if dt.itemsize >= 8 else np.float32),
+                        y.astype(np.float64 if dt.itemsize >= 8 else np.float32)).astype(dt)
+    return out.reshape(batch + [a.shape[d] for d in lf] + [b.shape[d] for d in rf])
+
+
+def _starts(starts: Sequence[np.ndarray], sizes: Sequence[int], shape: Sequence[int]) -> list[int]:
+    """Start indices clamped so that the block of `sizes` lies in `shape`."""
+    return [min(max(int(np.asarray(s).reshape(())), 0), n - k) for s, k, n in zip(starts, sizes, shape)]
+
+
+def _dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: Sequence[np.ndarray]) -> np.ndarray:
+    out = x.copy()
+    at = _starts(starts, update.shape, x.shape)
+    out[tuple(slice(a, a + n) for a, n in zip(at, update.shape))] = update
+    return out
+
+
+def _pad(op: shlo.PadOp, x: np.ndarray, value: np.ndarray) -> np.ndarray:
+    pads = op.padding()
+    # Interior and positive edges first, then cut the negative edges.
+    full = [max(lo, 0) + max(hi, 0) + n + max(n - 1, 0) * i for (lo, hi, i), n in zip(pads, x.shape)]
+    out = np.full(full, value.reshape(()), x.dtype)
+    out[tuple(slice(max(lo, 0), max(lo, 0) + (n - 1) * (i + 1) + 1 if n else max(lo, 0), i + 1)
+              for (lo, _, i), n in zip(pads, x.shape))] = x
+    return out[tuple(slice(-min(lo, 0), f + min(hi, 0)) for (lo, hi, _), f in zip(pads, full))].copy()
+
+
+def _reduce_window(op: shlo.ReduceWindowOp, args: list[np.ndarray], region: Evaluate) -> list[np.ndarray]:
+    """Each operand dilated and padded with its init value, then each window
+    position folded, all windows at once."""
+    n = len(op.results)
+    values, inits = args[:n], args[n:]
+    win = op.window()
+    padded = []
+    for v, init in zip(values, inits):
+        shape = [lo + hi + (d - 1) * base + 1 if d else lo + hi
+                 for (_, _, base, _, lo, hi), d in zip(win, v.shape)]
+        grown = [max(lo, 0) + max(hi, 0) + (d - 1) * base + 1 if d else max(lo, 0) + max(hi, 0)
+                 for (_, _, base, _, lo, hi), d in zip(win, v.shape)]
+        full = np.full(grown, init.reshape(()), v.dtype)
+        full[tuple(slice(max(lo, 0), max(lo, 0) + (d - 1) * base + 1 if d else max(lo, 0), base)
+                   for (_, _, base, _, lo, _), d in zip(win, v.shape))] = v
+        cut = tuple(slice(-min(lo, 0), -min(lo, 0) + s) for (_, _, _, _, lo, _), s in zip(win, shape))
+        padded.append(full[cut])
+    out_shape = tuple(tensor_type(op.results[0].type)[0])
+    acc = [np.broadcast_to(i.reshape(()), out_shape).copy() for i in inits]
+    assert op.body is not None
+    for offset in itertools.product(*[range(size) for size, *_ in win]):
+        at = tuple(slice(o * dil, o * dil + (m - 1) * stride + 1 if m else o * dil, stride)
+                   for o, (_, stride, _, dil, _, _), m in zip(offset, win, out_shape))
+        acc = region(op.body.block, [*acc, *[p[at] for p in padded]])
+    return [np.asarray(a).reshape(out_shape) for a in acc]
+
+
+def _sort(op: shlo.SortOp, args: list[np.ndarray], region: Evaluate) -> list[np.ndarray]:
+    """Each slice along the dimension ordered by the comparator (a stable merge sort)."""
+    d = shlo._int(op, "dimension") or 0
+    d %= max(args[0].ndim, 1)
+    assert op.body is not None
+    block = op.body.block
+    moved = [np.moveaxis(a, d, -1) for a in args]
+    outs = [m.copy() for m in moved]
+
+    def less(i: int, j: int, row: tuple) -> bool:
+        pair = [x for m in moved for x in (m[row][i], m[row][j])]
+        return bool(np.asarray(region(block, [np.asarray(v) for v in pair])[0]).reshape(()))
+
+    for row in itertools.product(*[range(n) for n in moved[0].shape[:-1]]):
+        order = functools.cmp_to_key(lambda i, j, row=row: -1 if less(i, j, row) else (1 if less(j, i, row) else 0))
+        perm = sorted(range(moved[0].shape[-1]), key=order)
+        for m, o in zip(moved, outs):
+            o[row] = m[row][perm]
+    return [np.moveaxis(o, -1, d).copy() for o in outs]
+
+
+def _index_vectors(indices: np.ndarray, ivd: int) -> np.ndarray:
+    """The index vectors of `indices` (along dimension ivd; its rank, a
+    trailing one of size 1): batch dimensions first, the vector last."""
+    if ivd == indices.ndim:
+        indices = indices[..., None]
+    return np.moveaxis(indices, ivd, -1).astype(np.int64)
+
+
+def _gather(op: shlo.GatherOp, x: np.ndarray, indices: np.ndarray, out: tuple[tuple[int, ...], np.dtype]
+            ) -> np.ndarray:
+    """StableHLO's gather: per batch index, the slice of slice_sizes at the
+    (clamped) start its index vector gives, its collapsed dimensions dropped."""
+    dims = shlo.field(op, "dimension_numbers")
+    assert isinstance(dims, shlo.GatherAttr)
+    sizes = shlo._ints(op, "slice_sizes") or []
+    offset_dims = shlo.int_list(dims.offset_dims)
+    collapsed = shlo.int_list(dims.collapsed_slice_dims)
+    op_batch, idx_batch = shlo.int_list(dims.operand_batching_dims), shlo.int_list(dims.start_indices_batching_dims)
+    start_map = shlo.int_list(dims.start_index_map)
+    ivd = dims.index_vector_dim.data
+    vectors = _index_vectors(indices, ivd)
+    idx_batch_pos = [k if k < ivd else k - 1 for k in idx_batch]
+    shape, dt = out
+    result = np.zeros(shape, dt)
+    batch_dims = [k for k in range(len(shape)) if k not in offset_dims]
+    kept = [k for k in range(x.ndim) if k not in collapsed + op_batch]
+    for b in itertools.product(*[range(shape[k]) for k in batch_dims]):
+        vec = vectors[b]
+        start = [0] * x.ndim
+        for k, d in enumerate(start_map):
+            start[d] = int(vec[k])
+        for o, i in zip(op_batch, idx_batch_pos):
+            start[o] = b[i]
+        start = [min(max(s, 0), n - k) for s, n, k in zip(start, x.shape, sizes)]
+        block = x[tuple(slice(s, s + k) for s, k in zip(start, sizes))]
+        block = block.reshape([sizes[k] for k in kept])
+        at: list = [slice(None)] * len(shape)
+        for k, v in zip(batch_dims, b):
+            at[k] = v
+        result[tuple(at)] = block
+    return result
+
+
+def _scatter(op: shlo.ScatterOp, args: list[np.ndarray], region: Evaluate) -> list[np.ndarray]:
+    """StableHLO's scatter: each update element combined, by the region, into
+    the result element its index vector and window position name; out of
+    range ones are dropped."""
+    n = len(op.results)
+    values, indices, updates = args[:n], args[n], args[n + 1:]
+    dims = shlo.field(op, "scatter_dimension_numbers")
+    assert isinstance(dims, shlo.ScatterAttr) and op.body is not None
+    window = shlo.int_list(dims.update_window_dims)
+    inserted = shlo.int_list(dims.inserted_window_dims)
+    in_batch, idx_batch = shlo.int_list(dims.input_batching_dims), shlo.int_list(dims.scatter_indices_batching_dims)
+    to_operand = shlo.int_list(dims.scatter_dims_to_operand_dims)
+    ivd = dims.index_vector_dim.data
+    vectors = _index_vectors(indices, ivd)
+    idx_batch_pos = [k if k < ivd else k - 1 for k in idx_batch]
+    outs = [v.copy() for v in values]
+    rank = values[0].ndim
+    window_operand = [k for k in range(rank) if k not in inserted + in_batch]
+    scatter_dims = [k for k in range(updates[0].ndim) if k not in window]
+    for u in itertools.product(*[range(m) for m in updates[0].shape]):
+        b = tuple(u[k] for k in scatter_dims)
+        vec = vectors[b]
+        full = [0] * rank
+        for k, d in enumerate(to_operand):
+            full[d] += int(vec[k])
+        for o, i in zip(in_batch, idx_batch_pos):
+            full[o] += b[i]
+        for k, d in zip(window, window_operand):
+            full[d] += u[k]
+        if not all(0 <= f < m for f, m in zip(full, values[0].shape)):
+            continue
+        at = tuple(full)
+        new = region(op.body.block, [*[np.asarray(o[at]) for o in outs], *[np.asarray(up[u]) for up in updates]])
+        for o, v in zip(outs, new):
+            o[at] = np.asarray(v).reshape(())
+    return outs
+
+
+def _truth(x: np.ndarray) -> bool:
+    return bool(np.asarray(x).reshape(()))
+
+
+# A loop's most iterations: a program looping longer is refused, not run forever.
+MAX_TRIPS = 4096
+
+
+def _while(op: shlo.WhileOp, args: list[np.ndarray], region: Evaluate) -> list[np.ndarray]:
+    values = list(args)
+    for _ in range(MAX_TRIPS):
+        if not _truth(region(op.cond.block, values)[0]):
+            return values
+        values = region(op.body.block, values)
+    raise ReferenceError(f"'{op.name}' ran {MAX_TRIPS} times and goes on; purlin's reference stops there")
+
+
+def branch_index(op: shlo.CaseOp | shlo.IfOp, pred: np.ndarray) -> int:
+    """The branch a case's index (the last one out of range) or an if's predicate picks."""
+    if isinstance(op, shlo.IfOp):
+        return 0 if _truth(pred) else 1
+    k = int(np.asarray(pred).reshape(()))
+    return k if 0 <= k < len(op.branches) else len(op.branches) - 1
+
+
 def evaluate(op: Operation, args: list[np.ndarray], process: tuple[int, int], region: Evaluate
              ) -> list[np.ndarray]:
     """The results of `op` on `args` on the process (replica, partition);
@@ -373,8 +569,28 @@ def evaluate(op: Operation, args: list[np.ndarray], process: tuple[int, int], re
             return [np.array(process[0]).astype(outs[0][1])]
         if isinstance(op, shlo.ReduceOp):
             return _reduce(op, args, region)
+        if isinstance(op, shlo.DotGeneralOp):
+            return [_dot_general(op, args[0], args[1], outs[0][1])]
+        if isinstance(op, shlo.DynamicUpdateSliceOp):
+            return [_dynamic_update_slice(args[0], args[1], args[2:])]
+        if isinstance(op, shlo.PadOp):
+            return [_pad(op, args[0], args[1])]
+        if isinstance(op, shlo.ReduceWindowOp):
+            return _reduce_window(op, args, region)
+        if isinstance(op, shlo.SortOp):
+            return _sort(op, args, region)
+        if isinstance(op, shlo.GatherOp):
+            return [_gather(op, args[0], args[1], outs[0])]
+        if isinstance(op, shlo.ScatterOp):
+            return _scatter(op, args, region)
+        if isinstance(op, shlo.WhileOp):
+            return _while(op, args, region)
+        if isinstance(op, shlo.CaseOp | shlo.IfOp):
+            return region(op.branches[branch_index(op, args[0])].block, [])
         if isinstance(op, shlo.CustomCallOp) and op.target == "Sharding" and len(args) == 1:
             return [args[0]]
+    except ReferenceError:
+        raise
     except (ValueError, TypeError, IndexError) as e:
         raise ReferenceError(f"'{op_name(op)}' cannot run on operands {[a.shape for a in args]}: {e}") from None
     target = f" @{op.target}" if isinstance(op, shlo.CustomCallOp) else ""

@@ -112,7 +112,7 @@ func.func @nested(%x: tensor<4xf32>, %c: tensor<f32>) -> tensor<f32> {
   }) : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
   return %r : tensor<f32>
 }
-// CHECK: [[# @LINE - 5]]:5: error: 'stablehlo.collective_broadcast': purlin imports collectives in the body of a function or of an sdy.manual_computation, not in the region of 'stablehlo.reduce'
+// CHECK: [[# @LINE - 5]]:5: error: 'stablehlo.collective_broadcast': purlin imports collectives in the body of a function or of an sdy.manual_computation (or in the regions of a stablehlo.while, case or if there), not in the region of 'stablehlo.reduce'
 
 // -----
 

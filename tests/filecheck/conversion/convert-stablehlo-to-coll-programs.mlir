@@ -6,7 +6,7 @@
 // the views between them) becomes a coll function called where the run was;
 // what else the program does stays. The whole pipeline then lowers the coll
 // functions and leaves the rest.
-// LOWERED-COUNT-7: snac.program
+// LOWERED-COUNT-9: snac.program
 // LOWERED-NOT: coll.
 
 // Shardy: the body of the manual computation is the program; a pmean in it.
@@ -152,3 +152,48 @@ module @dynamic_root attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replica
 // CHECK-NEXT: func.return %r : tensor<3xi32>
 // CHECK:      func.func private @f_coll0(%operand: memref<3xi32>, %gathered: memref<6xi32>)
 // CHECK-NEXT:   coll.all_gather %operand, %gathered world 2 groups [{{\[}}1, 0]] : memref<3xi32>, memref<6xi32>
+
+// -----
+
+// Collectives in the regions of a while and of a case (fori_loop, lax.cond):
+// each region's run becomes a coll function called where it was, inside the region.
+module @regions attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%x: tensor<4xf32>, %k: tensor<i32>) -> tensor<4xf32> {
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %w:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<4xf32>
+    cond {
+      %n = stablehlo.constant dense<3> : tensor<i32>
+      %lt = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    } do {
+      %p = "stablehlo.collective_permute"(%v) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}> : (tensor<4xf32>) -> tensor<4xf32>
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %j = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %j, %p : tensor<i32>, tensor<4xf32>
+    }
+    %r = "stablehlo.case"(%k) ({
+      stablehlo.return %w#1 : tensor<4xf32>
+    }, {
+      %s = "stablehlo.all_reduce"(%w#1) <{channel_handle = #stablehlo.channel_handle<handle = 2, type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, use_global_device_ids}> ({
+      ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+        %t = stablehlo.maximum %a, %b : tensor<f32>
+        stablehlo.return %t : tensor<f32>
+      }) : (tensor<4xf32>) -> tensor<4xf32>
+      stablehlo.return %s : tensor<4xf32>
+    }) : (tensor<i32>) -> tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
+}
+// CHECK-LABEL: builtin.module @regions
+// CHECK:        "stablehlo.while"
+// CHECK:        stablehlo.return %lt : tensor<i1>
+// CHECK:        %p = tensor_coll.call @main_coll0(%{{.*}}) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:   %one = stablehlo.constant dense<1> : tensor<i32>
+// CHECK:        stablehlo.return %j, %p : tensor<i32>, tensor<4xf32>
+// CHECK:        "stablehlo.case"
+// CHECK:        %s = tensor_coll.call @main_coll1(%{{.*}}) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:   stablehlo.return %s : tensor<4xf32>
+// CHECK:      func.func private @main_coll0
+// CHECK-NEXT:   coll.collective
+// CHECK:      func.func private @main_coll1
+// CHECK-NEXT:   coll.all_reduce max
