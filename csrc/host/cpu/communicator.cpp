@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "cpu/dtype.h"
+#include "cpu/park.h"
+#include "cpu/workers.h"
 
 namespace purlin::cpu {
 
@@ -70,7 +72,7 @@ class RoleThread {
       for (n_ = 0; n_ < count; ++n_) execute(body_[n_]);
     } catch (const Stopped&) {
     } catch (const std::exception& e) {
-      state_.fail(c_.options_.name + ": " + here() + ": " + e.what(), false);
+      fail(c_.options_.name + ": " + here() + ": " + e.what(), false);
     }
   }
 
@@ -119,16 +121,30 @@ class RoleThread {
     return m.heap + (m.header->*offset).load(std::memory_order_relaxed);
   }
 
-  // Elements [at, at + n) of `src` into contiguous `out`.
+  // Elements [at, at + n) of `src` into contiguous `out`: a packet's data
+  // word at a time, a partial packet at either end.
   void read(const Place& src, int64_t at, int64_t n, unsigned char* out) const {
     if (src.bytes) {
       std::memcpy(out, src.bytes + at * eb_, n * eb_);
       return;
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t e = src.first + at + i;
-      const uint64_t word = src.packets[e / pe_].data.load(std::memory_order_relaxed);
-      std::memcpy(out + i * eb_, reinterpret_cast<const unsigned char*>(&word) + (e % pe_) * eb_, eb_);
+    const int64_t e = src.first + at, within = e % pe_;
+    const Packet* packet = src.packets + e / pe_;
+    if (within) {
+      const int64_t m = std::min(pe_ - within, n);
+      const uint64_t word = packet->data.load(std::memory_order_relaxed);
+      std::memcpy(out, reinterpret_cast<const unsigned char*>(&word) + within * eb_, m * eb_);
+      out += m * eb_;
+      n -= m;
+      ++packet;
+    }
+    for (; n >= pe_; n -= pe_, out += kPacketDataBytes, ++packet) {
+      const uint64_t word = packet->data.load(std::memory_order_relaxed);
+      std::memcpy(out, &word, kPacketDataBytes);
+    }
+    if (n > 0) {
+      const uint64_t word = packet->data.load(std::memory_order_relaxed);
+      std::memcpy(out, &word, n * eb_);
     }
   }
 
@@ -137,43 +153,79 @@ class RoleThread {
       std::memmove(dst.bytes + at * eb_, in, n * eb_);
       return;
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t e = dst.first + at + i;
-      std::atomic<uint64_t>& data = dst.packets[e / pe_].data;
-      uint64_t word = data.load(std::memory_order_relaxed);
-      std::memcpy(reinterpret_cast<unsigned char*>(&word) + (e % pe_) * eb_, in + i * eb_, eb_);
-      data.store(word, std::memory_order_relaxed);
+    const int64_t e = dst.first + at, within = e % pe_;
+    Packet* packet = dst.packets + e / pe_;
+    // A part of a packet keeps the rest of its word.
+    const auto part = [&](int64_t first, int64_t m) {
+      uint64_t word = packet->data.load(std::memory_order_relaxed);
+      std::memcpy(reinterpret_cast<unsigned char*>(&word) + first * eb_, in, m * eb_);
+      packet->data.store(word, std::memory_order_relaxed);
+      in += m * eb_;
+      n -= m;
+      ++packet;
+    };
+    if (within) part(within, std::min(pe_ - within, n));
+    for (; n >= pe_; n -= pe_, in += kPacketDataBytes, ++packet) {
+      uint64_t word;
+      std::memcpy(&word, in, kPacketDataBytes);
+      packet->data.store(word, std::memory_order_relaxed);
+    }
+    if (n > 0) part(0, n);
+  }
+
+  // Where elements [at, at + n) of `p` can be read in place (plain bytes), or
+  // gathered into `scratch`.
+  const unsigned char* view(const Place& p, int64_t at, int64_t n, unsigned char* scratch) const {
+    if (p.bytes) return p.bytes + at * eb_;
+    read(p, at, n, scratch);
+    return scratch;
+  }
+
+  // Wait until `a` >= target: polls first, then sleeps on this rank's
+  // doorbell, which peers ring after their stores (and on a failure).
+  template <class Describe>
+  void spin(const std::atomic<uint64_t>& a, uint64_t target, const Describe& describe) {
+    if (a.load(std::memory_order_relaxed) >= target) return;
+    for (int n = 0; n < kPolls; ++n) {
+      cpu_relax();
+      if (a.load(std::memory_order_relaxed) >= target) return;
+    }
+    Doorbell& bell = c_.memory_[rank_].header->bell;
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      const uint64_t have = a.load(std::memory_order_relaxed);
+      if (have >= target) return;
+      if (state_.abort.load(std::memory_order_relaxed)) throw Stopped{};
+      if (const uint64_t failed = state_.peer_failed ? state_.peer_failed->load(std::memory_order_relaxed) : 0) {
+        // The peer will not signal again: stop now rather than time out.
+        fail(c_.options_.name + ": " + here() + " stopped: " + peer_failure(failed) + " (epoch " +
+                 std::to_string(epoch_) + ")",
+             failed % 2);
+        throw Stopped{};
+      }
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > timeout_) {
+        std::ostringstream msg;
+        msg << c_.options_.name << ": " << here() << " timed out after " << c_.options_.timeout_s
+            << " s: " << describe(have) << ", awaited >= " << target << " (epoch " << epoch_ << ")";
+        fail(msg.str(), true);
+        throw Stopped{};
+      }
+      // Bounded, so a peer that died without flagging still ends in the timeout.
+      const auto slice = std::min<std::chrono::nanoseconds>(timeout_ - waited, std::chrono::milliseconds(50));
+      bell.sleep_unless(
+          [&] {
+            return a.load(std::memory_order_relaxed) >= target || state_.abort.load(std::memory_order_relaxed) ||
+                   (state_.peer_failed && state_.peer_failed->load(std::memory_order_relaxed));
+          },
+          slice + std::chrono::microseconds(1));
     }
   }
 
-  // Spin until `a` >= target: relaxed polls, the timeout checked now and then.
-  template <class Describe>
-  void spin(const std::atomic<uint64_t>& a, uint64_t target, const Describe& describe) {
-    const auto start = std::chrono::steady_clock::now();
-    for (uint64_t n = 0;; ++n) {
-      const uint64_t have = a.load(std::memory_order_relaxed);
-      if (have >= target) return;
-      if ((n & 63) == 63) {
-        if (state_.abort.load(std::memory_order_relaxed)) throw Stopped{};
-        if (const uint64_t failed = state_.peer_failed ? state_.peer_failed->load(std::memory_order_relaxed) : 0) {
-          // The peer will not signal again: stop now rather than time out.
-          state_.fail(c_.options_.name + ": " + here() + " stopped: " + peer_failure(failed) + " (epoch " +
-                          std::to_string(epoch_) + ")",
-                      failed % 2);
-          throw Stopped{};
-        }
-        // Threads outnumber cores; let the thread we wait for run.
-        std::this_thread::yield();
-        if (std::chrono::steady_clock::now() - start > timeout_) {
-          std::ostringstream msg;
-          msg << c_.options_.name << ": " << here() << " timed out after "
-              << c_.options_.timeout_s << " s: " << describe(have) << ", awaited >= " << target << " (epoch "
-              << epoch_ << ")";
-          state_.fail(msg.str(), true);
-          throw Stopped{};
-        }
-      }
-    }
+  // Stops the call and wakes every rank's waiters of this process to see it.
+  void fail(const std::string& message, bool timeout) {
+    state_.fail(message, timeout);
+    c_.ring_all();
   }
 
   void execute(const Instr& in) {
@@ -191,6 +243,7 @@ class RoleThread {
         const uint64_t value = (in.base == Base::Prev ? prev_ : epoch_) + in.rel;
         c_.memory_[in.peer].signals[in.sig][in.slot].store(
             value, in.order == Order::Release ? std::memory_order_release : std::memory_order_relaxed);
+        c_.memory_[in.peer].header->bell.ring();
         return;
       }
       case Op::Copy: {
@@ -200,79 +253,112 @@ class RoleThread {
           if (dst.bytes != src.bytes) std::memmove(dst.bytes, src.bytes, in.elems * eb_);
           return;
         }
-        std::vector<unsigned char> chunk(kChunk * eb_);
+        if (dst.bytes) {
+          read(src, 0, in.elems, dst.bytes);
+          return;
+        }
+        unsigned char* chunk = scratch().bytes(kChunk * eb_);
         for (int64_t at = 0; at < in.elems; at += kChunk) {
           const int64_t n = std::min(kChunk, in.elems - at);
-          read(src, at, n, chunk.data());
-          write(dst, at, n, chunk.data());
+          write(dst, at, n, view(src, at, n, chunk));
         }
         return;
       }
       case Op::Reduce: {
-        const Place dst = place(p_.refs[in.dst]);
-        std::vector<Place> srcs;
-        for (int64_t k = 0; k < in.src_count; ++k) srcs.push_back(place(p_.refs[in.src_first + k]));
-        std::vector<unsigned char> chunk(kChunk * eb_);
-        if (!reduces_via_f32(p_.dtype)) {
-          std::vector<unsigned char> exact(kChunk * eb_);
-          for (int64_t at = 0; at < in.elems; at += kChunk) {
-            const int64_t n = std::min(kChunk, in.elems - at);
-            read(srcs[0], at, n, exact.data());
-            for (size_t k = 1; k < srcs.size(); ++k) {
-              read(srcs[k], at, n, chunk.data());
-              combine_into(p_.dtype, in.redop, exact.data(), chunk.data(), n);
-            }
-            if (in.redop == RedOp::Avg) finish_average_f64(exact.data(), n, int64_t(srcs.size()));
-            write(dst, at, n, exact.data());
-          }
-          return;
-        }
-        std::vector<float> acc(kChunk);
-        for (int64_t at = 0; at < in.elems; at += kChunk) {
-          const int64_t n = std::min(kChunk, in.elems - at);
-          for (size_t k = 0; k < srcs.size(); ++k) {
-            read(srcs[k], at, n, chunk.data());
-            for (int64_t i = 0; i < n; ++i) {
-              const float v = load_f32(p_.dtype, chunk.data(), i);
-              acc[i] = k == 0 ? v : combine<float>(in.redop, acc[i], v);
-            }
-          }
-          if (in.redop == RedOp::Avg)
-            for (int64_t i = 0; i < n; ++i) acc[i] /= static_cast<float>(srcs.size());
-          for (int64_t i = 0; i < n; ++i) store_f32(p_.dtype, chunk.data(), i, acc[i]);
-          write(dst, at, n, chunk.data());
-        }
+        with_dtype(p_.dtype, [&](auto d) {
+          with_redop(in.redop, [&](auto op) { reduce<decltype(d)::value, decltype(op)::value>(in); });
+        });
         return;
       }
       case Op::Put: {
         const Place src = place(p_.refs[in.src_first]);
         Packet* out = window(in.peer, in.buf, rank_) + in.offset / pe_;
         const uint64_t flag = epoch_ + 1;
-        for (int64_t k = 0; k < packets_for(in.elems, pe_); ++k) {
+        const int64_t whole = in.elems / pe_, packets = packets_for(in.elems, pe_);
+        for (int64_t k = 0; k < packets; ++k) {
           uint64_t word = 0;  // a partial last packet is zero-padded
-          read(src, k * pe_, std::min(pe_, in.elems - k * pe_), reinterpret_cast<unsigned char*>(&word));
+          if (!src.bytes) read(src, k * pe_, std::min(pe_, in.elems - k * pe_), reinterpret_cast<unsigned char*>(&word));
+          else if (k < whole) std::memcpy(&word, src.bytes + k * kPacketDataBytes, kPacketDataBytes);
+          else std::memcpy(&word, src.bytes + k * kPacketDataBytes, (in.elems - k * pe_) * eb_);
           out[k].data.store(word, std::memory_order_relaxed);
           out[k].flag.store(flag, std::memory_order_release);
         }
+        c_.memory_[in.peer].header->bell.ring();
         return;
       }
       case Op::WaitPackets: {
         const Packet* packets = window(rank_, in.buf, in.peer) + in.offset / pe_;
         const uint64_t flag = epoch_ + 1;
-        for (int64_t k = 0; k < packets_for(in.elems, pe_); ++k) {
+        const int64_t n = packets_for(in.elems, pe_);
+        const auto await = [&](int64_t k) {
+          if (packets[k].flag.load(std::memory_order_relaxed) >= flag) return;
           spin(packets[k].flag, flag, [&](uint64_t have) {
             return "packet window " + c_.buffer_name(in.buf) + " half " + std::to_string(half_) + " from rank " +
                    std::to_string(in.peer) + ", packet " + std::to_string(in.offset / pe_ + k) + " (element " +
                    std::to_string(in.offset + k * pe_) + ") has flag " + std::to_string(have);
           });
-        }
+        };
+        // The last packet first: polling right behind the writer would pull
+        // each line away from its core as it is written.
+        if (n > 0) await(n - 1);
+        for (int64_t k = 0; k < n; ++k) await(k);
         std::atomic_thread_fence(std::memory_order_acquire);
         return;
       }
     }
   }
 
+  // One Reduce, a chunk at a time: sources read in place where they are
+  // plain bytes, gathered from packets otherwise; the result written straight
+  // into plain bytes.
+  template <DType D, RedOp op>
+  void reduce(const Instr& in) {
+    using Acc = typename Elem<D>::Acc;
+    const Place dst = place(p_.refs[in.dst]);
+    const int64_t count = in.src_count;
+    Scratch& s = scratch();
+    s.places.resize(count);
+    s.from.resize(count);
+    for (int64_t k = 0; k < count; ++k) s.places[k] = place(p_.refs[in.src_first + k]);
+    // Chunks small enough that every source's gathered packets fit in scratch at once.
+    const int64_t chunk = std::clamp<int64_t>(kGatherBytes / (count * eb_), 64, kChunk);
+    unsigned char* base = s.bytes(chunk * (sizeof(Acc) + eb_ * (1 + count)));
+    Acc* acc = reinterpret_cast<Acc*>(base);
+    unsigned char* result = base + chunk * sizeof(Acc);
+    for (int64_t at = 0; at < in.elems; at += chunk) {
+      const int64_t n = std::min(chunk, in.elems - at);
+      for (int64_t k = 0; k < count; ++k) s.from[k] = view(s.places[k], at, n, result + (1 + k) * chunk * eb_);
+      reduce_run<D, op>(acc, s.from.data(), count, n, dst.bytes ? dst.bytes + at * eb_ : result);
+      if (!dst.bytes) write(dst, at, n, result);
+    }
+  }
+
+  // Per thread, kept across calls: no allocation in a call once warm.
+  struct Scratch {
+    std::vector<Place> places;
+    std::vector<const unsigned char*> from;
+    std::unique_ptr<unsigned char[]> data;
+    size_t size = 0;
+
+    unsigned char* bytes(size_t n) {
+      if (n > size) {
+        data.reset(new unsigned char[n]);
+        size = n;
+      }
+      return data.get();
+    }
+  };
+
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+  }
+
   static constexpr int64_t kChunk = 4096;
+  static constexpr int64_t kGatherBytes = 1 << 20;
+  // Polls of a wait before it sleeps: a few, as ranks outnumber cores here
+  // more often than not (measured on 2 cores: 1000 polls cost 2x at 4 KiB).
+  static constexpr int kPolls = 64;
 
   Executor& c_;
   const Plan& p_;
@@ -376,6 +462,40 @@ void Communicator::run(const std::vector<const void*>& inputs, const std::vector
   run_ranks(ranks, inputs, outputs, nullptr);
 }
 
+void Executor::ring_all() const {
+  for (const RankMemory& m : memory_)
+    if (m.header) m.header->bell.ring();
+}
+
+namespace {
+
+// The roles of the call's ranks, one task each.
+class RoleBatch : public Batch {
+ public:
+  RoleBatch(Executor& c, CallState& state, int64_t roles, const std::vector<int64_t>& ranks,
+            const std::vector<const void*>& inputs, const std::vector<void*>& outputs)
+      : c_(c), state_(state), roles_(roles), ranks_(ranks), inputs_(inputs), outputs_(outputs) {}
+
+  void run(int64_t k) override {
+    // Roles of a call that already failed do not start.
+    if (state_.abort.load(std::memory_order_relaxed)) return;
+    RoleThread(c_, state_, ranks_[k / roles_], k % roles_, inputs_, outputs_).run();
+  }
+  void unstarted(int64_t, const char* why) override {
+    state_.fail(c_.name() + ": cannot start the threads of the call: " + why, false);
+  }
+
+ private:
+  Executor& c_;
+  CallState& state_;
+  const int64_t roles_;
+  const std::vector<int64_t>& ranks_;
+  const std::vector<const void*>& inputs_;
+  const std::vector<void*>& outputs_;
+};
+
+}  // namespace
+
 void Executor::run_ranks(const std::vector<int64_t>& ranks, const std::vector<const void*>& inputs,
                          const std::vector<void*>& outputs, const std::atomic<uint64_t>* failed) {
   if (!broken_.empty()) throw std::runtime_error(options_.name + ": communicator is unusable: " + broken_);
@@ -385,16 +505,9 @@ void Executor::run_ranks(const std::vector<int64_t>& ranks, const std::vector<co
     state.fail(options_.name + ": " + peer_failure(f) + " before this call (epoch " +
                    std::to_string(epoch_[ranks.front()]) + ")",
                f % 2);
-  std::vector<std::thread> threads;
-  try {
-    const int64_t roles = static_cast<int64_t>(plan_.roles.size());
-    for (int64_t rank : ranks)
-      for (int64_t role = 0; role < roles && !state.abort.load(std::memory_order_relaxed); ++role)
-        threads.emplace_back([&, rank, role] { RoleThread(*this, state, rank, role, inputs, outputs).run(); });
-  } catch (const std::exception& e) {
-    state.fail(options_.name + ": cannot start the threads of the call: " + e.what(), false);
-  }
-  for (auto& t : threads) t.join();
+  const int64_t roles = static_cast<int64_t>(plan_.roles.size());
+  RoleBatch batch(*this, state, roles, ranks, inputs, outputs);
+  if (!state.abort.load(std::memory_order_relaxed)) run_together(batch, roles * static_cast<int64_t>(ranks.size()));
   if (!state.error.empty()) {
     // Peers may have stopped half-way through the protocol: flags and
     // staging no longer agree with the epochs, so no later call is safe.

@@ -1,4 +1,4 @@
-// The CPU backend: a plan executed by one std::thread per (rank, role) over
+// The CPU backend: a plan executed by one thread per (rank, role) over
 // symmetric memory that is host memory: the heap when all ranks are threads
 // of one process (Communicator), POSIX shared memory when each rank is a
 // process (ProcessCommunicator, cpu/process.h). Signals
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/park.h"
 #include "purlin/plan.h"
 
 namespace purlin::cpu {
@@ -50,6 +51,10 @@ struct RegionHeader {
   // A symmetric plan's call: where this rank's input and output sit in its
   // heap, stored before the call's first signal (peers read them after one).
   std::atomic<uint64_t> input_offset{0}, output_offset{0};
+  // What this rank's waiters sleep on: rung by whoever stores a signal or
+  // packets into this region, or flags a failure in it. A line of its own:
+  // waiters write it.
+  alignas(64) Doorbell bell{};
 };
 
 // Symmetric memory of one rank, pointers into one region laid out by
@@ -64,7 +69,8 @@ struct RankMemory {
 };
 
 // What both communicators share: the plan, the layout of each rank's memory
-// (wherever it lives), the epochs, and the role threads of one call.
+// (wherever it lives), the epochs, and the role threads of one call (parked
+// workers of a process-wide pool, cpu/workers.h; the caller runs one role).
 class Executor {
  public:
   int64_t world() const { return plan_.world; }
@@ -72,6 +78,9 @@ class Executor {
   int64_t input_bytes(int64_t rank) const { return plan_.input_extent.at(rank) * plan_.elem_bytes(); }
   int64_t output_bytes(int64_t rank) const { return plan_.output_extent.at(rank) * plan_.elem_bytes(); }
   int64_t epoch(int64_t rank) const;
+  const std::string& name() const { return options_.name; }
+  // Wakes the waiters of every rank whose memory this executor maps.
+  void ring_all() const;
 
  protected:
   // Refuses (std::invalid_argument) a plan the CPU executor cannot run safely.

@@ -98,128 +98,123 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
 }
 
-// Load element i of an array of `dtype` as f32.
-inline float load_f32(DType dtype, const unsigned char* p, int64_t i) {
-  switch (dtype) {
-    case DType::F32: {
-      float f;
-      std::memcpy(&f, p + 4 * i, 4);
-      return f;
-    }
-    case DType::BF16: {
-      uint16_t b;
-      std::memcpy(&b, p + 2 * i, 2);
-      return bf16_to_f32(b);
-    }
-    case DType::F16: {
-      uint16_t b;
-      std::memcpy(&b, p + 2 * i, 2);
-      return F16::to_f32(b);
-    }
-    case DType::FP8E4M3:
-      return E4M3::to_f32(p[i]);
-    case DType::FP8E5M2:
-      return E5M2::to_f32(p[i]);
-    default:
-      break;
-  }
-  return 0.0f;
-}
+// Element type D as stored, and the accumulator it reduces in: f32 for the
+// floats up to f32, the type itself for f64 and the integers.
+template <DType D>
+struct Elem;
 
-// Store f32 `v` rounded to `dtype` into element i.
-inline void store_f32(DType dtype, unsigned char* p, int64_t i, float v) {
-  switch (dtype) {
-    case DType::F32:
-      std::memcpy(p + 4 * i, &v, 4);
-      return;
-    case DType::BF16: {
-      uint16_t b = f32_to_bf16(v);
-      std::memcpy(p + 2 * i, &b, 2);
-      return;
-    }
-    case DType::F16: {
-      uint16_t b = static_cast<uint16_t>(F16::from_f32(v));
-      std::memcpy(p + 2 * i, &b, 2);
-      return;
-    }
-    case DType::FP8E4M3:
-      p[i] = static_cast<unsigned char>(E4M3::from_f32(v));
-      return;
-    case DType::FP8E5M2:
-      p[i] = static_cast<unsigned char>(E5M2::from_f32(v));
-      return;
-    default:
-      return;
-  }
-}
+#define PURLIN_ELEM(D, Stored, Accum, LOAD, STORE)                                     \
+  template <>                                                                          \
+  struct Elem<DType::D> {                                                              \
+    using Acc = Accum;                                                                 \
+    static Acc load(const unsigned char* p, int64_t i) {                               \
+      Stored s;                                                                        \
+      std::memcpy(&s, p + i * sizeof(Stored), sizeof(Stored));                         \
+      return LOAD;                                                                     \
+    }                                                                                  \
+    static void store(unsigned char* p, int64_t i, Acc v) {                            \
+      const Stored s = STORE;                                                          \
+      std::memcpy(p + i * sizeof(Stored), &s, sizeof(Stored));                         \
+    }                                                                                  \
+  };
 
-// Whether `dtype` reduces through f32 accumulators (the narrow floats and f32).
-inline bool reduces_via_f32(DType dtype) { return static_cast<int>(dtype) <= static_cast<int>(DType::FP8E5M2); }
+PURLIN_ELEM(F32, float, float, s, v)
+PURLIN_ELEM(BF16, uint16_t, float, bf16_to_f32(s), f32_to_bf16(v))
+PURLIN_ELEM(F16, uint16_t, float, F16::to_f32(s), static_cast<uint16_t>(F16::from_f32(v)))
+PURLIN_ELEM(FP8E4M3, uint8_t, float, E4M3::to_f32(s), static_cast<uint8_t>(E4M3::from_f32(v)))
+PURLIN_ELEM(FP8E5M2, uint8_t, float, E5M2::to_f32(s), static_cast<uint8_t>(E5M2::from_f32(v)))
+PURLIN_ELEM(I8, int8_t, int8_t, s, v)
+PURLIN_ELEM(UI8, uint8_t, uint8_t, s, v)
+PURLIN_ELEM(I32, int32_t, int32_t, s, v)
+PURLIN_ELEM(UI32, uint32_t, uint32_t, s, v)
+PURLIN_ELEM(I64, int64_t, int64_t, s, v)
+PURLIN_ELEM(UI64, uint64_t, uint64_t, s, v)
+PURLIN_ELEM(F64, double, double, s, v)
+#undef PURLIN_ELEM
 
 // a op b in T: integers in their unsigned counterpart, so overflow wraps
 // (signed overflow would be undefined). As numpy's maximum/minimum in the
-// reference: NaN propagates, and of equal values (+0 and -0) the later source wins.
-template <class T>
-T combine(RedOp op, T a, T b) {
+// reference: NaN propagates, and of equal values (+0 and -0) the later source
+// wins. An op the dtype does not take (check_programs refuses it) keeps `a`.
+template <RedOp op, class T>
+T combine(T a, T b) {
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
-    switch (op) {
-      case RedOp::Sum: return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      case RedOp::Prod: return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-      case RedOp::Max: return a > b ? a : b;
-      case RedOp::Min: return a < b ? a : b;
-      case RedOp::And: return static_cast<T>(a & b);
-      case RedOp::Or: return static_cast<T>(a | b);
-      case RedOp::Xor: return static_cast<T>(a ^ b);
-      case RedOp::Avg:  // floating point only (check_programs)
-      case RedOp::None: break;
-    }
+    if constexpr (op == RedOp::Sum) return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    if constexpr (op == RedOp::Prod) return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    if constexpr (op == RedOp::Max) return a > b ? a : b;
+    if constexpr (op == RedOp::Min) return a < b ? a : b;
+    if constexpr (op == RedOp::And) return static_cast<T>(a & b);
+    if constexpr (op == RedOp::Or) return static_cast<T>(a | b);
+    if constexpr (op == RedOp::Xor) return static_cast<T>(a ^ b);
   } else {
-    switch (op) {
-      case RedOp::Sum:
-      case RedOp::Avg: return a + b;  // an average is a sum, divided once at the end
-      case RedOp::Prod: return a * b;
-      case RedOp::Max: return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b);
-      case RedOp::Min: return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b);
-      default: break;
-    }
+    // An average is a sum, divided once at the end.
+    if constexpr (op == RedOp::Sum || op == RedOp::Avg) return a + b;
+    if constexpr (op == RedOp::Prod) return a * b;
+    if constexpr (op == RedOp::Max) return std::isnan(a) || std::isnan(b) ? T(NAN) : (a > b ? a : b);
+    if constexpr (op == RedOp::Min) return std::isnan(a) || std::isnan(b) ? T(NAN) : (a < b ? a : b);
   }
   return a;
 }
 
-template <class T>
-void combine_into_as(RedOp op, unsigned char* acc, const unsigned char* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    T a, b;
-    std::memcpy(&a, acc + i * sizeof(T), sizeof(T));
-    std::memcpy(&b, x + i * sizeof(T), sizeof(T));
-    a = combine<T>(op, a, b);
-    std::memcpy(acc + i * sizeof(T), &a, sizeof(T));
+// out[i] = srcs[0][i] op ... op srcs[count-1][i] for i < n, accumulated in
+// `acc` (n elements) one source at a time, in source order; an average
+// divides once at the end. One loop per source and dtype, no dispatch inside.
+// Vectorised (-O2 leaves these loops scalar): `acc` is apart from every
+// source and from `out` (which may be a source: in place).
+#pragma GCC push_options
+#pragma GCC optimize("tree-vectorize")
+template <DType D, RedOp op>
+void reduce_run(typename Elem<D>::Acc* __restrict acc, const unsigned char* const* srcs, int64_t count, int64_t n,
+                unsigned char* out) {
+  using E = Elem<D>;
+  using Acc = typename E::Acc;
+  const unsigned char* first = srcs[0];
+  for (int64_t i = 0; i < n; ++i) acc[i] = E::load(first, i);
+  for (int64_t k = 1; k < count; ++k) {
+    const unsigned char* src = srcs[k];
+    for (int64_t i = 0; i < n; ++i) acc[i] = combine<op>(acc[i], E::load(src, i));
   }
-}
-
-// acc[i] /= contributions for n f64 elements: an average's end (the other
-// dtypes that reduce exactly are integers, which take no average).
-inline void finish_average_f64(unsigned char* acc, int64_t n, int64_t contributions) {
-  for (int64_t i = 0; i < n; ++i) {
-    double a;
-    std::memcpy(&a, acc + i * sizeof(double), sizeof(double));
-    a /= static_cast<double>(contributions);
-    std::memcpy(acc + i * sizeof(double), &a, sizeof(double));
+  if constexpr (op == RedOp::Avg && !std::is_integral_v<Acc>) {
+    const Acc contributions = static_cast<Acc>(count);
+    for (int64_t i = 0; i < n; ++i) acc[i] /= contributions;
   }
+  for (int64_t i = 0; i < n; ++i) E::store(out, i, acc[i]);
 }
+#pragma GCC pop_options
 
-// acc[i] = acc[i] op x[i] for n elements of a dtype that reduces exactly.
-inline void combine_into(DType dtype, RedOp op, unsigned char* acc, const unsigned char* x, int64_t n) {
+// Calls f(std::integral_constant<DType, D>{}) for `dtype`.
+template <class F>
+void with_dtype(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::I8: return combine_into_as<int8_t>(op, acc, x, n);
-    case DType::UI8: return combine_into_as<uint8_t>(op, acc, x, n);
-    case DType::I32: return combine_into_as<int32_t>(op, acc, x, n);
-    case DType::UI32: return combine_into_as<uint32_t>(op, acc, x, n);
-    case DType::I64: return combine_into_as<int64_t>(op, acc, x, n);
-    case DType::UI64: return combine_into_as<uint64_t>(op, acc, x, n);
-    case DType::F64: return combine_into_as<double>(op, acc, x, n);
-    default: return;
+    case DType::F32: return f(std::integral_constant<DType, DType::F32>{});
+    case DType::BF16: return f(std::integral_constant<DType, DType::BF16>{});
+    case DType::F16: return f(std::integral_constant<DType, DType::F16>{});
+    case DType::FP8E4M3: return f(std::integral_constant<DType, DType::FP8E4M3>{});
+    case DType::FP8E5M2: return f(std::integral_constant<DType, DType::FP8E5M2>{});
+    case DType::I8: return f(std::integral_constant<DType, DType::I8>{});
+    case DType::UI8: return f(std::integral_constant<DType, DType::UI8>{});
+    case DType::I32: return f(std::integral_constant<DType, DType::I32>{});
+    case DType::UI32: return f(std::integral_constant<DType, DType::UI32>{});
+    case DType::I64: return f(std::integral_constant<DType, DType::I64>{});
+    case DType::UI64: return f(std::integral_constant<DType, DType::UI64>{});
+    case DType::F64: return f(std::integral_constant<DType, DType::F64>{});
+  }
+}
+
+// Calls f(std::integral_constant<RedOp, op>{}) for `redop` (None: Sum, never reached by a Reduce).
+template <class F>
+void with_redop(RedOp redop, F&& f) {
+  switch (redop) {
+    case RedOp::Prod: return f(std::integral_constant<RedOp, RedOp::Prod>{});
+    case RedOp::Max: return f(std::integral_constant<RedOp, RedOp::Max>{});
+    case RedOp::Min: return f(std::integral_constant<RedOp, RedOp::Min>{});
+    case RedOp::And: return f(std::integral_constant<RedOp, RedOp::And>{});
+    case RedOp::Or: return f(std::integral_constant<RedOp, RedOp::Or>{});
+    case RedOp::Xor: return f(std::integral_constant<RedOp, RedOp::Xor>{});
+    case RedOp::Avg: return f(std::integral_constant<RedOp, RedOp::Avg>{});
+    case RedOp::Sum:
+    case RedOp::None: return f(std::integral_constant<RedOp, RedOp::Sum>{});
   }
 }
 

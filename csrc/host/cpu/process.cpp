@@ -119,8 +119,10 @@ void ProcessCommunicator::flag_failure(bool timed_out) {
   const uint64_t flag = 2 * uint64_t(rank_ + 1) + (timed_out ? 1 : 0);
   for (int64_t r = 0; r < plan_.world; ++r) {
     uint64_t none = 0;
-    if (r != rank_ && memory_[r].header)
+    if (r != rank_ && memory_[r].header) {
       memory_[r].header->failed.compare_exchange_strong(none, flag, std::memory_order_release);
+      memory_[r].header->bell.ring();
+    }
   }
 }
 

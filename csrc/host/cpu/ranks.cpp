@@ -46,7 +46,9 @@ class RankCommunicator::Rank : public Executor {
     const uint64_t flag = 2 * uint64_t(rank_ + 1) + (timed_out ? 1 : 0);
     for (int64_t r = 0; r < world(); ++r) {
       uint64_t none = 0;
-      if (r != rank_) memory_[r].header->failed.compare_exchange_strong(none, flag, std::memory_order_release);
+      if (r == rank_) continue;
+      memory_[r].header->failed.compare_exchange_strong(none, flag, std::memory_order_release);
+      memory_[r].header->bell.ring();
     }
   }
 
