@@ -1,29 +1,15 @@
-"""The `coll` dialect's attributes: the element types and reductions every
-layer shares, the naming layouts (`#coll.layout`) and what a collective does
-with the slices a name gathers (`#coll.consume`). What a layout means lives
+"""The `coll` dialect's attributes: the reduction kind (over purlin.dtypes'
+table of the element types and reductions every layer shares), the naming
+layouts (`#coll.layout`) and what a collective does with the slices a name
+gathers (`#coll.consume`). What a layout means lives
 in `purlin.coll.layouts`; the ops that take these are in `purlin.coll.dialect`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Sequence
 
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    BFloat16Type,
-    Float8E4M3FNType,
-    Float8E5M2Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IntAttr,
-    IntegerType,
-    Signedness,
-    StringAttr,
-)
+from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute
 from xdsl.irdl import irdl_attr_definition, param_def
 from xdsl.parser import AttrParser
@@ -32,111 +18,23 @@ from xdsl.utils.exceptions import VerifyException
 
 from purlin.coll.layouts import Layout, LayoutError, LayoutKind, Slice, format_name, world_problem
 from purlin.declarations import enum_attribute
-
-# -- element types -----------------------------------------------------------
-
-@dataclass(frozen=True)
-class DType:
-    """One element type: its printed name, IR element type, size, and how it
-    combines ("float" accumulates in f32, or in f64 for f64; "int"/"uint" are
-    exact in their own width, wrapping as two's complement)."""
-
-    name: str
-    element: Callable[[], Attribute]
-    bytes: int
-    kind: str
-    array_name: str  # its name in numpy (ml_dtypes for bf16 and fp8) and torch
-
-    @property
-    def integer(self) -> bool:
-        return self.kind != "float"
-
-
-# The dtypes in plan-format code order (a dtype's code is its index here;
-# purlin.plan and abi.h's DType follow this table, test_cuda_abi checks it).
-DTYPES: tuple[DType, ...] = (
-    DType("bf16", BFloat16Type, 2, "float", "bfloat16"),
-    DType("f16", Float16Type, 2, "float", "float16"),
-    DType("f32", Float32Type, 4, "float", "float32"),
-    DType("fp8e4m3", Float8E4M3FNType, 1, "float", "float8_e4m3fn"),
-    DType("fp8e5m2", Float8E5M2Type, 1, "float", "float8_e5m2"),
-    DType("i8", lambda: IntegerType(8), 1, "int", "int8"),
-    DType("ui8", lambda: IntegerType(8, Signedness.UNSIGNED), 1, "uint", "uint8"),
-    DType("i32", lambda: IntegerType(32), 4, "int", "int32"),
-    DType("ui32", lambda: IntegerType(32, Signedness.UNSIGNED), 4, "uint", "uint32"),
-    DType("i64", lambda: IntegerType(64), 8, "int", "int64"),
-    DType("ui64", lambda: IntegerType(64, Signedness.UNSIGNED), 8, "uint", "uint64"),
-    DType("f64", Float64Type, 8, "float", "float64"),
+# The element types and reductions are purlin.dtypes' table; the dialects take them from here with the attributes.
+from purlin.dtypes import (  # noqa: F401
+    BITWISE,
+    DTYPE_ALIASES,
+    DTYPE_BYTES,
+    DTYPE_INFO,
+    DTYPES,
+    ELEMENT_TYPES_TEXT,
+    REDUCE_KINDS_TEXT,
+    DType,
+    ReduceKind,
+    canonical_dtype,
+    check_reduce_computable,
+    check_reduce_dtype,
+    dtype_name,
+    element_bytes,
 )
-DTYPE_INFO: dict[str, DType] = {d.name: d for d in DTYPES}
-DTYPE_BYTES: dict[str, int] = {d.name: d.bytes for d in DTYPES}
-
-# Element types are looked up by their IR spelling: integer types of one
-# class differ only in their parameters.
-_BY_ELEMENT: dict[str, str] = {str(d.element()): d.name for d in DTYPES}
-
-# The IR spelling of an element type (f8E4M3FN) names its dtype too, wherever
-# a dtype is given by name; the names above are the ones printed.
-DTYPE_ALIASES: dict[str, str] = {ir: name for ir, name in _BY_ELEMENT.items() if ir != name}
-
-ELEMENT_TYPES_TEXT = ", ".join(_BY_ELEMENT)
-
-
-def canonical_dtype(name: str) -> str:
-    """The printed name of dtype `name` (given as printed or as its IR element type)."""
-    return DTYPE_ALIASES.get(name, name)
-
-
-def dtype_name(elem: Attribute) -> str | None:
-    return _BY_ELEMENT.get(str(elem))
-
-
-def element_bytes(elem: Attribute) -> int:
-    """Size of a supported element type; verifiers admit no other."""
-    name = dtype_name(elem)
-    if name is None:
-        raise ValueError(f"unsupported element type {elem}")
-    return DTYPE_BYTES[name]
-
-
-class ReduceKind(StrEnum):
-    SUM = "sum"
-    MAX = "max"
-    MIN = "min"
-    PROD = "prod"
-    AND = "and"
-    OR = "or"
-    XOR = "xor"
-    # The sum over a slice's contributions divided once by their number (NCCL's ncclAvg).
-    AVG = "avg"
-
-
-BITWISE = frozenset({ReduceKind.AND, ReduceKind.OR, ReduceKind.XOR})
-REDUCE_KINDS_TEXT = "sum, max, min, prod, and, or, xor or avg"
-
-
-def check_reduce_dtype(kind: ReduceKind, dtype: str) -> str | None:
-    """Why `kind` is not allowed on `dtype`, or None when it is.
-
-    prod is only offered where it is exact enough to be useful: fp8 has so
-    few mantissa and exponent bits that a product over ranks saturates.
-    """
-    if kind == ReduceKind.PROD and dtype.startswith("fp8"):
-        return f"reduction 'prod' is not supported for {dtype} (it saturates); use f16, bf16 or f32"
-    return check_reduce_computable(kind, dtype)
-
-
-def check_reduce_computable(kind: ReduceKind, dtype: str) -> str | None:
-    """Why the datapath cannot compute `kind` on `dtype`, or None: bitwise
-    reductions combine the bits of integers only; avg divides, so it takes
-    the floating-point dtypes only (the plan readers check this much)."""
-    info = DTYPE_INFO.get(dtype)
-    if kind in BITWISE and (info is None or not info.integer):
-        return f"reduction '{kind.value}' combines bits and takes an integer dtype, got {dtype}"
-    if kind == ReduceKind.AVG and (info is None or info.integer):
-        return f"reduction 'avg' divides and takes a floating-point dtype, got {dtype}"
-    return None
-
 
 ReduceKindAttr = enum_attribute(ReduceKind, "coll.reduce_kind", __name__)
 

@@ -21,13 +21,13 @@ import numpy as np
 from jax.extend.core import Literal, Primitive
 from jax.interpreters import ad, mlir
 
-from purlin.dtypes import NUMPY_DTYPES
+from purlin.dtypes import numpy_dtypes
 from purlin.jax.build import registered
 from purlin.jax.layouts import axis_groups, layout, refine
 from purlin.jax.sites import register
 
 # purlin's dtypes as JAX names them (bfloat16 and the fp8s are ml_dtypes', as in JAX).
-_DTYPES = {dt: name for name, dt in NUMPY_DTYPES.items()}
+_DTYPES = {dt: name for name, dt in numpy_dtypes().items()}
 
 # jax.lax primitive -> purlin's reduction (None for collectives that copy).
 _REDUCTIONS = {"psum_invariant": "sum", "psum": "sum", "pmax": "max", "pmin": "min", "reduce_scatter": "sum",

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from purlin.coll.attributes import DTYPES
-from purlin.dtypes import numpy_dtype
+from purlin.dtypes import DTYPES, numpy_dtype
 from purlin.plan import Plan
 
 try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from purlin.coll.attributes import DTYPES
+from purlin.dtypes import DTYPES
 from purlin.runtime.backend import BadCountsError
 from purlin.torch.groups import TORCH_OPS, GroupState, all_gather_single, reduce_scatter_single
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from purlin.coll.attributes import ReduceKind
+from purlin.dtypes import ReduceKind
 from purlin.runtime.process import ProcessCommunicator
 from purlin.torch.cache import Communicators, lowered, made, release_plans, stats
 from purlin.torch.board import CallBoard, header

@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed import ProcessGroup
 
-from purlin.coll.attributes import ReduceKind, check_reduce_dtype
+from purlin.dtypes import ReduceKind, check_reduce_dtype
 from purlin.torch.execute import TORCH_NAMES, all_gather, all_reduce, all_to_all, reduce_scatter
 from purlin.torch.groups import (
     TIMEOUT_S,

@@ -16,7 +16,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import purlin.jax as pj
-from purlin.dtypes import NUMPY_DTYPES
+from purlin.dtypes import DTYPE_NAMES, numpy_dtype
 
 # Meshes (shape, names) and the axes each collective runs over.
 MESHES = {
@@ -36,7 +36,7 @@ def mesh_of(devices, shape, names):
 
 
 def data(dtype_name, shape, seed=0):
-    dt = NUMPY_DTYPES[dtype_name]
+    dt = numpy_dtype(dtype_name)
     rng = np.random.default_rng(seed)
     high = HIGH.get(dtype_name, 3)
     low = 0 if np.issubdtype(dt, np.unsignedinteger) else -high
@@ -81,13 +81,13 @@ def assert_same(ours, theirs):
 
 
 @pytest.mark.parametrize("mesh_name", MESHES)
-@pytest.mark.parametrize("dtype", NUMPY_DTYPES)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_every_collective_equals_jax_lax(devices, mesh_name, dtype):
     shape, names, axes = MESHES[mesh_name]
     mesh = mesh_of(devices, shape, names)
     n = int(np.prod([mesh.shape[a] for a in ((axes,) if isinstance(axes, str) else axes)]))
     spec = P(names)
-    with jax.enable_x64(NUMPY_DTYPES[dtype].itemsize == 8):
+    with jax.enable_x64(numpy_dtype(dtype).itemsize == 8):
         x = data(dtype, (8 * mesh.size, 8))
         assert_same(run(every_collective(pj, axes, n), mesh, spec, x),
                     run(every_collective(jax.lax, axes, n), mesh, spec, x))
@@ -163,7 +163,7 @@ def test_rounding(devices, dtype):
     """Random floats: purlin sums in rank order in f32 and rounds once, XLA its
     own way; they agree to the dtype's precision."""
     mesh = mesh_of(devices, (8,), ("i",))
-    dt = NUMPY_DTYPES[dtype]
+    dt = numpy_dtype(dtype)
     x = np.random.default_rng(1).standard_normal((64, 32)).astype(dt)
     ours = run(lambda u: (pj.psum(u, "i"), pj.pmean(u, "i"), pj.psum_scatter(u, "i", tiled=True)), mesh, P("i"), x)
     theirs = run(lambda u: (jax.lax.psum(u, "i"), jax.lax.pmean(u, "i"), jax.lax.psum_scatter(u, "i", tiled=True)),
