@@ -11,7 +11,10 @@ Each case is one jitted program: psum, pmax, pmin, pmean, all_gather
 over one mesh axis, several, or part of the mesh (shard_map's axis_names), on
 meshes of 2 to 8 devices of one to three axes, tensors of rank 0 to 3, in
 f32, bf16, f16, i32 and a few more; some with arithmetic around the
-collective. Each is lowered by both partitioners (Shardy, JAX's default, and
+collective; and programs as a JAX user writes them around collectives (a
+matmul before psum, a ring of ppermutes in fori_loop, a cond, cumsum,
+softmax, pytrees, indexing), on small integers so that every result is
+exact. Each is lowered by both partitioners (Shardy, JAX's default, and
 GSPMD) and printed in pretty and generic form: four modules a case. A module
 imports when `convert-stablehlo-to-coll` takes it; it runs when purlin's run
 of the whole module (its inputs split by the module's shardings, the

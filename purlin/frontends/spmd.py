@@ -19,10 +19,11 @@ own path gives, and a collective on such a path is refused.
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from math import prod
+from typing import TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr, TensorType
@@ -54,6 +55,7 @@ class Local:
 
 Value = Global | Local
 Env = ChainMap[SSAValue, Value]
+T = TypeVar("T")
 # (coll function, its inputs: per input the flat array of each rank) -> its outputs, alike.
 CollCall = Callable[[FuncOp, list[list[np.ndarray]]], list[list[np.ndarray]]]
 
@@ -62,6 +64,15 @@ def _where(op: Operation) -> str:
     from purlin.diagnostics import where
 
     return where(op)
+
+
+def _read(env: Mapping[SSAValue, T], op: Operation) -> list[T]:
+    """The values of `op`'s operands; one not computed yet (the parser takes
+    uses before definitions) is a diagnostic."""
+    for k, v in enumerate(op.operands):
+        if v not in env:
+            raise SpmdError(f"{_where(op)}: '{op_name(op)}' reads operand {k} before it is computed")
+    return [env[v] for v in op.operands]
 
 
 def holds_sharding(func: FuncOp, funcs: dict[str, FuncOp]) -> bool:
@@ -107,8 +118,8 @@ class Machine:
         env: Env = ChainMap(dict(zip(block.args, args)), *([outer] if outer is not None else []))
         for op in block.ops:
             if isinstance(op, ReturnOp | sdy.ReturnOp | shlo.ReturnOp):
-                return [env[v] for v in op.operands]
-            values = [env[v] for v in op.operands]
+                return _read(env, op)
+            values = _read(env, op)
             if isinstance(op, shlo.WhileOp):
                 results = self.loop(op, values, env)
             elif isinstance(op, shlo.CaseOp | shlo.IfOp):
@@ -194,8 +205,8 @@ class Machine:
         env: dict[SSAValue, np.ndarray] = dict(zip(block.args, args))
         for op in block.ops:
             if isinstance(op, shlo.ReturnOp):
-                return [env[v] for v in op.operands]
-            for r, v in zip(op.results, evaluate(op, [env[v] for v in op.operands], (0, 0), self.region)):
+                return _read(env, op)
+            for r, v in zip(op.results, evaluate(op, _read(env, op), (0, 0), self.region)):
                 env[r] = v
         raise SpmdError("a region without a terminator")
 

@@ -86,6 +86,7 @@ def _small_float(dt: np.dtype) -> bool:
 def _float_op(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """`fn` on floats computed in f32 for the 16-bit and smaller ones, rounded back."""
 
+    @np.errstate(all="ignore")  # overflow to inf and nan are results, as in IEEE arithmetic
     def run(*xs: np.ndarray) -> np.ndarray:
         dt = xs[0].dtype
         if _small_float(dt):

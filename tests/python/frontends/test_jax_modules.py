@@ -49,6 +49,11 @@ SAMPLE = [
     ("psum_scatter_xyz_r3", (2, 2, 2)), ("all_to_all_x_r2", (4, 2)), ("ppermute_x_r1_partial", (2, 4)),
     ("ppermute_yz_r2_shift", (2, 2, 2)), ("partial_psum", (2, 4)), ("mixed_axis_index", (2, 3)),
     ("mixed_pmean_int", (2, 4)), ("pmap_all_to_all_", (4,)), ("pmap_psum_scatter_", (8,)),
+    # Programs around the collectives: dot_general, a while holding a permute,
+    # a case holding an all_reduce, pad, gather, scatter, sort, a two-operand
+    # reduce, reduce_window.
+    ("prog_matmul_psum", (2, 4)), ("prog_ring_sum", (2, 2, 2)), ("prog_cond_psum", (2, 4)),
+    ("prog_indexing_psum", (2, 4)), ("prog_argmax_pmax", (8,)), ("prog_cumsum_psum", (3,)),
 ]
 
 
@@ -131,9 +136,15 @@ def test_no_mutant_of_a_jax_module_gives_a_traceback(corpus, tmp_path, capsys):
     rng = random.Random(7)
     sample = _sample(corpus)
     path = tmp_path / "m.mlir"
-    for case, partitioner, form in ((sample[3], "shardy", "pretty"), (sample[6], "gspmd", "generic"),
-                                    (sample[13], "gspmd", "pretty")):
-        for text in _mutants(case.lower(partitioner, form), rng, 12):
+    modules = [(sample[3], "shardy", "pretty", 12), (sample[6], "gspmd", "generic", 12),
+               (sample[13], "gspmd", "pretty", 12)]
+    # The ops around the collectives: while, case, dot_general, pad, gather, scatter, sort, reduce_window.
+    modules += [(next(c for c in sample if c.name.startswith(n)), p, f, 8) for n, p, f in (
+        ("prog_ring_sum", "shardy", "generic"), ("prog_cond_psum", "gspmd", "pretty"),
+        ("prog_matmul_psum", "shardy", "pretty"), ("prog_indexing_psum", "gspmd", "generic"),
+        ("prog_argmax_pmax", "shardy", "pretty"), ("prog_cumsum_psum", "gspmd", "pretty"))]
+    for case, partitioner, form, n in modules:
+        for text in _mutants(case.lower(partitioner, form), rng, n):
             path.write_text(text)
             assert run_main([str(path)]) in (0, 1, 2)
             assert opt_main([str(path), "-p", "convert-stablehlo-to-coll"]) in (0, 1, 2)
