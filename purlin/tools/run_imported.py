@@ -88,6 +88,8 @@ def _module(chunk: Chunk, filename: str) -> ModuleOp:
         module = parse_module("\n" * chunk.line + chunk.text, filename)
     except (ParseError, DiagnosticException) as e:
         raise SpecError(str(e).strip()) from None
+    except ValueError as e:  # xDSL's attributes refuse some values (dense<2> : tensor<i0>) so, unlocated
+        raise SpecError(f"{filename}: error: {e}") from None
     # Modules without '// -----' between them parse as one module around them,
     # which has none of their attributes (mhlo.num_replicas, say).
     nested = [op for op in module.body.ops if isinstance(op, ModuleOp)]
