@@ -18,8 +18,6 @@ Atom ops are snac ops with a mechanism, so the SNAC simulator and
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from xdsl.dialects.builtin import I64, IntegerAttr, MemRefType, UnitAttr
 from xdsl.ir import Dialect, Operation
 from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def, traits_def
@@ -27,25 +25,10 @@ from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from purlin.coll.attributes import DTYPE_BYTES, ReduceKind, dtype_name
+from purlin.atom.vocabulary import Mechanism, Target  # noqa: F401  (the dialect's vocabulary: atom.Mechanism, ...)
 from purlin.declarations import define_op, enum_attribute
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import PACKET_BYTES
-
-
-class Target(StrEnum):
-    SM_70 = "sm_70"
-    SM_80 = "sm_80"
-    SM_90 = "sm_90"
-    SM_100 = "sm_100"
-
-
-class Mechanism(StrEnum):
-    VECTOR = "vector"  # vector loads/stores through registers
-    CP_ASYNC = "cp_async"  # cp.async global->shared pipeline (sm_80+)
-    BULK = "bulk"  # cp.async.bulk / TMA through shared memory (sm_90+)
-    MULTIMEM = "multimem"  # multimem.ld_reduce / multimem.st on multicast memory (sm_90+)
-    COPY_ENGINE = "copy_engine"  # DMA engine (cudaMemcpyAsync between peers)
-    PACKET = "packet"  # 16-byte stores of 8 data bytes and an 8-byte flag
 
 
 # Oldest generation with each mechanism.

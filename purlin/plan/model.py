@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 
-from purlin.atom import dialect as atom
-from purlin.coll.attributes import DTYPES as COLL_DTYPES
-from purlin.coll.attributes import ReduceKind
-from purlin.snac import dialect as snac
+from purlin.atom import vocabulary as atom
+from purlin.dtypes import DTYPES as COLL_DTYPES
+from purlin.dtypes import ReduceKind
+from purlin.snac import vocabulary as snac
 
 # What purlin.plan re-exports.
 __all__ = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
-from purlin.coll.attributes import ReduceKind, check_reduce_computable
+from purlin.dtypes import ReduceKind, check_reduce_computable
 from purlin.plan.model import (
     ARCHS,
     DTYPES,
@@ -22,7 +22,7 @@ from purlin.plan.model import (
     Ref,
     Space,
 )
-from purlin.snac.dialect import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS, BufferKind, buffer_bytes
+from purlin.snac.vocabulary import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS, BufferKind, buffer_bytes
 from purlin.snac.protocol import PACKET_DATA_BYTES
 
 if TYPE_CHECKING:

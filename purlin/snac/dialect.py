@@ -25,7 +25,6 @@ units into their destinations' outputs); `grant`, `reclaim`, `notify`,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import StrEnum
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -63,81 +62,23 @@ from purlin.coll.attributes import (
     element_bytes,
 )
 from purlin.coll.layouts import LayoutError, check_collective, world_problem
-from purlin.snac.protocol import MAX_PHASE_RECORDS, PACKET_BYTES, PACKET_DATA_BYTES, records, route_layouts
-
-# Limits checked before anything is expanded or allocated: staging slots per
-# half, bytes of one buffer (both halves), blocks of one role (more than any
-# GPU holds at once). csrc/include/purlin/plan.h checks plans against the same.
-MAX_SLOTS = 1024
-MAX_BUFFER_BYTES = 1 << 34
-MAX_ROLE_BLOCKS = 4096
-
-
-def buffer_bytes(kind: BufferKind, slots: int, elems: int, elem_bytes: int) -> int:
-    """Bytes of a buffer's two halves: staging slots of elements, or a packet
-    window's per-source regions of 16-byte packets of 8 data bytes."""
-    if kind == BufferKind.STAGING:
-        return 2 * slots * elems * elem_bytes
-    return 2 * slots * -(-elems * elem_bytes // PACKET_DATA_BYTES) * PACKET_BYTES
 from purlin.declarations import define_op, enum_attribute
-
-
-class MemoryOrder(StrEnum):
-    RELAXED = "relaxed"
-    ACQUIRE = "acquire"
-    RELEASE = "release"
-
-
-class Scope(StrEnum):
-    GPU = "gpu"
-    SYSTEM = "system"
-
-
-class BufferKind(StrEnum):
-    STAGING = "staging"
-    PACKETS = "packets"
-
-
-class Regime(StrEnum):
-    LATENCY = "latency"
-    THROUGHPUT = "throughput"
-
-
-class Strategy(StrEnum):
-    COPY = "copy"
-    DIRECT = "direct"
-    COMPOSED = "composed"
-
-
-class PhaseSource(StrEnum):
-    INPUT = "input"
-    OUTPUT = "output"
-
-
-class Route(StrEnum):
-    """How a composed reduction routes a phase through one owner per name
-    (purlin.snac.protocol.route_layouts): to the owners, or from them to the rest."""
-
-    TO_OWNER = "to_owner"
-    FROM_OWNER = "from_owner"
-
-
-class Transfer(StrEnum):
-    """How a phase without a buffer moves data between the ranks' own buffers."""
-
-    PULL = "pull"  # consumers read their sources in the source ranks' buffers
-    PUSH = "push"  # producers write their units into the destinations' outputs
-
-
-class RoleKind(StrEnum):
-    PRODUCER = "producer"
-    CONSUMER = "consumer"
-    REDUCER = "reducer"
-    LOCAL = "local"  # groups with no staged source: nothing to wait for
-    # Packets only: the same blocks put the rank's units and consume its
-    # groups, each thread its own lines, with no role split between them.
-    FUSED = "fused"
-
+from purlin.snac.vocabulary import (  # noqa: F401  (the dialect's vocabulary: snac.MemoryOrder, ...)
+    MAX_BUFFER_BYTES,
+    MAX_ROLE_BLOCKS,
+    MAX_SLOTS,
+    BufferKind,
+    MemoryOrder,
+    PhaseSource,
+    Regime,
+    RoleKind,
+    Route,
+    Scope,
+    Strategy,
+    Transfer,
+    buffer_bytes,
+)
+from purlin.snac.protocol import MAX_PHASE_RECORDS, records, route_layouts
 
 MemoryOrderAttr = enum_attribute(MemoryOrder, "snac.order", __name__)
 ScopeAttr = enum_attribute(Scope, "snac.scope", __name__)

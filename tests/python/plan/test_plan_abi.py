@@ -13,7 +13,7 @@ import pytest
 
 from purlin import plan as P
 from purlin.coll.layouts import MAX_WORLD
-from purlin.snac.dialect import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS
+from purlin.snac.vocabulary import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS
 
 CSRC = Path(__file__).resolve().parents[3] / "csrc"
 PLAN_H = CSRC / "include" / "purlin" / "plan.h"
