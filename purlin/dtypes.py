@@ -120,20 +120,25 @@ def element_bytes(elem: Attribute) -> int:
     return DTYPE_BYTES[name]
 
 
-def numpy_dtype(name: str) -> np.dtype:
-    try:
-        return numpy_dtypes()[canonical_dtype(name)]
-    except KeyError:
+def known_dtype(name: str) -> str:
+    """The printed name of dtype `name`; ValueError naming the dtypes there are
+    when it is none of them (without loading ml_dtypes)."""
+    canonical = canonical_dtype(name)
+    if canonical not in DTYPE_INFO:
         raise ValueError(
             f"unknown dtype '{name}', expected one of {', '.join(DTYPE_NAMES)} "
             f"(or {', '.join(DTYPE_ALIASES)})"
-        ) from None
+        )
+    return canonical
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    return numpy_dtypes()[known_dtype(name)]
 
 
 def element_type(name: str) -> Attribute:
     """The xDSL element type of dtype `name` (e.g. bf16 -> BFloat16Type())."""
-    numpy_dtype(name)
-    return DTYPE_INFO[canonical_dtype(name)].element()
+    return DTYPE_INFO[known_dtype(name)].element()
 
 
 def is_integer(name: str) -> bool:

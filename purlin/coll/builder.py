@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
 
-from purlin.coll.attributes import REDUCE_KINDS_TEXT, ReduceKind, canonical_dtype, check_reduce_dtype
+from purlin.coll.attributes import REDUCE_KINDS_TEXT, ReduceKind, check_reduce_dtype
 from purlin.coll.dialect import (
     AllGatherOp,
     AllGatherVOp,
@@ -32,7 +32,7 @@ from purlin.coll.dialect import (
     ReduceScatterVOp,
 )
 from purlin.coll.layouts import world_problem
-from purlin.dtypes import element_type, itemsize, numpy_dtype
+from purlin.dtypes import element_type, itemsize, known_dtype
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,7 @@ class CollectiveSpec:
                 f"unknown collective '{self.collective}', expected one of {', '.join(COLLECTIVES)}"
             )
         object.__setattr__(self, "info", info)
-        numpy_dtype(self.dtype)
-        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+        object.__setattr__(self, "dtype", known_dtype(self.dtype))
         if why := world_problem(self.world):
             raise SpecError(why)
         if info.reduces:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 Name = tuple[int, ...]
 
@@ -200,6 +200,9 @@ class Layout:
                     )
 
     # -- queries ----------------------------------------------------------
+    # The fixed kinds answer in closed form, per rank or per name, from their
+    # counts (prefix sums cached): nothing builds the world's W^2 slices. A
+    # named layout's answers come from its listed slices.
 
     def _count(self, i: int, j: int = 0) -> int:
         if not self.variable:
@@ -211,38 +214,305 @@ class Layout:
             return self.counts[i][j]  # type: ignore[index]
         return self.counts[i]  # type: ignore[return-value]
 
+    def _memo(self, what: str) -> dict:
+        return self.__dict__.setdefault("_memo_" + what, {})
+
+    def _prefix(self, line: int | None, column: bool = False) -> tuple[int, ...]:
+        """Offsets of the slices along one rank's buffer: of the counts
+        (scattered), of row `line` (addressed) or of column `line` (transposed);
+        W + 1 entries."""
+        memo = self._memo("prefix")
+        key = (line, column)
+        found = memo.get(key)
+        if found is None:
+            w, at, out = self.world, 0, [0]
+            for i in range(w):
+                at += (self._count(i) if line is None else
+                       self._count(i, line) if column else self._count(line, i))
+                out.append(at)
+            found = memo[key] = tuple(out)
+        return found
+
+    def _offset_on(self, rank: int, name: Name) -> int:
+        """Offset of the slice named `name` on `rank`, one of its holders."""
+        k = self.kind
+        if k == LayoutKind.PACKED:
+            return 0
+        if k == LayoutKind.SCATTERED:
+            return name[0] * self.counts if not self.variable else self._prefix(None)[name[0]]  # type: ignore[operator]
+        if k == LayoutKind.ADDRESSED:
+            return name[1] * self.counts if not self.variable else self._prefix(rank)[name[1]]  # type: ignore[operator]
+        return name[0] * self.counts if not self.variable else self._prefix(rank, column=True)[name[0]]  # type: ignore[operator]
+
     def slices(self, rank: int) -> list[Slice]:
         """The named slices of `rank`'s buffer, in offset order."""
-        return self._all_slices[rank]
+        memo = self._memo("slices")
+        found = memo.get(rank)
+        if found is None:
+            found = memo[rank] = self._rank_slices(rank)
+        return found
+
+    def _rank_slices(self, rank: int) -> list[Slice]:
+        k = self.kind
+        if k == LayoutKind.NAMED:
+            return self._named_index[0].get(rank, [])
+        if k == LayoutKind.PACKED:
+            return [Slice(rank, 0, self._count(rank), (rank,))]
+        out: list[Slice] = []
+        offset = 0
+        for i, size in enumerate(self.line_sizes(rank)):
+            name = (i,) if k == LayoutKind.SCATTERED else (rank, i) if k == LayoutKind.ADDRESSED else (i, rank)
+            out.append(Slice(rank, offset, size, name))
+            offset += size
+        return out
+
+    def line_sizes(self, rank: int) -> Sequence[int]:
+        """The sizes of a fixed kind's slices on `rank`, in offset order."""
+        k, w = self.kind, self.world
+        assert k != LayoutKind.NAMED
+        if k == LayoutKind.PACKED:
+            return (self._count(rank),)
+        if not self.variable:
+            return (self.counts,) * w  # type: ignore[return-value]
+        if self.counts is None:
+            raise LayoutError("dynamic layout: bind counts before asking for slices")
+        if k == LayoutKind.SCATTERED:
+            return self.counts  # type: ignore[return-value]
+        if k == LayoutKind.ADDRESSED:
+            return self.counts[rank]  # type: ignore[return-value,index]
+        return tuple(row[rank] for row in self.counts)  # type: ignore[union-attr,index]
 
     @cached_property
-    def _all_slices(self) -> list[list[Slice]]:
+    def _named_index(self) -> tuple[dict[int, list[Slice]], dict[Name, list[Slice]]]:
+        """A named layout's slices by rank (offset order) and by name (rank order)."""
+        by_rank: dict[int, list[Slice]] = {}
+        by_name: dict[Name, list[Slice]] = {}
+        for s in self.slices_:
+            by_rank.setdefault(s.rank, []).append(s)
+            by_name.setdefault(s.name, []).append(s)
+        for lst in by_rank.values():
+            lst.sort(key=lambda s: s.offset)
+        for lst in by_name.values():
+            lst.sort(key=lambda s: (s.rank, s.offset))
+        return by_rank, by_name
+
+    def _is_name(self, name: Name) -> bool:
         w = self.world
-        out: list[list[Slice]] = [[] for _ in range(w)]
+        if self.kind in (LayoutKind.PACKED, LayoutKind.SCATTERED):
+            return len(name) == 1 and 0 <= name[0] < w
+        return len(name) == 2 and 0 <= name[0] < w and 0 <= name[1] < w
+
+    def holders(self, name: Name) -> Sequence[int]:
+        """The ranks holding a slice named `name`, in rank order."""
+        k = self.kind
+        if k == LayoutKind.NAMED:
+            return [s.rank for s in self._named_index[1].get(name, ())]
+        if not self._is_name(name):
+            return ()
+        if k == LayoutKind.SCATTERED:
+            return range(self.world)
+        return (name[0],) if k in (LayoutKind.PACKED, LayoutKind.ADDRESSED) else (name[1],)
+
+    def holder_count(self, name: Name) -> int:
+        return len(self.holders(name))
+
+    def holds(self, rank: int, name: Name) -> bool:
+        """Whether `rank` holds a slice named `name`."""
         if self.kind == LayoutKind.NAMED:
-            for s in self.slices_:
-                out[s.rank].append(s)
-            for lst in out:
-                lst.sort(key=lambda s: s.offset)
-            return out
-        for rank in range(w):
-            if self.kind == LayoutKind.PACKED:
-                out[rank].append(Slice(rank, 0, self._count(rank), (rank,)))
-                continue
-            offset = 0
-            for i in range(w):
-                if self.kind == LayoutKind.SCATTERED:
-                    size, name = self._count(i), (i,)
-                elif self.kind == LayoutKind.ADDRESSED:
-                    size, name = self._count(rank, i), (rank, i)
-                else:
-                    size, name = self._count(i, rank), (i, rank)
-                out[rank].append(Slice(rank, offset, size, name))
-                offset += size
-        return out
+            return rank in self._named_holders.get(name, ())
+        return rank in self.holders(name)
+
+    @cached_property
+    def _named_holders(self) -> dict[Name, set[int]]:
+        return {name: {s.rank for s in found} for name, found in self._named_index[1].items()}
+
+    def sole_names(self, rank: int) -> list[Name] | None:
+        """The names only `rank` holds, when few and known without a scan, else None."""
+        k, w = self.kind, self.world
+        if k == LayoutKind.NAMED:
+            return None
+        if k == LayoutKind.SCATTERED:
+            return [(i,) for i in range(w)] if w == 1 else []
+        return self.owned_names(rank)  # each held by its owner alone
+
+    def position(self, rank: int, name: Name) -> int:
+        """Where the slice named `name` is among `rank`'s slices (a fixed
+        kind's offset order is its name order)."""
+        k = self.kind
+        assert k != LayoutKind.NAMED
+        return 0 if k == LayoutKind.PACKED else name[1] if k == LayoutKind.ADDRESSED else name[0]
+
+    def name_size(self, name: Name) -> int | None:
+        """Elements of the slices named `name`, None when there are none."""
+        if self.kind == LayoutKind.NAMED:
+            found = self._named_index[1].get(name)
+            return found[0].size if found else None
+        if not self._is_name(name):
+            return None
+        return self._count(*name)
+
+    def slices_named(self, name: Name) -> list[Slice]:
+        """The slices named `name`, in rank order."""
+        if self.kind == LayoutKind.NAMED:
+            return self._named_index[1].get(name, [])
+        size = self.name_size(name)
+        return [] if size is None else [Slice(r, self._offset_on(r, name), size, name) for r in self.holders(name)]
+
+    def names(self) -> Iterator[Name]:
+        """Every name, in order."""
+        w, k = self.world, self.kind
+        if k == LayoutKind.NAMED:
+            return iter(sorted(self._named_index[1]))
+        if k in (LayoutKind.PACKED, LayoutKind.SCATTERED):
+            return ((i,) for i in range(w))
+        return ((a, b) for a in range(w) for b in range(w))
+
+    def name_count(self) -> int:
+        if self.kind == LayoutKind.NAMED:
+            return len(self._named_index[1])
+        return self.world if self.kind in (LayoutKind.PACKED, LayoutKind.SCATTERED) else self.world**2
+
+    def owned_names(self, rank: int) -> list[Name]:
+        """The names `rank` owns (owner_layouts' rule: the k-th name's owner is
+        its (k mod n)-th of n holders), in order."""
+        k, w = self.kind, self.world
+        if k == LayoutKind.NAMED:
+            return self._named_owners[1].get(rank, [])
+        if k in (LayoutKind.PACKED, LayoutKind.SCATTERED):
+            # Name (i,) is the i-th; a scattered one's holders are all ranks.
+            return [(rank,)]
+        return [(rank, i) for i in range(w)] if k == LayoutKind.ADDRESSED else [(i, rank) for i in range(w)]
+
+    def owner(self, name: Name) -> int:
+        k = self.kind
+        if k == LayoutKind.NAMED:
+            return self._named_owners[0][name]
+        if k == LayoutKind.TRANSPOSED:
+            return name[1]
+        return name[0]
+
+    @cached_property
+    def _named_owners(self) -> tuple[dict[Name, int], dict[int, list[Name]]]:
+        owner: dict[Name, int] = {}
+        owned: dict[int, list[Name]] = {}
+        for i, name in enumerate(self.names()):
+            holders = self.holders(name)
+            owner[name] = holders[i % len(holders)]
+            owned.setdefault(owner[name], []).append(name)
+        return owner, owned
+
+    def slice_sizes(self) -> Iterator[tuple[int, int]]:
+        """(elements, how many slices) over every slice of every rank."""
+        w, k = self.world, self.kind
+        if k == LayoutKind.NAMED:
+            return ((s.size, 1) for s in self.slices_)
+        if not self.variable:
+            assert isinstance(self.counts, int)
+            return iter([(self.counts, w if k == LayoutKind.PACKED else w * w)])
+        if k == LayoutKind.PACKED:
+            return ((c, 1) for c in self.counts)  # type: ignore[union-attr]
+        if k == LayoutKind.SCATTERED:
+            return ((c, w) for c in self.counts)  # type: ignore[union-attr]
+        return ((c, 1) for row in self.counts for c in row)  # type: ignore[union-attr]
 
     def extent(self, rank: int) -> int:
         """Elements of `rank`'s buffer the layout covers (its minimal size)."""
+        k = self.kind
+        if k == LayoutKind.NAMED:
+            return max((s.end for s in self.slices(rank)), default=0)
+        if k == LayoutKind.PACKED:
+            return self._count(rank)
+        if not self.variable:
+            return self.world * self.counts  # type: ignore[operator]
+        if k == LayoutKind.SCATTERED:
+            return self._prefix(None)[-1]
+        return self._prefix(rank, column=k == LayoutKind.TRANSPOSED)[-1]
+
+    def max_extent(self) -> int:
+        if self.kind == LayoutKind.NAMED:
+            return max((s.end for s in self.slices_), default=0)
+        if self.kind == LayoutKind.SCATTERED or not self.variable:
+            return self.extent(0)  # the same on every rank
+        return max(self.extent(r) for r in range(self.world))
+
+    @cached_property
+    def name_sizes(self) -> dict[Name, int]:
+        if self.kind == LayoutKind.NAMED:
+            return {name: found[0].size for name, found in self._named_index[1].items()}
+        return {name: self._count(*name) for name in self.names()}
+
+
+@dataclass(frozen=True)
+class OwnerSplit:
+    """A reduction's destination layout split between its names' owners
+    (Layout.owner: the k-th name's (k mod n)-th of n holders) and the other
+    holders: `owned` keeps each name's slice on its owner, else every other
+    holder's. What a composed reduction reduces to (owned) and copies on to
+    (the rest); answers per rank and per name from `base`, as Layout's do."""
+
+    base: Layout
+    owned: bool
+
+    world = property(lambda self: self.base.world)
+    is_dynamic = property(lambda self: self.base.is_dynamic)
+    variable = False
+
+    def check(self) -> None:
+        """Nothing: a part of a checked layout."""
+
+    def _keeps(self, rank: int, name: Name) -> bool:
+        return (self.base.owner(name) == rank) == self.owned
+
+    def slices(self, rank: int) -> list[Slice]:
+        base = self.base
+        if self.owned and base.kind != LayoutKind.NAMED:
+            # A fixed kind's owned names are few per rank, in offset order.
+            return [Slice(rank, base._offset_on(rank, n), base._count(*n), n) for n in base.owned_names(rank)]
+        return [s for s in base.slices(rank) if self._keeps(rank, s.name)]
+
+    def holds(self, rank: int, name: Name) -> bool:
+        return self.base.holds(rank, name) and self._keeps(rank, name)
+
+    def sole_names(self, rank: int) -> list[Name] | None:
+        """The names only `rank` holds, when few and known without a scan, else None."""
+        if self.owned and self.base.kind != LayoutKind.NAMED:
+            return [n for n in self.base.owned_names(rank) if self.holder_count(n) == 1]
+        return None
+
+    def holders(self, name: Name) -> Sequence[int]:
+        holders = self.base.holders(name)
+        if not holders:
+            return ()
+        owner = self.base.owner(name)
+        return (owner,) if self.owned else [r for r in holders if r != owner]
+
+    def holder_count(self, name: Name) -> int:
+        n = self.base.holder_count(name)
+        return min(n, 1) if self.owned else max(n - 1, 0)
+
+    def name_size(self, name: Name) -> int | None:
+        return self.base.name_size(name) if self.holder_count(name) else None
+
+    def slices_named(self, name: Name) -> list[Slice]:
+        base = self.base
+        if self.owned and base.kind != LayoutKind.NAMED:
+            size = base.name_size(name)
+            if size is None:
+                return []
+            owner = base.owner(name)
+            return [Slice(owner, base._offset_on(owner, name), size, name)]
+        return [s for s in base.slices_named(name) if self._keeps(s.rank, name)]
+
+    def names(self) -> Iterator[Name]:
+        return (n for n in self.base.names() if self.holder_count(n))
+
+    def name_count(self) -> int:
+        return sum(1 for _ in self.names())
+
+    def slice_sizes(self) -> Iterator[tuple[int, int]]:
+        return ((self.base.name_size(n) or 0, self.holder_count(n)) for n in self.names())
+
+    def extent(self, rank: int) -> int:
         return max((s.end for s in self.slices(rank)), default=0)
 
     def max_extent(self) -> int:
@@ -250,29 +520,15 @@ class Layout:
 
     @cached_property
     def name_sizes(self) -> dict[Name, int]:
-        sizes: dict[Name, int] = {}
-        for rank in range(self.world):
-            for s in self.slices(rank):
-                sizes[s.name] = s.size
-        return sizes
-
-    def slices_named(self, name: Name) -> list[Slice]:
-        return self._by_name.get(name, [])
-
-    @cached_property
-    def _by_name(self) -> dict[Name, list[Slice]]:
-        by: dict[Name, list[Slice]] = {}
-        for rank in range(self.world):
-            for s in self.slices(rank):
-                by.setdefault(s.name, []).append(s)
-        return by
+        return {n: self.base.name_size(n) or 0 for n in self.names()}
 
 
-def check_collective(inp: Layout, out: Layout, reduce: bool) -> None:
+def check_collective(inp: Layout | OwnerSplit, out: Layout | OwnerSplit, reduce: bool) -> None:
     """Raise LayoutError unless `out` can be produced from `inp`.
 
     Every output name needs input slices of that name and the same size; a
     copy needs exactly one source per name (which one would be ambiguous).
+    Asks per name (name_size, holder_count), never for the world's slices.
     """
     if inp.world != out.world:
         raise LayoutError(
@@ -282,22 +538,44 @@ def check_collective(inp: Layout, out: Layout, reduce: bool) -> None:
     out.check()
     if inp.is_dynamic or out.is_dynamic:
         return
-    for name, size in out.name_sizes.items():
-        sources = inp.slices_named(name)
-        if not sources:
+    if (isinstance(inp, Layout) and isinstance(out, Layout) and _fixed_kinds_agree(inp, out)
+            and (reduce or inp.kind != LayoutKind.SCATTERED or inp.world == 1)):
+        return
+    for name in out.names():
+        size = out.name_size(name)
+        have = inp.name_size(name)
+        if have is None:
             raise LayoutError(
                 f"output slice {format_name(name)} is not covered by any input slice"
             )
-        if sources[0].size != size:
+        if have != size:
             raise LayoutError(
-                f"slice {format_name(name)} has {sources[0].size} elements in the input "
+                f"slice {format_name(name)} has {have} elements in the input "
                 f"but {size} in the output"
             )
-        if not reduce and len(sources) > 1:
-            ranks = ", ".join(str(s.rank) for s in sources)
+        if not reduce and inp.holder_count(name) > 1:
+            ranks = ", ".join(str(r) for r in inp.holders(name))
             raise LayoutError(
                 f"copy of slice {format_name(name)} is ambiguous: ranks {ranks} all hold it"
             )
+
+
+def _fixed_kinds_agree(a: Layout, b: Layout) -> bool:
+    """Whether two layouts of the fixed kinds have the same names, each of
+    the same size: the same arity (each kind names every rank, or every pair
+    of ranks) and equal counts, compared whole."""
+    if LayoutKind.NAMED in (a.kind, b.kind):
+        return False
+    single = (LayoutKind.PACKED, LayoutKind.SCATTERED)
+    if (a.kind in single) != (b.kind in single):
+        return False
+    if not a.variable and not b.variable:
+        return a.counts == b.counts
+    if a.variable and b.variable:
+        return a.counts == b.counts
+    fixed, counts = (a, b.counts) if not a.variable else (b, a.counts)
+    rows = counts if isinstance(counts[0], tuple) else (counts,)  # type: ignore[index]
+    return all(c == fixed.counts for row in rows for c in row)  # type: ignore[union-attr]
 
 
 def coalesced(src: Layout, dst: Layout) -> tuple[Layout, Layout] | None:
@@ -310,6 +588,13 @@ def coalesced(src: Layout, dst: Layout) -> tuple[Layout, Layout] | None:
     """
     if src.is_dynamic or dst.is_dynamic or src.world != dst.world:
         return None
+    kinds = {src.kind, dst.kind}
+    if LayoutKind.PACKED in kinds or kinds == {LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED}:
+        # One slice a rank on one side; or a name's successor is (r, i + 1)
+        # on one side and (r + 1, i) on the other: nothing merges.
+        return None
+    if kinds == {LayoutKind.SCATTERED} and _fixed_kinds_agree(src, dst):
+        return _coalesced_scattered(src)
 
     def successors(layout: Layout) -> dict[Name, Name]:
         after: dict[Name, set] = {}
@@ -345,6 +630,24 @@ def coalesced(src: Layout, dst: Layout) -> tuple[Layout, Layout] | None:
         ])
 
     return rebuilt(src), rebuilt(dst)
+
+
+def _coalesced_scattered(layout: Layout) -> tuple[Layout, Layout] | None:
+    """coalesced() of a scattered layout onto itself, in closed form: its
+    non-empty names follow one another on every rank, so they merge into the
+    first; empty ones stay as they are."""
+    w = layout.world
+    sizes = [layout._count(i) for i in range(w)]
+    full = [i for i in range(w) if sizes[i]]
+    if len(full) < 2:
+        return None
+    offsets = layout._prefix(None) if layout.variable else [i * sizes[0] for i in range(w + 1)]
+    total = sum(sizes)
+    per_rank = [(i, offsets[i], sizes[i]) for i in range(w) if not sizes[i] or i == full[0]]
+    merged = Layout.named(w, [
+        Slice(r, offset, total if i == full[0] else 0, (i,)) for r in range(w) for i, offset, _ in per_rank
+    ])
+    return merged, merged
 
 
 # -- sub-groups -----------------------------------------------------------------

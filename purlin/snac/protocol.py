@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from purlin.coll.layouts import Layout, Name, Slice
+from purlin.coll.layouts import Layout, LayoutKind, Name, OwnerSplit
 
 
 @dataclass(frozen=True)
@@ -119,28 +119,146 @@ class PhasePlan:
         object.__setattr__(self, "units", PerRank(self.world, lambda r: rank_units(self, r)))
         object.__setattr__(self, "groups", PerRank(self.world, lambda r: rank_groups(self, r)))
 
+    # -- counts and unit indices without building other ranks' records ----
+    # A unit's index on its producer is how many chunks the producer's earlier
+    # slices (in name order) make, less those of slices nobody reads. For the
+    # fixed kinds both come in closed form: a slice's position is its name's
+    # index, and the unread ones are among the names the destination layout
+    # gives one rank alone (Layout.sole_names). Otherwise each rank's slices
+    # are counted once, with integers only.
+
+    def _chunk_count(self, size: int) -> int:
+        return 0 if size == 0 else 1 if self.chunk <= 0 else -(-size // self.chunk)
+
+    @cached_property
+    def _closed_form(self) -> bool:
+        src, dst = self.src, self.dst
+        base = dst.base if isinstance(dst, OwnerSplit) else dst
+        if not isinstance(src, Layout) or src.kind == LayoutKind.NAMED or src.is_dynamic:
+            return False
+        if isinstance(dst, OwnerSplit) and not dst.owned:
+            return False
+        single = (LayoutKind.PACKED, LayoutKind.SCATTERED)
+        return base.kind != LayoutKind.NAMED and (src.kind in single) == (base.kind in single)
+
+    def _chunks_before(self, rank: int, pos: int) -> int:
+        """Chunks of `rank`'s first `pos` source slices, in closed form."""
+        src = self.src
+        assert isinstance(src, Layout)
+        if not src.variable:
+            return pos * self._chunk_count(src.counts)  # type: ignore[arg-type]
+        memo = self.__dict__.setdefault("_chunk_prefix", {})
+        line = None if src.kind == LayoutKind.SCATTERED else rank
+        found = memo.get(line)
+        if found is None:
+            found, at = [0], 0
+            for s in src.slices(rank):
+                at += self._chunk_count(s.size)
+                found.append(at)
+            memo[line] = found
+        return found[pos]
+
+    def _unread(self, rank: int) -> list[tuple[int, int]]:
+        """(position, chunks) of `rank`'s source slices that no rank reads, closed form."""
+        memo = self.__dict__.setdefault("_unread_memo", {})
+        found = memo.get(rank)
+        if found is None:
+            found = []
+            if not (self.keep_unread or self.stage_local):
+                src = self.src
+                assert isinstance(src, Layout)
+                sole = self.dst.sole_names(rank)
+                assert sole is not None
+                found = sorted((src.position(rank, n), self._chunk_count(src.name_size(n) or 0))
+                               for n in sole if src.holds(rank, n))
+            memo[rank] = found
+        return found
+
+    def _read_by_some(self, rank: int, name: Name) -> bool:
+        if self.keep_unread:
+            return True
+        n = self.dst.holder_count(name)
+        return n > 1 or (n == 1 and (self.stage_local or not self.dst.holds(rank, name)))
+
+    def _unit_table(self, rank: int) -> tuple[dict[Name, int], int]:
+        """Counted: the first unit index of each of `rank`'s unit-making slices, and their units."""
+        memo = self.__dict__.setdefault("_unit_tables", {})
+        found = memo.get(rank)
+        if found is None:
+            first, at = {}, 0
+            for sl in sorted(self.src.slices(rank), key=lambda s: s.name):
+                if self._read_by_some(rank, sl.name):
+                    first[sl.name] = at
+                    at += self._chunk_count(sl.size)
+            found = memo[rank] = (first, at)
+        return found
+
+    def _first_unit(self, rank: int, name: Name) -> int:
+        if not self._closed_form:
+            return self._unit_table(rank)[0][name]
+        pos = self.src.position(rank, name)  # type: ignore[union-attr]
+        return self._chunks_before(rank, pos) - sum(c for p, c in self._unread(rank) if p < pos)
+
+    def unit_count(self, rank: int) -> int:
+        """How many units `rank` produces."""
+        if not self._closed_form:
+            return self._unit_table(rank)[1]
+        src = self.src
+        assert isinstance(src, Layout)
+        slices = 1 if src.kind == LayoutKind.PACKED else self.world
+        return self._chunks_before(rank, slices) - sum(c for _, c in self._unread(rank))
+
+    def group_count(self, rank: int) -> int:
+        """How many groups `rank` consumes: its destination slices' chunks (an
+        owner split's from its base's, less or only those of the owned names)."""
+        dst = self.dst
+        if isinstance(dst, OwnerSplit) and dst.base.kind != LayoutKind.NAMED:
+            base = dst.base
+            owned = sum(self._chunk_count(base.name_size(n) or 0) for n in base.owned_names(rank))
+            return owned if dst.owned else self._line_chunks(base, rank) - owned
+        if isinstance(dst, Layout) and dst.kind != LayoutKind.NAMED:
+            return self._line_chunks(dst, rank)
+        return sum(self._chunk_count(s.size) for s in dst.slices(rank))
+
+    def _line_chunks(self, layout: Layout, rank: int) -> int:
+        """Chunks of a fixed kind's slices on `rank` (the same on every rank
+        but for packed and the count matrices' lines)."""
+        if not layout.variable:
+            per = 1 if layout.kind == LayoutKind.PACKED else self.world
+            return per * self._chunk_count(layout.counts)  # type: ignore[arg-type]
+        memo = self.__dict__.setdefault("_line_chunk_memo", {})
+        key = (id(layout), None if layout.kind == LayoutKind.SCATTERED else rank)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = sum(self._chunk_count(c) for c in layout.line_sizes(rank))
+        return found
+
     @cached_property
     def max_units(self) -> int:
-        return max((len(u) for u in self.units), default=0)
+        return max((self.unit_count(r) for r in range(self.world)), default=0)
 
     @cached_property
     def max_groups(self) -> int:
-        return max((len(g) for g in self.groups), default=0)
+        return max((self.group_count(r) for r in range(self.world)), default=0)
 
     @cached_property
     def max_unit_elems(self) -> int:
-        return max((u.size for us in self.units for u in us), default=0)
+        """The largest unit: the largest source slice someone reads, cut to a chunk."""
+        cap = max((size for size, n in self.src.slice_sizes() if n), default=0)
+        if self.chunk > 0:
+            cap = min(cap, self.chunk)
+        best = 0
+        for r in range(self.world):
+            for sl in self.src.slices(r):
+                if min(sl.size, cap) > best and self._read_by_some(r, sl.name):
+                    best = min(sl.size, cap)
+                    if best == cap:
+                        return best
+        return best
 
     def unit_index(self, rank: int, name: Name, lo: int) -> int:
         """The index of the unit of `rank` that carries elements [lo, ...) of `name`."""
-        return self._unit_indices(rank)[(name, lo)]
-
-    def _unit_indices(self, rank: int) -> dict[tuple[Name, int], int]:
-        cache = self.__dict__.setdefault("_unit_index_cache", {})
-        found = cache.get(rank)
-        if found is None:
-            found = cache[rank] = {(u.name, u.lo): u.index for u in self.units[rank]}
-        return found
+        return self._first_unit(rank, name) + (lo // self.chunk if self.chunk > 0 else 0)
 
     @cached_property
     def destinations(self) -> PerRank:
@@ -201,11 +319,11 @@ class PhasePlan:
 MAX_PHASE_RECORDS = 1 << 20
 
 
-def records(layout: Layout, chunk: int) -> int:
+def records(layout: Layout | OwnerSplit, chunk: int) -> int:
     """How many units (or groups) the slices of `layout` make, every rank's
     together, cut into chunks of `chunk` elements (0: one per slice)."""
-    return sum(len(_chunks(s.size, chunk)) if chunk <= 0 else -(-s.size // chunk)
-               for r in range(layout.world) for s in layout.slices(r))
+    return sum(n * (0 if size == 0 else 1 if chunk <= 0 else -(-size // chunk))
+               for size, n in layout.slice_sizes())
 
 
 # A window packet: 8 data bytes and the 8-byte flag that publishes them, one
@@ -232,7 +350,7 @@ def rank_units(plan: PhasePlan, rank: int) -> tuple[Unit, ...]:
     rank itself only with stage_local), in name order."""
     mine: list[Unit] = []
     for sl in sorted(plan.src.slices(rank), key=lambda s: s.name):
-        who = sorted({d.rank for d in plan.dst.slices_named(sl.name) if d.rank != rank or plan.stage_local})
+        who = [d for d in dict.fromkeys(plan.dst.holders(sl.name)) if d != rank or plan.stage_local]
         if not who and not plan.keep_unread:
             continue
         for lo, hi in _chunks(sl.size, plan.chunk):
@@ -246,7 +364,7 @@ def rank_groups(plan: PhasePlan, rank: int) -> tuple[Group, ...]:
     mine: list[Group] = []
     for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
         # Every rank reduces in rank order, so all get the same bits.
-        sources = sorted(plan.src.slices_named(d.name), key=lambda s: s.rank)
+        sources = plan.src.slices_named(d.name)  # in rank order
         for lo, hi in _chunks(d.size, plan.chunk):
             srcs = tuple(
                 Source(s.rank, s.offset + lo,
@@ -259,26 +377,19 @@ def rank_groups(plan: PhasePlan, rank: int) -> tuple[Group, ...]:
     return tuple(Group(g.consumer, i, g.name, g.lo, g.hi, g.dst_offset, g.sources) for i, g in enumerate(ordered))
 
 
-def owner_layouts(dst: Layout) -> tuple[Layout, Layout]:
+def owner_layouts(dst: Layout) -> tuple[OwnerSplit, OwnerSplit]:
     """Split a reduction into reduce-to-owner then copy-from-owner.
 
     The owner of the k-th name (in name order) is its (k mod n)-th
     destination, which for all_reduce makes rank i own slice i. Returns the
     owners' slices (where phase A reduces, and where phase B reads) and the
-    other destinations (where phase B copies to).
+    other destinations (where phase B copies to), answered per rank and per
+    name (coll.layouts.OwnerSplit).
     """
-    owned: list[Slice] = []
-    rest: list[Slice] = []
-    for k, name in enumerate(sorted(dst.name_sizes)):
-        dests = sorted(dst.slices_named(name), key=lambda s: s.rank)
-        owner = dests[k % len(dests)]
-        owned.append(owner)
-        rest += [d for d in dests if d.rank != owner.rank]
-    w = dst.world
-    return Layout.named(w, owned), Layout.named(w, rest)
+    return OwnerSplit(dst, True), OwnerSplit(dst, False)
 
 
-def route_layouts(src: Layout, dst: Layout, route: str | None) -> tuple[Layout, Layout]:
+def route_layouts(src: Layout, dst: Layout, route: str | None) -> tuple[Layout | OwnerSplit, Layout | OwnerSplit]:
     """The layouts a phase moves between. A composed reduction's phases keep
     the collective's own layouts in the IR (compact at any world size) and
     name a route: "to_owner" reduces every name at its owner, "from_owner"
