@@ -81,17 +81,22 @@ def option_names(message: str) -> str:
     return re.sub(r'"(\w+)"', lambda m: '"' + m.group(1).replace("_", "-") + '"', message)
 
 
+def check_step(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None,
+               verify: bool = True) -> None:
+    """Every pipeline's callback, before the first pass and after each: the IR
+    verifies (located diagnostics naming the pass that made it; `verify`
+    False skips this, as purlin-opt's --disable-verify does), each pass is
+    given something it takes and leaves nothing it should have lowered."""
+    if verify:
+        verify_located(module, previous.name if previous else None)
+    check_pipeline_step(previous, module, following)
+
+
 def lower(module: ModuleOp, passes: str) -> ModuleOp:
     """A copy of `module` after the comma-separated pass pipeline `passes`,
-    verified before the first pass and after each, each pass given something
-    it takes and leaving nothing it should have lowered."""
-
-    def verify_after(previous: ModulePass | None, op: ModuleOp, following: ModulePass | None) -> None:
-        verify_located(op, previous.name if previous else None)
-        check_pipeline_step(previous, op, following)
-
+    checked between the passes (check_step)."""
     lowered = module.clone()
-    pipeline(passes, verify_after).apply(make_context(), lowered)
+    pipeline(passes, check_step).apply(make_context(), lowered)
     return lowered
 
 

@@ -37,10 +37,8 @@ from purlin.diagnostics import (
     format_parse_error,
     parse_annotations,
     parse_error_notes,
-    verify_located,
 )
-from purlin.pass_contracts import check_pipeline_step
-from purlin.pipeline import option_names
+from purlin.pipeline import check_step, option_names
 from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
 
 EXIT_STATUS = """exit status:
@@ -199,9 +197,7 @@ class PurlinOptMain(xDSLOptMain):
             nonlocal started
             if self.args.time_passes and previous is not None:
                 print(f"Pass {previous.name} took {time.perf_counter() - started} seconds")
-            if not self.args.disable_verify:
-                verify_located(module, previous.name if previous else None)
-            check_pipeline_step(previous, module, following)
+            check_step(previous, module, following, verify=not self.args.disable_verify)
             if previous and following and self.args.print_between_passes:
                 print(f"IR after {previous.name}:")
                 Printer(stream=sys.stdout).print_op(module)
