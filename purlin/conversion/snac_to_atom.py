@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.atom import dialect as atom
@@ -73,7 +73,7 @@ class LowerProgram(RewritePattern):
         for inner in list(body.walk()):
             if isinstance(inner, snac.RoleOp):
                 blocks = inner.blocks.value.data
-                _swap(inner, atom.BlocksOp, {"first": _int(first)})
+                _swap(rewriter, inner, atom.BlocksOp, {"first": _int(first)})
                 first += blocks
                 continue
             lower = _LOWER.get(type(inner))
@@ -83,41 +83,41 @@ class LowerProgram(RewritePattern):
             if phase is None:
                 continue
             buf = None if phase.buffer is None else buffers[phase.buffer.string_value()]
-            lower(self, _Step(inner, phase, buf, elem, dtype))
+            lower(self, _Step(inner, phase, buf, elem, dtype, rewriter))
         rewriter.replace(op, kernel)
 
     def _reclaim(self, s: _Step) -> None:
-        _swap(s.op, atom.WaitFreeOp)
+        _swap(s.rewriter, s.op, atom.WaitFreeOp)
 
     def _stage(self, s: _Step) -> None:
         assert s.buf is not None
         unit_bytes = s.buf.elems.value.data * element_bytes(s.elem)
-        _swap(s.op, atom.StageOp, _path(self.gen.stage(unit_bytes)))
+        _swap(s.rewriter, s.op, atom.StageOp, _path(self.gen.stage(unit_bytes)))
 
     def _put(self, s: _Step) -> None:
-        _swap(s.op, atom.PutOp, _path(self.gen.put()))
+        _swap(s.rewriter, s.op, atom.PutOp, _path(self.gen.put()))
 
     def _push(self, s: _Step) -> None:
-        _swap(s.op, atom.PushOp, _path(self.gen.copy()))
+        _swap(s.rewriter, s.op, atom.PushOp, _path(self.gen.copy()))
 
     def _grant(self, s: _Step) -> None:
-        _swap(s.op, atom.GrantOp)
+        _swap(s.rewriter, s.op, atom.GrantOp)
 
     def _drain(self, s: _Step) -> None:
-        _swap(s.op, atom.DrainOp)
+        _swap(s.rewriter, s.op, atom.DrainOp)
 
     def _notify(self, s: _Step) -> None:
-        Rewriter.insert_op(atom.FenceOp(s.op.scope.data), InsertPoint.before(s.op))  # type: ignore[attr-defined]
-        _swap(s.op, atom.NotifyOp)
+        s.rewriter.insert(atom.FenceOp(s.op.scope.data), InsertPoint.before(s.op))  # type: ignore[attr-defined]
+        _swap(s.rewriter, s.op, atom.NotifyOp)
 
     def _wait(self, s: _Step) -> None:
         packets = s.buf is not None and s.buf.kind.data == snac.BufferKind.PACKETS
-        _swap(s.op, atom.WaitPacketsOp if packets else atom.WaitReadyOp)
+        _swap(s.rewriter, s.op, atom.WaitPacketsOp if packets else atom.WaitReadyOp)
 
     def _consume(self, s: _Step) -> None:
         kind = s.phase.consume.kind
         if kind is None:
-            _swap(s.op, atom.CopyOp, _path(self.gen.copy()))
+            _swap(s.rewriter, s.op, atom.CopyOp, _path(self.gen.copy()))
             return
         # multimem.ld_reduce reads one symmetric address on every rank:
         # only staged phases, with the local contribution staged too.
@@ -128,14 +128,14 @@ class LowerProgram(RewritePattern):
         path = self.gen.reduce(kind, s.dtype, self.multimem and switch)
         if path.mech == atom.Mechanism.MULTIMEM:
             s.phase.properties["stage_local"] = UnitAttr()
-        _swap(s.op, atom.ReduceOp, _path(path))
+        _swap(s.rewriter, s.op, atom.ReduceOp, _path(path))
 
     def _ack(self, s: _Step) -> None:
-        _swap(s.op, atom.AckOp)
+        _swap(s.rewriter, s.op, atom.AckOp)
 
     def _finish(self, s: _Step) -> None:
-        Rewriter.insert_op(atom.FenceOp(s.op.scope.data), InsertPoint.before(s.op))  # type: ignore[attr-defined]
-        _swap(s.op, atom.FinishOp)
+        s.rewriter.insert(atom.FenceOp(s.op.scope.data), InsertPoint.before(s.op))  # type: ignore[attr-defined]
+        _swap(s.rewriter, s.op, atom.FinishOp)
 
 
 @dataclass(frozen=True)
@@ -147,6 +147,7 @@ class _Step:
     buf: snac.BufferOp | None  # None: a direct phase
     elem: Attribute
     dtype: str
+    rewriter: PatternRewriter
 
 
 # The atom of each protocol step, by its snac op.
@@ -201,7 +202,7 @@ def _path(p: Datapath) -> dict:
     return props
 
 
-def _swap(old: Operation, cls: type[Operation], extra: dict | None = None) -> None:
+def _swap(rewriter: PatternRewriter, old: Operation, cls: type[Operation], extra: dict | None = None) -> None:
     new = cls.create(
         operands=list(old.operands),
         result_types=[r.type for r in old.results],
@@ -210,7 +211,7 @@ def _swap(old: Operation, cls: type[Operation], extra: dict | None = None) -> No
         regions=[old.detach_region(r) for r in list(old.regions)],
     )
     new.location = old.location
-    Rewriter.replace_op(old, new)
+    rewriter.replace(old, new)
 
 
 def _one_reducer(phase: snac.PhaseOp) -> bool:
