@@ -17,7 +17,7 @@ from xdsl.ir import Operation, SSAValue
 from purlin.snac import dialect as snac
 
 if TYPE_CHECKING:
-    from purlin.snac.machine import PhaseState
+    from purlin.snac.phase_binding import PhaseState
 
 BinaryFn = Callable[[Any, Any], Any]
 
