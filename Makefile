@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 .PHONY: run test install clean
 
 # Editing the C++/CUDA runtime reinstalls, which rebuilds purlin._runtime.
-CSRC := $(wildcard csrc/CMakeLists.txt csrc/*/*.cpp csrc/*/*.h csrc/*/*/*.cpp csrc/*/*/*.h purlin/cuda/include/purlin/abi.h purlin/jax/ffi/purlin_jax_api.h)
+CSRC := $(wildcard csrc/CMakeLists.txt csrc/*/*.cpp csrc/*/*.h csrc/*/*/*.cpp csrc/*/*/*.h purlin/cuda/include/purlin/abi.h purlin/cuda/include/purlin/counts_tables.h \
+           purlin/jax/ffi/purlin_jax_api.h)
 
 # A torch already there is kept; else the CPU build the tests need (2.13.0).
 $(STAMP): pyproject.toml CMakeLists.txt $(CSRC)

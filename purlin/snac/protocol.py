@@ -338,6 +338,10 @@ def packet_elems(itemsize: int) -> int:
 
 
 def _chunks(size: int, chunk: int) -> list[tuple[int, int]]:
+    """The chunking rule: [lo, hi) of each unit a slice of `size` elements is
+    cut into from 0, `chunk` elements each but the last (chunk 0: the whole
+    slice; an empty slice has none). Its C++ is counts_tables.h's chunks,
+    chunk_step and chunk_at (tests/python/cuda/test_chunks.py holds them equal)."""
     if size == 0:
         return []
     step = chunk if chunk > 0 else size

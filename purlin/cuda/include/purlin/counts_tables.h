@@ -88,7 +88,17 @@ PURLIN_HD inline i64 position(i64 kind, Name name) {
   }
 }
 
+// The chunking rule, as _chunks in purlin/snac/protocol.py states it for
+// Python (tests/python/cuda/test_chunks.py holds the two equal): a slice of
+// `size` elements is cut from 0 into chunks of `chunk` elements, the last
+// one shorter; chunk 0 leaves it whole; an empty slice has none.
+PURLIN_HD inline i64 chunk_step(i64 size, i64 chunk) { return chunk > 0 ? chunk : size; }
 PURLIN_HD inline i64 chunks(i64 size, i64 chunk) { return size == 0 ? 0 : chunk > 0 ? (size + chunk - 1) / chunk : 1; }
+// Elements of the chunk that starts at `lo`.
+PURLIN_HD inline i64 chunk_at(i64 size, i64 chunk, i64 lo) {
+  const i64 step = chunk_step(size, chunk);
+  return size - lo < step ? size - lo : step;
+}
 PURLIN_HD inline i64 round_up(i64 n, i64 align) { return (n + align - 1) / align * align; }
 
 // Ranks that read `src_rank`'s slice of `name` from symmetric memory, and the r-th of them.
@@ -134,10 +144,10 @@ PURLIN_HD inline void prepare(const Counts& n, const PhaseShape& p, i64 align, c
       ix.window(r, k) = window;
       offset += size;
       if (!readers(p, n.world, slice_name(p.src, r, k), r) && !p.keep_unread) continue;
-      const i64 m = chunks(size, p.chunk), step = p.chunk > 0 ? p.chunk : size;
+      const i64 m = chunks(size, p.chunk), step = chunk_step(size, p.chunk);
       units += m;
       // Every chunk but the last is a full step.
-      if (m > 0) window += (m - 1) * round_up(step, align) + round_up(size - (m - 1) * step, align);
+      if (m > 0) window += (m - 1) * round_up(step, align) + round_up(chunk_at(size, p.chunk, (m - 1) * step), align);
     }
     ix.offset(r, slices) = offset;
     ix.units(r, slices) = units;
@@ -156,7 +166,7 @@ PURLIN_HD inline i64 extent(const Counts& n, i64 kind, i64 rank) {
 PURLIN_HD inline i64 largest_unit(const Counts& n, const PhaseShape& p, i64 rank) {
   i64 most = 0;
   for (i64 k = 0; k < slices_of(p.src, n.world); ++k) {
-    const i64 whole = slice_size(n, p.src, rank, k), size = p.chunk > 0 && whole > p.chunk ? p.chunk : whole;
+    const i64 size = chunk_at(slice_size(n, p.src, rank, k), p.chunk, 0);
     if ((readers(p, n.world, slice_name(p.src, rank, k), rank) || p.keep_unread) && size > most) most = size;
   }
   return most;
@@ -232,10 +242,10 @@ PURLIN_HD inline i64 build_phase(const Counts& n, const PhaseShape& p, const Ind
     if (ix.units(rank, j + 1) == ix.units(rank, j)) continue;
     const Name name = slice_name(p.src, rank, j);
     const i64 size = slice_size(n, p.src, rank, j), offset = ix.offset(rank, j), readers_ = readers(p, w, name, rank);
-    const i64 step = p.chunk > 0 ? p.chunk : size;
+    const i64 step = chunk_step(size, p.chunk);
     i64 window = ix.window(rank, j);
     for (i64 lo = 0; lo < size; lo += step, unit += abi::kUnitWords) {
-      const i64 part = size - lo < step ? size - lo : step;
+      const i64 part = chunk_at(size, p.chunk, lo);
       tab[unit + abi::kUSrc] = (offset + lo) * eb;
       tab[unit + abi::kUBytes] = part * eb;
       tab[unit + abi::kUWindow] = p.packets ? window * eb : 0;
@@ -257,12 +267,12 @@ PURLIN_HD inline i64 build_phase(const Counts& n, const PhaseShape& p, const Ind
     for (i64 j = 0; j < dst_slices; dst_offset += slice_size(n, p.dst, rank, j), ++j) {
       const Name name = slice_name(p.dst, rank, j);
       if (remote(p, w, name, rank) != (pass == 0)) continue;
-      const i64 size = slice_size(n, p.dst, rank, j), step = p.chunk > 0 ? p.chunk : size;
+      const i64 size = slice_size(n, p.dst, rank, j), step = chunk_step(size, p.chunk);
       const i64 pos = position(p.src, name);
       for (i64 lo = 0; lo < size; lo += step, group += abi::kGroupWords) {
         i64 far = 0;
         tab[group + abi::kGDst] = (dst_offset + lo) * eb;
-        tab[group + abi::kGBytes] = (size - lo < step ? size - lo : step) * eb;
+        tab[group + abi::kGBytes] = chunk_at(size, p.chunk, lo) * eb;
         tab[group + abi::kGSourcesAt] = source;
         tab[group + abi::kGSources] = holders(p.src, w);
         for (i64 h = 0; h < holders(p.src, w); ++h, source += abi::kSourceWords) {
