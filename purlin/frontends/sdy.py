@@ -39,8 +39,11 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, SymbolOpInterface
+from xdsl.traits import SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
+
+from purlin.frontends.op_definitions import ValuesTerminator
+
 
 # -- attributes ----------------------------------------------------------------
 
@@ -459,28 +462,10 @@ class ManualComputationOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(ValuesTerminator):
     """`sdy.return %v, .. : T, ..`: the body's per-device results."""
 
     name = "sdy.return"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator())
-
-    def __init__(self, values: Sequence[SSAValue]):
-        super().__init__(operands=[values])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReturnOp:
-        names = parser.parse_optional_undelimited_comma_separated_list(
-            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
-        values = []
-        if names:
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-            if len(types) != len(names):
-                parser.raise_error(f"{len(names)} values but {len(types)} types")
-            values = [parser.resolve_operand(n, t) for n, t in zip(names, types)]
-        return cls(values)
 
 
 class _Constraint(IRDLOperation):

@@ -47,15 +47,10 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from purlin.declarations import define_op, enum_attribute
-from purlin.frontends.op_definitions import (
-    DenseValueOp,
-    field,
-    parse_dense,
-)
+from purlin.frontends.op_definitions import DenseValueOp, ValuesTerminator, field, parse_dense
 
 # -- attributes ----------------------------------------------------------------
 
@@ -514,6 +509,18 @@ class ReshapeOp(_Unary):
                   f"the result must hold the operand's elements, got {t_in} -> {t_out}")
 
 
+def _parse_with_dims(cls: type[Op], parser: Parser, prop: str) -> Op:
+    """`%x, dims = [..] {attrs} : (T) -> R`, the dimensions into property `prop`."""
+    operand = parser.parse_unresolved_operand()
+    parser.parse_punctuation(",")
+    parser.parse_keyword("dims")
+    parser.parse_punctuation("=")
+    dims = _parse_int_list(parser)
+    attrs = parser.parse_optional_attr_dict()
+    values, outs = _parse_operand_types(parser, [operand])
+    return _with_attributes(cls(values, outs, {prop: _i64_array(dims)}), attrs)
+
+
 @irdl_op_definition
 class BroadcastInDimOp(TensorOp, _fields("broadcast_dimensions")):
     """`stablehlo.broadcast_in_dim %x, dims = [..] : (T) -> R`: operand
@@ -524,15 +531,7 @@ class BroadcastInDimOp(TensorOp, _fields("broadcast_dimensions")):
 
     @classmethod
     def parse(cls, parser: Parser) -> BroadcastInDimOp:
-        operand = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        parser.parse_keyword("dims")
-        parser.parse_punctuation("=")
-        dims = _parse_int_list(parser)
-        attrs = parser.parse_optional_attr_dict()
-        values, outs = _parse_operand_types(parser, [operand])
-        op = cls(values, outs, {"broadcast_dimensions": _i64_array(dims)})
-        return _with_attributes(op, attrs)
+        return _parse_with_dims(cls, parser, "broadcast_dimensions")
 
     @property
     def dims(self) -> list[int]:
@@ -560,15 +559,7 @@ class TransposeOp(TensorOp, _fields("permutation")):
 
     @classmethod
     def parse(cls, parser: Parser) -> TransposeOp:
-        operand = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        parser.parse_keyword("dims")
-        parser.parse_punctuation("=")
-        dims = _parse_int_list(parser)
-        attrs = parser.parse_optional_attr_dict()
-        values, outs = _parse_operand_types(parser, [operand])
-        op = cls(values, outs, {"permutation": _i64_array(dims)})
-        return _with_attributes(op, attrs)
+        return _parse_with_dims(cls, parser, "permutation")
 
     @property
     def perm(self) -> list[int]:
@@ -1379,26 +1370,10 @@ class CustomCallOp(TensorOp, _fields(*_CUSTOM_CALL_FIELDS)):
 
 
 @irdl_op_definition
-class ReturnOp(IRDLOperation):
+class ReturnOp(ValuesTerminator):
     """`stablehlo.return %v, .. : T, ..`, the terminator of a region."""
 
     name = "stablehlo.return"
-    values = var_operand_def()
-    traits = traits_def(IsTerminator())
-
-    def __init__(self, values: Sequence[SSAValue]):
-        super().__init__(operands=[values])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ReturnOp:
-        names = parser.parse_optional_undelimited_comma_separated_list(
-            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
-        values = []
-        if names:
-            parser.parse_punctuation(":")
-            types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
-            values = [parser.resolve_operand(n, t) for n, t in zip(names, types)]
-        return cls(values)
 
     def print(self, printer: Printer) -> None:
         if self.values:
