@@ -147,7 +147,7 @@ def size_name(nbytes: int) -> str:
 
 def table(rows, world: int, reps: int) -> str:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "?"
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
     lines = [f"world {world}, fp32, {os.cpu_count()} cores (load {load}), torch {torch.__version__}, "
              f"{platform.machine()}, purlin {commit}",

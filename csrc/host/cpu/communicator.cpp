@@ -7,7 +7,6 @@
 #include <mutex>
 #include <new>
 #include <sstream>
-#include <thread>
 
 #include "cpu/dtype.h"
 #include "cpu/park.h"
