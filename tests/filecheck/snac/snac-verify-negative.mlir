@@ -1,9 +1,12 @@
-// RUN: purlin-opt %s --split-input-file --verify-diagnostics -p snac-verify | filecheck %s
+// RUN: purlin-opt %s --split-input-file --verify-diagnostics -p 'snac-verify{exhaustive=true}' | filecheck %s
+// RUN: purlin-opt %s --split-input-file --verify-diagnostics -p snac-verify | filecheck %s --check-prefix=RULES
 // Hand-written SNAC programs that break the protocol; snac-verify names the ranks,
-// buffer and epoch involved. The base is a 3-rank all_gather with one staging slot.
+// buffer and epoch involved, by the interleaving search (CHECK) and by its per-rank
+// obligations (RULES; in-place programs go through the search there too). The base is a 3-rank all_gather with one staging slot.
 
 // Missing notify: the producer stages but never announces its units.
 // CHECK: snac-verify-negative.mlir:{{[0-9]+}}:5: error: 'snac.program': snac-verify: missing notify: rank 0 (consumer) waits for exchange_ready[1] on rank 0 >= 1 (epoch 0), but no op of the program stores to exchange_ready
+// RULES: snac-verify-negative.mlir:{{[0-9]+}}:5: error: 'snac.program': snac-verify: missing notify: rank 0 (consumer) waits for exchange_ready[1] on rank 0 >= 1, but no step of any rank stores to exchange_ready[1] on rank 0
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -48,6 +51,7 @@ builtin.module {
 
 // Read before wait: every group is consumed with the token of the wait for group 0.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: rank {{[0-9]}} consumes group 1 of phase 'exchange' with the token of a wait for group 0 of phase 'exchange'
+// RULES: error: 'snac.consume': snac-verify: rank 0 consumes group 1 of phase 'exchange' with the token of a wait for group 0 of phase 'exchange'
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -93,6 +97,7 @@ builtin.module {
 
 // Read before wait: a relaxed wait does not order the staged data before the read.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (consumer) reads @exchange_buf of rank {{[0-9]}} half 0 slot 0 (unit {{[0-9]}}, epoch 0) without synchronising with its producer
+// RULES: error: 'snac.wait': snac-verify: race: 'snac.wait' is a relaxed wait with no fence after it in its block, so it orders no later read
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -138,6 +143,7 @@ builtin.module {
 
 // Reused half: without reclaim, the single slot is rewritten while a peer still reads it.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: {{race: rank [0-9] \(producer\) overwrites @exchange_buf of rank [0-9] half 0 slot 0 with unit 1 of epoch 0 while rank [0-9] \(consumer\) at epoch 0 may still read it|reused too early: @exchange_buf of rank [0-9] half 0 slot 0 was overwritten with unit 1 of epoch 0 before rank [0-9] read unit 0 of epoch 0 from it}}
+// RULES: error: 'snac.stage': snac-verify: reused too early: rank 0 (producer) overwrites @exchange_buf of rank 0 half 0 slot 0 with unit 1 of epoch 0 while rank 1 (consumer) may still read unit 0 of epoch 0 from it
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -182,6 +188,7 @@ builtin.module {
 
 // Reused half: advancing by an even amount keeps every call on the same half.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: {{race: rank [0-9] \(producer\) overwrites @exchange_buf of rank [0-9] half 0 slot 0 with unit [0-9] of epoch [0-9] while rank [0-9] \(consumer\) at epoch [0-9] may still read it|reused too early: @exchange_buf of rank [0-9] half 0 slot 0 was overwritten with unit [0-9] of epoch [0-9] before rank [0-9] read unit [0-9] of epoch [0-9] from it}}
+// RULES: error: 'snac.stage': snac-verify: reused too early: rank 0 (producer) overwrites @exchange_buf of rank 0 half 0 slot 0 with unit 0 of epoch 2 while rank 1 (consumer) may still read unit 1 of epoch 0 from it
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -227,6 +234,7 @@ builtin.module {
 
 // Deadlock: one role consumes before it produces, so every rank waits for the others.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: deadlock: cycle of waits at epoch 0: rank {{[0-9]}} (consumer) waiting for exchange_ready[{{[0-9]}}] >= 1 (has 0) -> rank {{[0-9]}} (consumer) waiting for exchange_ready[{{[0-9]}}] >= 1 (has 0) -> back
+// RULES: error: 'snac.program': snac-verify: deadlock: cycle of waits: rank 0 (consumer) waiting for exchange_ready[1] on rank 0 >= 1 (has 0)
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy : memref<8xf32>, memref<24xf32> {
@@ -272,6 +280,7 @@ builtin.module {
 // and 2 send nothing back, so rank 0 rewrites a window half two calls later
 // with nothing ordering the receivers' reads of it before.
 // CHECK: snac-verify-negative.mlir:{{[0-9]+}}:11: error: 'snac.put': snac-verify: race: rank 0 (fused) overwrites @exchange_buf of rank {{[12]}} half 0 source 0 unit 0 with unit 0 of epoch 3 while rank {{[12]}} (fused) at epoch 1 may still read it (no acknowledgement orders the read before this write)
+// RULES: snac-verify-negative.mlir:{{[0-9]+}}:11: error: 'snac.put': snac-verify: reused too early: rank 0 (fused) overwrites @exchange_buf of rank 1 half 0 source 0 unit 0 with unit 0 of epoch 3 while rank 1 (fused) may still read unit 0 of epoch 1 from it
 builtin.module {
   func.func @broadcast(%in: memref<4xf32>, %out: memref<4xf32>) {
     snac.program %in, %out world 3 regime latency strategy copy : memref<4xf32>, memref<4xf32> {
@@ -310,6 +319,7 @@ builtin.module {
 
 // Direct push without reclaim: a producer writes a peer's output before that peer's call began (its grant orders nothing).
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) before rank {{[0-9]}}'s call may have begun
+// RULES: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) before rank {{[0-9]}}'s call may have begun
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
@@ -351,6 +361,7 @@ builtin.module {
 
 // Direct push without waits: the consumer's call returns while producers may still write its output.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+// RULES: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
@@ -392,6 +403,7 @@ builtin.module {
 
 // Direct push, relaxed notify: the consumer's wait does not order the producers' writes before its return.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+// RULES: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
 builtin.module {
   func.func @all_gather(%in: memref<8xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy copy symmetric : memref<8xf32>, memref<24xf32> {
@@ -434,6 +446,7 @@ builtin.module {
 
 // Direct pull without drain: a producer's call returns while its peers still read its input.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
+// RULES: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) after rank {{[0-9]}}'s call may have returned
 builtin.module {
   func.func @all_reduce(%in: memref<24xf32>, %out: memref<24xf32>) {
     snac.program %in, %out world 3 regime throughput strategy direct symmetric : memref<24xf32>, memref<24xf32> {
@@ -474,6 +487,7 @@ builtin.module {
 
 // Direct pull in place: a one-shot reduction overwrites a rank's buffer while its peers still read it as input.
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: in place: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) as input, but rank {{[0-9]}} (consumer) already overwrote
+// RULES: error: '{{snac\.[a-z_]+}}': snac-verify: in place: rank {{[0-9]}} (consumer) reads rank {{[0-9]}}'s input [{{[0-9]+}}, {{[0-9]+}}) as input, but rank {{[0-9]}} (consumer) already overwrote
 builtin.module {
   func.func @all_reduce(%in: memref<24xf32>) {
     snac.program %in, %in world 3 regime throughput strategy direct symmetric : memref<24xf32>, memref<24xf32> {

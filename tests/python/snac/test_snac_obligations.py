@@ -1,0 +1,161 @@
+"""snac-verify's per-rank obligations and fixpoint (purlin.snac.obligations)
+against the interleaving search: both accept what the lowering makes, both
+catch bugs that only rank 0, only the last rank or only the odd ranks have,
+and the rotation quotient is what proves the symmetric programs."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.utils.exceptions import PassFailedException
+
+from purlin.coll.builder import CollectiveSpec
+from purlin.pipeline import lower
+from purlin.snac import dialect as snac
+from purlin.snac import obligations
+from purlin.snac import protocol
+from purlin.snac.errors import SnacExecutionError
+from purlin.snac.machine import verify_program
+from purlin.snac.obligations import verify_obligations
+from purlin.snac.phase_binding import phase_states
+
+CASES = [
+    ("all_reduce", "sum", 1024, "regime=throughput strategy=direct"),
+    ("all_reduce", "sum", 4096, "regime=throughput strategy=composed chunk-bytes=64 slots=2"),
+    ("all_gather", None, 256, "regime=throughput chunk-bytes=64 slots=2"),
+    ("reduce_scatter", "max", 1024, "regime=throughput chunk-bytes=64 slots=3"),
+    ("all_to_all", None, 512, "regime=throughput chunk-bytes=32 slots=2"),
+    ("all_reduce", "sum", 64, "regime=latency"),
+    ("all_gather", None, 64, "regime=latency"),
+]
+
+
+def program(collective: str, op: str | None, world: int, count: int, options: str) -> snac.ProgramOp:
+    module = lower(CollectiveSpec(collective, world, "f32", op, count * world if collective == "reduce_scatter"
+                                  else count).build_module(),
+                   f"coll-expand,convert-coll-to-snac{{{options}}}")
+    return next(o for o in module.walk() if isinstance(o, snac.ProgramOp))
+
+
+def verdicts(prog) -> tuple[str | None, str | None]:
+    """(obligations, interleaving search): None where the program verifies, else the error's kind."""
+    out = []
+    for check in (lambda: verify_obligations(prog, 3), lambda: verify_program(prog, 3, (0, 1))):
+        try:
+            check()
+            out.append(None)
+        except SnacExecutionError as e:
+            out.append(type(e).__name__)
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[3].split()[0]}")
+def test_lowered_programs_verify_both_ways(case, world):
+    collective, op, count, options = case
+    if world == 1 and "composed" in options:
+        pytest.skip("a world of one has nothing to compose")
+    assert verdicts(program(collective, op, world, count, options)) == (None, None)
+
+
+def which(ranks: str, world: int) -> set[int]:
+    return {"rank 0": {0}, "last rank": {world - 1}, "odd ranks": set(range(1, world, 2))}[ranks]
+
+
+RANKS = ["rank 0", "last rank", "odd ranks"]
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize("world", [4, 7])
+def test_a_consumer_dropped_on_some_ranks_is_caught(monkeypatch, ranks, world):
+    """Those ranks' units forget their last consumer: no notify reaches it
+    (the search deadlocks; the obligations find the read no store covers)."""
+    rank_units = protocol.rank_units
+    bad = which(ranks, world)
+
+    def units(plan, rank):
+        got = rank_units(plan, rank)
+        if rank not in bad:
+            return got
+        return tuple(protocol.Unit(u.producer, u.index, u.name, u.lo, u.hi, u.src_offset, u.consumers[:-1])
+                     for u in got)
+
+    monkeypatch.setattr(protocol, "rank_units", units)
+    prog = program("all_gather", None, world, 256, "regime=throughput chunk-bytes=64 slots=2")
+    mine, search = verdicts(prog)
+    assert search == "Deadlock" and mine in ("ProtocolViolation", "Deadlock")
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize("world", [4, 7])
+def test_a_group_reading_the_wrong_unit_on_some_ranks_is_caught(monkeypatch, ranks, world):
+    """Those ranks' groups read their sources' next unit, which the wait does not cover."""
+    rank_groups = protocol.rank_groups
+    bad = which(ranks, world)
+
+    def groups(plan, rank):
+        got = rank_groups(plan, rank)
+        if rank not in bad:
+            return got
+        return tuple(protocol.Group(g.consumer, g.index, g.name, g.lo, g.hi, g.dst_offset, tuple(
+            protocol.Source(s.rank, s.offset, None if s.unit is None else s.unit ^ 1) for s in g.sources))
+            for g in got)
+
+    monkeypatch.setattr(protocol, "rank_groups", groups)
+    prog = program("all_gather", None, world, 256, "regime=throughput chunk-bytes=64 slots=2")
+    mine, search = verdicts(prog)
+    assert mine is not None and search is not None
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+def test_a_group_dropped_on_some_ranks_is_caught(monkeypatch, ranks):
+    """Those ranks never write their last destination chunk: the output is not covered."""
+    world = 6
+    rank_groups = protocol.rank_groups
+    bad = which(ranks, world)
+    monkeypatch.setattr(protocol, "rank_groups",
+                        lambda plan, rank: rank_groups(plan, rank)[:-1] if rank in bad else rank_groups(plan, rank))
+    prog = program("all_reduce", "sum", world, 1024, "regime=throughput strategy=direct")
+    with pytest.raises(SnacExecutionError, match="output is not written exactly where"):
+        verify_obligations(prog, 3)
+
+
+def test_symmetric_programs_are_proven_on_rank_0_alone(monkeypatch):
+    """A direct all_reduce is the same on every rank but for its peers: the
+    rotation quotient checks rank 0's steps only, and finds what the full check finds."""
+    prog = program("all_reduce", "sum", 9, 1024, "regime=throughput strategy=direct")
+    phases = phase_states(prog, 9, None, shrink=True)
+    assert obligations._rotation_symmetric(phases, 9)
+    flattened = []
+    call = obligations._Flattener.call
+
+    def counting(self, rank, *args):
+        flattened.append(rank)
+        return call(self, rank, *args)
+
+    monkeypatch.setattr(obligations._Flattener, "call", counting)
+    verify_obligations(prog, 3)
+    assert set(flattened) == {0}
+    composed = program("all_reduce", "sum", 9, 4096, "regime=throughput strategy=composed chunk-bytes=64 slots=2")
+    assert not obligations._rotation_symmetric(phase_states(composed, 9, None, shrink=True), 9)
+
+
+def test_exhaustive_option_runs_the_interleaving_search(monkeypatch):
+    module = lower(CollectiveSpec("all_gather", 3, "f32", None, 64).build_module(), "coll-expand,convert-coll-to-snac")
+    ran = []
+    monkeypatch.setattr("purlin.snac.verify.verify_program", lambda *a, **k: ran.append("search"))
+    monkeypatch.setattr("purlin.snac.verify.verify_obligations", lambda *a, **k: ran.append("obligations"))
+    lower(module, "snac-verify")
+    lower(module, "snac-verify{exhaustive=true}")
+    assert ran == ["obligations", "search"]
+
+
+def test_failures_are_pass_failures():
+    prog_text = lower(CollectiveSpec("all_gather", 3, "f32", None, 64).build_module(),
+                      "coll-expand,convert-coll-to-snac{regime=throughput chunk-bytes=64 slots=1}")
+    for op in prog_text.walk():
+        if isinstance(op, snac.AckOp):
+            op.detach()
+            op.erase()
+            break
+    with pytest.raises(PassFailedException, match="snac-verify"):
+        lower(prog_text, "snac-verify")
