@@ -38,7 +38,6 @@ from purlin.diagnostics import (
     parse_annotations,
     parse_error_notes,
 )
-from purlin.pipeline import check_step, option_names
 from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
 
 EXIT_STATUS = """exit status:
@@ -56,7 +55,6 @@ class PurlinOptMain(xDSLOptMain):
         for name, factory in DIALECTS.items():
             if name not in self.ctx.registered_dialect_names:
                 self.ctx.register_dialect(name, factory)
-        load_extensions(self.ctx)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -99,6 +97,7 @@ class PurlinOptMain(xDSLOptMain):
         self.available_frontends["mlir"] = parse_mlir
 
     _chunk_offset = 0
+    _extended = False
 
     def run(self) -> bool:
         """Process every chunk; True when each succeeded, or, under
@@ -174,6 +173,11 @@ class PurlinOptMain(xDSLOptMain):
         # xDSL drops the chunk's line offset for frontends; keep it so that
         # diagnostics under --split-input-file point at lines of the file.
         self._chunk_offset = start_offset
+        # The shard ops purlin adds are loaded before the first parse, not at
+        # start-up: --help and a bad command line need no dialect loaded.
+        if not self._extended:
+            load_extensions(self.ctx)
+            self._extended = True
         return super().parse_chunk(chunk, file_extension, start_offset)
 
     def prepare_output(self) -> IO[str]:
@@ -189,6 +193,9 @@ class PurlinOptMain(xDSLOptMain):
 
     def setup_pipeline(self) -> None:
         """As xDSL's, but verification failures are located diagnostics."""
+        # Here, not at import: --help and a bad command line need none of the pipeline.
+        from purlin.pipeline import check_step, option_names
+
         started = time.perf_counter()
 
         def between(
