@@ -128,8 +128,9 @@ def current_stream(device: int) -> int:
     try:
         import torch
 
-        # torch's own C++ query (inductor's): torch.cuda.current_stream(device).cuda_stream without its objects.
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        # torch's own C++ query (inductor's): torch.cuda.current_stream(device).cuda_stream without its
+        # objects; a torch without it (private, so not promised) takes the public path.
+        raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
         return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
     except ImportError:
         pass
