@@ -48,12 +48,12 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from xdsl.dialects import scf
+from xdsl.dialects import arith, scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.snac import dialect as snac
 from purlin.snac.errors import Deadlock, ProtocolViolation, SnacExecutionError
-from purlin.snac.index_eval import IndexEvaluator
+from purlin.snac.index_eval import BINARY, IndexEvaluator
 from purlin.snac.phase_binding import PhaseState, phase_states
 
 # A step: (kind, op, phase, conds, stores, reads, writes, extra). conds:
@@ -77,6 +77,7 @@ class _Flattener(IndexEvaluator):
     def __init__(self, program: snac.ProgramOpBase, phases: dict[str, PhaseState]):
         self.program, self.phases, self.world = program, phases, program.world_size
         self._epoch = (0, 0)
+        self._code: dict[Block, list[tuple[str, Any, Any]]] = {}
 
     def epoch_values(self, rank: int) -> tuple[int, int]:
         return self._epoch
@@ -100,31 +101,60 @@ class _Flattener(IndexEvaluator):
         return advance
 
     def _block(self, block: Block, env: dict, rank: int, out: list[Step], epoch: int) -> None:
-        for op in block.ops:
-            if isinstance(op, scf.ForOp):
-                for i in range(env[op.lb], env[op.ub], env[op.step]):
-                    env[op.body.block.args[0]] = i
-                    self._block(op.body.block, env, rank, out, epoch)
-            elif isinstance(op, scf.YieldOp):
-                continue
-            elif isinstance(op, snac.FenceOpBase):
+        for kind, op, how in self._compiled(block):
+            if kind == "for":
+                lb, ub, step, iv, body = how
+                for i in range(env[lb], env[ub], env[step]):
+                    env[iv] = i
+                    self._block(body, env, rank, out, epoch)
+            elif kind == "arith":
+                how(env)
+            elif kind == "fence":
                 out.append(("fence", op, None, (), (), (), (), None))
-            elif isinstance(op, snac.RoleOpBase):
-                raise SnacExecutionError(op, "roles cannot nest")
-            elif (step := self._step(op, env, rank)) is not None:
-                out.append(step)
+            elif kind == "step":
+                out.append(self._step(how, op, env, rank))
             elif not self.eval_index(op, env, rank):
                 raise SnacExecutionError(op, f"the verifier cannot evaluate '{op.name}'")
 
-    def _step(self, op: Operation, env: dict, rank: int) -> Step | None:
-        if not isinstance(op, snac._PhaseStep) or isinstance(op, (snac._PhaseQuery, snac.MaxUnitsOp)):
-            return None
-        ph = self._phase(op)
+    def _compiled(self, block: Block) -> list[tuple[str, Any, Any]]:
+        """`block`'s ops, each classified once (reading operands through IRDL
+        at every step costs more than the step)."""
+        code = self._code.get(block)
+        if code is not None:
+            return code
+        code = self._code[block] = []
+        for op in block.ops:
+            if isinstance(op, scf.ForOp):
+                code.append(("for", op, (op.lb, op.ub, op.step, op.body.block.args[0], op.body.block)))
+            elif isinstance(op, scf.YieldOp):
+                continue
+            elif isinstance(op, snac.FenceOpBase):
+                code.append(("fence", op, None))
+            elif isinstance(op, snac.RoleOpBase):
+                raise SnacExecutionError(op, "roles cannot nest")
+            elif isinstance(op, snac._PhaseStep) and not isinstance(op, (snac._PhaseQuery, snac.MaxUnitsOp)):
+                kind = next((k for cls, k in _KINDS if isinstance(op, cls)), None)
+                if kind is None:
+                    raise SnacExecutionError(op, f"the verifier cannot evaluate '{op.name}'")
+                code.append(("step", _View(op, self._phase(op)), kind))
+            elif isinstance(op, arith.ConstantOp):
+                result, value = op.result, op.value.value.data  # type: ignore[attr-defined]
+                code.append(("arith", op, lambda env, r=result, v=value: env.__setitem__(r, v)))
+            elif (fn := BINARY.get(type(op))) is not None:
+                res, lhs, rhs = op.result, op.lhs, op.rhs  # type: ignore[attr-defined]
+                code.append(("arith", op, lambda env, res=res, lhs=lhs, rhs=rhs, fn=fn:
+                             env.__setitem__(res, fn(env[lhs], env[rhs]))))
+            else:
+                code.append(("index", op, None))
+        return code
+
+    def _step(self, kind: str, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
         plan, name = ph.plan, ph.name
         v = lambda x: env[x]  # noqa: E731
-        if isinstance(op, snac.ReclaimOpBase):
+        if kind == "reclaim":
             u, epoch = v(op.unit), v(op.epoch)
-            _item(op, ph, plan.units[rank], u, rank, "unit")
+            _item(op.real, ph, plan.units[rank], u, rank, "unit")
             if ph.moves == "push":
                 need, readers = epoch + 1, sorted({d for d, _ in plan.destinations[rank][u]} - {rank})
             elif ph.staged and u >= ph.slots:
@@ -133,30 +163,30 @@ class _Flattener(IndexEvaluator):
                 need, readers = v(op.prev), [d for d in range(self.world) if d != rank]
             else:
                 need, readers = 0, []
-            return ("wait", op, ph, [(("sig", ph.free, rank, d), need, None) for d in readers], (), (), (), None)
-        if isinstance(op, snac.StageOpBase):
+            return ("wait", op.real, ph, [(("sig", ph.free, rank, d), need, None) for d in readers], (), (), (), None)
+        if kind == "stage":
             u, half = v(op.unit), v(op.half)
-            unit = _item(op, ph, plan.units[rank], u, rank, "unit")
+            unit = _item(op.real, ph, plan.units[rank], u, rank, "unit")
             tag = (name, rank, u, self._epoch[0])
-            return ("stage", op, ph, (), (), (), [(("stage", ph.buf, rank, half, u % ph.slots), tag)], None)
-        if isinstance(op, snac.PutOpBase):
+            return ("stage", op.real, ph, (), (), (), [(("stage", ph.buf, rank, half, u % ph.slots), tag)], None)
+        if kind == "put":
             u, half, flag = v(op.unit), v(op.half), v(op.flag)
-            unit = _item(op, ph, plan.units[rank], u, rank, "unit")
+            unit = _item(op.real, ph, plan.units[rank], u, rank, "unit")
             tag = (name, rank, u, flag)
             locs = [("win", ph.buf, d, half, rank, u) for d in unit.consumers]
-            return ("put", op, ph, (), [(loc, flag) for loc in locs], (), [(loc, tag) for loc in locs], None)
-        if isinstance(op, snac.PushOpBase):
+            return ("put", op.real, ph, (), [(loc, flag) for loc in locs], (), [(loc, tag) for loc in locs], None)
+        if kind == "push":
             u = v(op.unit)
-            unit = _item(op, ph, plan.units[rank], u, rank, "unit")
+            unit = _item(op.real, ph, plan.units[rank], u, rank, "unit")
             outs = [(("out", d), (off, off + unit.size)) for d, off in plan.destinations[rank][u]]
-            return ("push", op, ph, (), (), (), outs, None)
-        if isinstance(op, snac.NotifyOpBase):
-            unit = _item(op, ph, plan.units[rank], v(op.unit), rank, "unit")
+            return ("push", op.real, ph, (), (), (), outs, None)
+        if kind == "notify":
+            unit = _item(op.real, ph, plan.units[rank], v(op.unit), rank, "unit")
             value = v(op.value)
-            return ("notify", op, ph, (), [(("sig", ph.ready, d, rank), value) for d in unit.consumers], (), (), None)
-        if isinstance(op, snac.WaitOpBase):
+            return ("notify", op.real, ph, (), [(("sig", ph.ready, d, rank), value) for d in unit.consumers], (), (), None)
+        if kind == "wait":
             g, epoch = v(op.group), v(op.epoch)
-            group = _item(op, ph, plan.groups[rank], g, rank, "group")
+            group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
             env[op.token] = (name, g, rank)
             half = epoch % 2
             if ph.moves == "packets":
@@ -166,17 +196,17 @@ class _Flattener(IndexEvaluator):
                 conds = [(("sig", ph.ready, rank, s.rank), epoch + s.unit + 1,
                           (("stage", ph.buf, s.rank, half, s.unit % ph.slots), (name, s.rank, s.unit, epoch))
                           if ph.staged else None) for s in group.remote]
-            return ("wait", op, ph, conds, (), (), (), (name, g, rank))
-        if isinstance(op, snac.ConsumeOpBase):
+            return ("wait", op.real, ph, conds, (), (), (), (name, g, rank))
+        if kind == "consume":
             g, half = v(op.group), v(op.half)
             token = env[op.token]
             if token != (name, g, rank):
-                raise ProtocolViolation(op, f"rank {rank} consumes group {g} of phase '{name}' with the token "
+                raise ProtocolViolation(op.real, f"rank {rank} consumes group {g} of phase '{name}' with the token "
                                             f"of a wait for group {token[1]} of phase '{token[0]}'")
-            group = _item(op, ph, plan.groups[rank], g, rank, "group")
+            group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
             if ph.moves == "push" and group.remote:
                 raise SnacExecutionError(
-                    op, f"rank {rank} consumes group {g} of phase '{name}', which its producers push: "
+                    op.real, f"rank {rank} consumes group {g} of phase '{name}', which its producers push: "
                     "a direct push phase consumes only groups without remote sources")
             epoch = self._epoch[0]
             reads = []
@@ -188,24 +218,43 @@ class _Flattener(IndexEvaluator):
                 else:
                     reads.append((("win", ph.buf, rank, half, s.rank, s.unit), (name, s.rank, s.unit, epoch + 1)))
             out = [(("out", rank), (group.dst_offset, group.dst_offset + group.size))]
-            return ("consume", op, ph, (), (), reads, out, None)
-        if isinstance(op, snac.AckOpBase):
+            return ("consume", op.real, ph, (), (), reads, out, None)
+        if kind == "ack":
             g, epoch = v(op.group), v(op.epoch)
-            group = _item(op, ph, plan.groups[rank], g, rank, "group")
-            return ("ack", op, ph, (), [(("sig", ph.free, s.rank, rank), epoch + s.unit + 1) for s in group.remote],
+            group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
+            return ("ack", op.real, ph, (), [(("sig", ph.free, s.rank, rank), epoch + s.unit + 1) for s in group.remote],
                     (), (), None)
-        if isinstance(op, snac.FinishOpBase):
+        if kind == "finish":
             value = v(op.value)
             peers = plan.senders(rank) if ph.moves == "pull" else [d for d in range(self.world) if d != rank]
-            return ("finish", op, ph, (), [(("sig", ph.free, d, rank), value) for d in peers], (), (), None)
-        if isinstance(op, snac.GrantOpBase):
+            return ("finish", op.real, ph, (), [(("sig", ph.free, d, rank), value) for d in peers], (), (), None)
+        if kind == "grant":
             value = v(op.value)
-            return ("grant", op, ph, (), [(("sig", ph.free, d, rank), value) for d in plan.senders(rank)], (), (), None)
-        if isinstance(op, snac.DrainOpBase):
+            return ("grant", op.real, ph, (), [(("sig", ph.free, d, rank), value) for d in plan.senders(rank)], (), (), None)
+        if kind == "drain":
             value = v(op.value)
-            return ("wait", op, ph, [(("sig", ph.free, rank, d), value, None) for d in plan.receivers(rank)],
+            return ("wait", op.real, ph, [(("sig", ph.free, rank, d), value, None) for d in plan.receivers(rank)],
                     (), (), (), None)
-        return None
+        raise AssertionError(f"no step for {kind}")
+
+
+class _View:
+    """A protocol op whose operands are read once, then kept; `ph` its phase."""
+
+    def __init__(self, op: Operation, ph: PhaseState):
+        self.real, self.ph = op, ph
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.real, name)
+        setattr(self, name, value)
+        return value
+
+
+# Each protocol op's step, by its base class (atom ops share snac's).
+_KINDS = ((snac.ReclaimOpBase, "reclaim"), (snac.StageOpBase, "stage"), (snac.PutOpBase, "put"),
+          (snac.PushOpBase, "push"), (snac.NotifyOpBase, "notify"), (snac.WaitOpBase, "wait"),
+          (snac.ConsumeOpBase, "consume"), (snac.AckOpBase, "ack"), (snac.FinishOpBase, "finish"),
+          (snac.GrantOpBase, "grant"), (snac.DrainOpBase, "drain"))
 
 
 def _item(op: Operation, ph: PhaseState, items: Sequence, i: int, rank: int, what: str):
