@@ -25,8 +25,9 @@ window region):
 - waits and stores are acquire and release (or fenced), so that those
   orders carry the data, and flags only grow;
 - every element of every rank's output is written exactly once a call, by
-  the groups and pushes of its destination slices, and a consume's token is
-  that of the wait for its own group;
+  the groups and pushes of its destination slices; a group reads every
+  slice of its name (a reduction is complete) or one (a copy); a consume's
+  token is that of the wait for its own group;
 - every rank advances its epoch by the same amount.
 
 Each is a statement about two steps of two roles and the program order of
@@ -390,12 +391,18 @@ def _check_orders(program: snac.ProgramOpBase) -> None:
 
 def _check_coverage(program: snac.ProgramOpBase, phases: dict[str, PhaseState]) -> None:
     """Each rank's output, every element of its destination slices, written
-    once a call: by its groups (in a pushed phase, by its senders' pushes)."""
+    once a call: by its groups (in a pushed phase, by its senders' pushes),
+    each reading all the slices of its name (a reduction) or one (a copy)."""
     world = program.world_size
     written: dict[int, list[tuple[int, int, Operation]]] = {}
     for ph in phases.values():
         for d in range(world):
             for g in ph.plan.groups[d]:
+                # A reduction reads every slice of the name, a copy one.
+                need = ph.plan.src.holder_count(g.name) if ph.reduce is not None else 1
+                if len(g.sources) != need:
+                    raise ProtocolViolation(ph.op, f"rank {d}'s group {g.index} of phase '{ph.name}' reads "
+                                                   f"{len(g.sources)} sources of slice {g.name}, expected {need}")
                 if g.size and not (ph.moves == "push" and g.remote):
                     written.setdefault(d, []).append((g.dst_offset, g.dst_offset + g.size, ph.op))
             if ph.moves == "push":

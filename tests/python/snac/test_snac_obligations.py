@@ -159,3 +159,23 @@ def test_failures_are_pass_failures():
             break
     with pytest.raises(PassFailedException, match="snac-verify"):
         lower(prog_text, "snac-verify")
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+def test_a_reduction_missing_a_source_on_some_ranks_is_caught(monkeypatch, ranks):
+    """Those ranks reduce their groups without their last source: the reduction is incomplete."""
+    world = 5
+    rank_groups = protocol.rank_groups
+    bad = which(ranks, world)
+
+    def groups(plan, rank):
+        got = rank_groups(plan, rank)
+        if rank not in bad:
+            return got
+        return tuple(protocol.Group(g.consumer, g.index, g.name, g.lo, g.hi, g.dst_offset, g.sources[:-1])
+                     for g in got)
+
+    monkeypatch.setattr(protocol, "rank_groups", groups)
+    prog = program("all_reduce", "sum", world, 1024, "regime=throughput strategy=direct")
+    with pytest.raises(SnacExecutionError, match="reads 4 sources of slice"):
+        verify_obligations(prog, 3)
