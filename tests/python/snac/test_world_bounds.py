@@ -94,3 +94,21 @@ def test_wait_checks_grow_with_the_protocol_not_with_the_threads(monkeypatch, co
     small = _signal_reads(monkeypatch, _program(collective, 16))
     large = _signal_reads(monkeypatch, _program(collective, 32))
     assert large <= 5 * small, (small, large)
+
+
+def test_the_largest_world_verifies_and_compiles_one_rank():
+    """At MAX_WORLD, snac-verify proves the direct all_reduce (on rank 0, the
+    others being its rotations) and one rank's plan is built from its own
+    records: a rank's units and groups, not the world's."""
+    from purlin.coll.builder import CollectiveSpec
+    from purlin.compile import compile_rank_plan
+
+    module = lower(CollectiveSpec("all_reduce", MAX_WORLD, "bf16", "sum", 1024).build_module(),
+                   "coll-expand,convert-coll-to-snac,snac-verify")
+    assert f"world {MAX_WORLD}" in str(module)
+    last = compile_rank_plan("all_reduce", MAX_WORLD, "bf16", "sum", MAX_WORLD - 1, 1 << 20)
+    first = compile_rank_plan("all_reduce", MAX_WORLD, "bf16", "sum", 0, 1 << 20)
+    assert last.rank == MAX_WORLD - 1 and first.instructions == last.instructions
+    # Composed: a rank reduces its own slice from every peer and forwards it to
+    # every peer, so its program grows with the world, once.
+    assert first.instructions < 16 * MAX_WORLD
