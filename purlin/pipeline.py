@@ -11,7 +11,6 @@ from typing import Any, Protocol
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass, PassPipeline
@@ -20,7 +19,7 @@ from xdsl.utils.exceptions import ArgSpecParseError
 from purlin.diagnostics import LocatedParser, verify_located
 from purlin.interpret import SimError
 from purlin.pass_contracts import check_pipeline_step
-from purlin.universe import DIALECTS, PASSES, load_extensions
+from purlin.universe import PASSES, dialect_factories
 
 FULL_PIPELINE: tuple[str, ...] = (
     "coll-expand",
@@ -52,9 +51,8 @@ PipelineCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], No
 def make_context() -> Context:
     """xDSL's dialects plus purlin's, loaded lazily."""
     ctx = Context()
-    for name, factory in {**get_all_dialects(), **DIALECTS}.items():
+    for name, factory in dialect_factories().items():
         ctx.register_dialect(name, factory)
-    load_extensions(ctx)
     return ctx
 
 

@@ -3,7 +3,6 @@
 
 from collections.abc import Callable
 
-from xdsl.context import Context
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
 from xdsl.universe import Universe
@@ -94,14 +93,27 @@ DIALECTS: dict[str, Callable[[], Dialect]] = {
 }
 
 
-def load_extensions(ctx: Context) -> None:
-    """Ops purlin adds to a dialect that xDSL ships (and registers under the
-    dialect's name): upstream's shard collectives that xDSL 0.74 lacks."""
+def _shard() -> Dialect:
+    """xDSL's `shard` with the collectives purlin adds that xDSL 0.74 lacks
+    (one namespace), built when a shard op is first parsed."""
+    from xdsl.dialects.shard import Shard
+
     from purlin.frontends.shard import SHARD_OPS
 
-    for op in SHARD_OPS:
-        if ctx.get_optional_op(op.name) is None:
-            ctx.load_op(op)
+    ops = list(Shard.operations)
+    ops += [op for op in SHARD_OPS if op.name not in {o.name for o in ops}]
+    return Dialect("shard", ops, list(Shard.attributes))
+
+
+def dialect_factories() -> dict[str, Callable[[], Dialect]]:
+    """Every dialect a purlin context knows: xDSL's and purlin's, with xDSL's
+    `shard` extended (not in PURLIN_UNIVERSE, which may not redefine xDSL's).
+    xDSL's own table, not the multiverse: scanning the entry points costs
+    more than a small compile."""
+    from xdsl.dialects import get_all_dialects
+
+    return {**get_all_dialects(), **DIALECTS, "shard": _shard}
+
 
 def _convert_stablehlo_to_coll() -> type[ModulePass]:
     from purlin.conversion.stablehlo_to_coll import ConvertStablehloToCollPass

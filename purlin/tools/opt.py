@@ -38,7 +38,7 @@ from purlin.diagnostics import (
     parse_annotations,
     parse_error_notes,
 )
-from purlin.universe import DIALECTS, PASSES, TARGETS, load_extensions
+from purlin.universe import PASSES, TARGETS, dialect_factories
 
 EXIT_STATUS = """exit status:
   0  every input chunk was processed
@@ -51,10 +51,8 @@ class PurlinOptMain(xDSLOptMain):
     version_format = "purlin-opt (xdsl {xdsl_version})"
 
     def register_all_dialects(self) -> None:
-        super().register_all_dialects()
-        for name, factory in DIALECTS.items():
-            if name not in self.ctx.registered_dialect_names:
-                self.ctx.register_dialect(name, factory)
+        for name, factory in dialect_factories().items():
+            self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
@@ -97,7 +95,6 @@ class PurlinOptMain(xDSLOptMain):
         self.available_frontends["mlir"] = parse_mlir
 
     _chunk_offset = 0
-    _extended = False
 
     def run(self) -> bool:
         """Process every chunk; True when each succeeded, or, under
@@ -173,11 +170,6 @@ class PurlinOptMain(xDSLOptMain):
         # xDSL drops the chunk's line offset for frontends; keep it so that
         # diagnostics under --split-input-file point at lines of the file.
         self._chunk_offset = start_offset
-        # The shard ops purlin adds are loaded before the first parse, not at
-        # start-up: --help and a bad command line need no dialect loaded.
-        if not self._extended:
-            load_extensions(self.ctx)
-            self._extended = True
         return super().parse_chunk(chunk, file_extension, start_offset)
 
     def prepare_output(self) -> IO[str]:
