@@ -7,6 +7,7 @@ import json
 import pytest
 
 import purlin.runtime
+from purlin.coll.layouts import MAX_WORLD
 from purlin.cuda.program import ProgramError
 from purlin.tools import bench
 
@@ -30,10 +31,12 @@ def refused(capsys, code: int) -> str:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--backend", "cpu", "--gpus", "200"],
-     "--gpus: world size 200 is more than the 128 ranks purlin handles"),
-    (["--backend", "cpu", "--world", "129"], "--gpus: world size 129 is more than the 128 ranks"),
-    (["--backend", "cuda", "--devices", ",".join(["0"] * 129)], "--devices: world size 129 is more than the 128"),
+    (["--backend", "cpu", "--gpus", "600"],
+     f"--gpus: world size 600 is more than the {MAX_WORLD} ranks purlin handles"),
+    (["--backend", "cpu", "--world", str(MAX_WORLD + 1)],
+     f"--gpus: world size {MAX_WORLD + 1} is more than the {MAX_WORLD} ranks"),
+    (["--backend", "cuda", "--devices", ",".join(["0"] * (MAX_WORLD + 1))],
+     f"--devices: world size {MAX_WORLD + 1} is more than the {MAX_WORLD}"),
     (["--backend", "cpu", "--devices", "0,0,0,0"],
      "--devices places ranks on GPUs: it goes with --backend cuda; --gpus N runs N ranks on CPU threads"),
     (["--backend", "cpu", "--gpus", "3", "--devices", "0,0"], "--gpus 3 but --devices lists 2 ranks"),
