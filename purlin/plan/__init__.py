@@ -66,7 +66,10 @@ __all__ = [*model.__all__, "Plan", "RankPlan", "decode", "from_json", "plans_fro
 
 
 @dataclass
-class Plan(JsonForm, BinaryForm):
+class PlanHeader:
+    """What a whole plan and each rank's part share: the kernel's shape, its
+    roles, buffers and signal arrays."""
+
     arch: str
     world: int
     dtype: str
@@ -77,6 +80,14 @@ class Plan(JsonForm, BinaryForm):
     roles: list[RoleSpec]
     buffers: list[BufferSpec]
     signals: list[SignalSpec]
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPES[self.dtype][1]
+
+
+@dataclass
+class Plan(PlanHeader, JsonForm, BinaryForm):
     # programs[rank][role] -> instructions
     programs: list[list[list[Instr]]] = field(default_factory=list)
     version: int = VERSION
@@ -90,10 +101,6 @@ class Plan(JsonForm, BinaryForm):
     # The same atom.kernel compiled for the CUDA backend (purlin.cuda.program.
     # CudaProgram), attached by build_plan; JSON and binary plans carry none.
     cuda: object = field(default=None, compare=False, repr=False)
-
-    @property
-    def elem_bytes(self) -> int:
-        return DTYPES[self.dtype][1]
 
     def rank_plan(self, rank: int) -> RankPlan:
         """Rank `rank`'s part of this plan."""
@@ -139,21 +146,11 @@ class Plan(JsonForm, BinaryForm):
 
 
 @dataclass
-class RankPlan:
-    """Rank `rank`'s part of a plan: the fields every rank's part shares (as
-    `Plan`'s) and `program[role]`, its instructions. `Plan.rank_plan(r)` is
+class RankPlan(PlanHeader):
+    """Rank `rank`'s part of a plan: the header every rank's part shares and
+    `program[role]`, its instructions. `Plan.rank_plan(r)` is
     the same part cut from a whole plan."""
 
-    arch: str
-    world: int
-    dtype: str
-    input_elems: int
-    output_elems: int
-    advance: int
-    threads: int
-    roles: list[RoleSpec]
-    buffers: list[BufferSpec]
-    signals: list[SignalSpec]
     rank: int
     program: list[list[Instr]]
     version: int = VERSION
@@ -162,10 +159,6 @@ class RankPlan:
     # The rank's kernel tables (int64 words, laid out as abi.h says), attached
     # by build_plan; the kernel itself is the same for every rank.
     cuda_tables: object = field(default=None, compare=False, repr=False)
-
-    @property
-    def elem_bytes(self) -> int:
-        return DTYPES[self.dtype][1]
 
     @property
     def instructions(self) -> int:
