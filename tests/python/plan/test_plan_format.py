@@ -582,7 +582,8 @@ def test_fuzz_from_json(key, edits, cut):
             if how == "del":
                 del parent[path[-1]]
             else:
-                parent[path[-1]] = value
+                # A copy: st.just's [] and {} are one object across examples, which later edits would mutate.
+                parent[path[-1]] = json.loads(json.dumps(value))
         except (KeyError, IndexError, TypeError):
             continue  # an earlier edit removed or replaced the path
     text = json.dumps(doc)
