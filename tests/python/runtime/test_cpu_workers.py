@@ -39,7 +39,6 @@ from purlin.runtime import Communicator
 def threads():
     return len(os.listdir("/proc/self/task"))
 
-before = threads()
 counts = [1 << 18] + [1 << 16, 1 << 17, 3 << 16, 1 << 18] * 3
 roles = []
 for k, count in enumerate(counts):
@@ -48,6 +47,8 @@ for k, count in enumerate(counts):
     comm = Communicator(plan, backend="cpu")
     ins = [np.full(count, r, np.float32) for r in range(4)]
     outs = [np.zeros(count, np.float32) for _ in range(4)]
+    if k == 0:  # counted just before the first call: what imports and compiling start may come and go
+        before = threads()
     for _ in range(3):
         comm.run(ins, outs)
     assert all(np.array_equal(o, sum(ins)) for o in outs)
