@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 
 from xdsl.dialects.builtin import UnitAttr
 
@@ -29,7 +29,8 @@ from purlin.coll.builder import COLLECTIVES, CollectiveSpec, SpecError
 from purlin.conversion.atom_to_plan import build_plan, build_rank_plan
 from purlin.cuda.codegen import count_words
 from purlin.cuda.program import CudaProgram
-from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.diagnostics import verify_located
+from purlin.pipeline import check_step, entry_function, lower, make_context, pipeline, pipeline_spec
 from purlin.plan import ARCHS, Plan, RankPlan
 
 # The CPU backend runs any generation's plan (it executes instructions, not
@@ -86,7 +87,8 @@ def compile_rank_plan(collective: str, world: int, dtype: str, op: str | None, r
     if not 0 <= rank < world:
         raise SpecError(f"{collective}: rank {rank} is outside world {world}")
     spec = CollectiveSpec(collective, world, dtype, op, count, counts=counts)
-    return build_rank_plan(_kernel(collective, spec.build_module(), arch, lowering, deterministic, in_place), rank)
+    kernel = _kernel(collective, spec.build_module(), arch, lowering, deterministic, in_place, verify_steps=False)
+    return build_rank_plan(kernel, rank)
 
 
 def placement_options(lowering: str, symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0) -> str:
@@ -102,14 +104,26 @@ def placement_options(lowering: str, symmetric: bool = False, ranks_per_device: 
 
 
 def _kernel(collective: str, module, arch: str, lowering: str, deterministic: bool = False,
-            in_place: bool = False) -> atom.KernelOp:
+            in_place: bool = False, verify_steps: bool = True) -> atom.KernelOp:
+    """The atom.kernel of `module`'s collective. `verify_steps` False
+    verifies the module once, before the passes, not after each: what the
+    passes make from verified IR verifies (their tests check it after every
+    pass), so one rank's plan skips those walks, whose layout checks cover
+    every rank; the plan built from it is validated still."""
     for named in module.walk():
         if named.name == f"coll.{collective}":
             if deterministic:
                 named.properties["deterministic"] = UnitAttr()
             if in_place:
                 named.operands[1] = named.operands[0]
-    func = entry_function(lower(module, pipeline_spec("atom", lowering=lowering, arch=arch, verify=False)))
+    passes = pipeline_spec("atom", lowering=lowering, arch=arch, verify=False)
+    if verify_steps:
+        lowered = lower(module, passes)
+    else:
+        verify_located(module)
+        pipeline(passes, partial(check_step, verify=False)).apply(make_context(), module)
+        lowered = module
+    func = entry_function(lowered)
     kernels = [k for k in func.body.ops if isinstance(k, atom.KernelOp)]
     if len(kernels) != 1:
         raise RuntimeError(f"{collective}: lowering gave {len(kernels)} atom.kernel ops, expected one")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import MemRefType, ModuleOp
@@ -23,7 +24,7 @@ from purlin.cuda.program import CudaProgram
 from purlin.cuda.tables import TableError, build_rank_tables
 from purlin.diagnostics import LocatedError
 from purlin.snac import dialect as snac
-from purlin.snac.index_eval import BinaryFn, IndexEvaluator
+from purlin.snac.index_eval import BINARY, BinaryFn, IndexEvaluator
 from purlin.snac.machine import PhaseState, SnacExecutionError, phase_states
 
 
@@ -164,6 +165,8 @@ class _Expander(IndexEvaluator):
         self.buf_index = buf_index
         self.sig_index = sig_index
         self.advance = 0
+        self._code: dict[Block, list[tuple[str, Operation, Any]]] = {}
+        self._info: dict[Operation, _OpInfo] = {}
 
     def rank(self, rank: int, blocks: list[atom.BlocksOp]) -> list[list[P.Instr]]:
         env: dict[SSAValue, object] = {}
@@ -187,21 +190,53 @@ class _Expander(IndexEvaluator):
         return out
 
     def _block(self, block: Block, env: dict, rank: int, out: list[P.Instr]) -> None:
-        for op in block.ops:
-            if isinstance(op, scf.ForOp):
-                lb, ub, step = env[op.lb], env[op.ub], env[op.step]
+        for kind, op, how in self._compiled(block):
+            if kind == "atom":
+                out.extend(how.expand(self, _At(how, env, rank)))
+            elif kind == "for":
+                lb, ub, step, iv, body = how
+                lb, ub, step = env[lb], env[ub], env[step]
                 if not all(isinstance(v, int) for v in (lb, ub, step)):
                     raise PlanBuildError(op, "loop bounds must not depend on the epoch")
-                for i in range(lb, ub, step):  # type: ignore[arg-type]
-                    env[op.body.block.args[0]] = i
-                    self._block(op.body.block, env, rank, out)
+                for i in range(lb, ub, step):
+                    env[iv] = i
+                    self._block(body, env, rank, out)
+            elif kind == "binary":
+                res, lhs, rhs, fn = how
+                env[res] = self.binary(op, fn, env[lhs], env[rhs])
+            elif kind == "constant":
+                env[how[0]] = how[1]
+            else:
+                self._value(op, env, rank)
+
+    def _compiled(self, block: Block) -> list[tuple[str, Operation, Any]]:
+        """`block`'s ops, each classified and its operands read once (IRDL's
+        accessors cost more than expanding an op, and loops repeat them)."""
+        code = self._code.get(block)
+        if code is not None:
+            return code
+        code = self._code[block] = []
+        for op in block.ops:
+            if isinstance(op, scf.ForOp):
+                code.append(("for", op, (op.lb, op.ub, op.step, op.body.block.args[0], op.body.block)))
             elif isinstance(op, (scf.YieldOp, atom.FenceOp)):
                 # A signal instruction fences its role's earlier writes itself.
                 continue
             elif op.dialect_name() == "atom":
-                out.extend(self._atom(op, env, rank))
+                code.append(("atom", op, self._op_info(op)))
+            elif isinstance(op, arith.ConstantOp):
+                code.append(("constant", op, (op.result, op.value.value.data)))  # type: ignore[attr-defined]
+            elif (fn := BINARY.get(type(op))) is not None:
+                code.append(("binary", op, (op.result, op.lhs, op.rhs, fn)))  # type: ignore[attr-defined]
             else:
-                self._value(op, env, rank)
+                code.append(("value", op, None))
+        return code
+
+    def _op_info(self, op: Operation) -> _OpInfo:
+        expand = _EXPAND.get(type(op))
+        if expand is None:
+            raise PlanBuildError(op, "atom-to-plan cannot expand this op")
+        return _OpInfo(self, op, expand)
 
     def _value(self, op: Operation, env: dict, rank: int) -> None:
         if not self.eval_index(op, env, rank):
@@ -226,28 +261,22 @@ class _Expander(IndexEvaluator):
             raise PlanBuildError(op, "expected a value relative to the epoch")
         return v
 
-    def _atom(self, op: Operation, env: dict, rank: int) -> list[P.Instr]:
-        expand = _EXPAND.get(type(op))
-        if expand is None:
-            raise PlanBuildError(op, "atom-to-plan cannot expand this op")
-        return expand(self, _At(self, op, env, rank))
-
     def _wait_free(self, a: _At) -> list[P.Instr]:
         op = a.op
         units = a.units
-        u = a.index(op.unit, len(units), "unit")  # type: ignore[attr-defined]
+        u = a.index("unit", len(units), "unit")
         if a.moves == "push":
-            e = self._sym(a.env[op.epoch], op)  # type: ignore[attr-defined]
+            e = self._sym(a.value("epoch"), op)
             granted = sorted({d for d, _ in a.ph.plan.destinations[a.rank][u]} - {a.rank})
             return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=e.base, rel=e.rel + 1, order=a.order, scope=a.scope)
                     for d in granted]
         if a.staged and u >= a.slots:
-            e = self._sym(a.env[op.epoch], op)  # type: ignore[attr-defined]
+            e = self._sym(a.value("epoch"), op)
             prior = units[u - a.slots]
             return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=e.base, rel=e.rel + u - a.slots + 1,
                             order=a.order, scope=a.scope) for d in prior.consumers]
         if u == 0:
-            prev = self._sym(a.env[op.prev], op)  # type: ignore[attr-defined]
+            prev = self._sym(a.value("prev"), op)
             return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=prev.base, rel=prev.rel, order=a.order, scope=a.scope)
                     for d in range(self.kernel.world_size) if d != a.rank]
         return []
@@ -272,31 +301,31 @@ class _Expander(IndexEvaluator):
                 for d, off in a.ph.plan.destinations[a.rank][unit.index]]
 
     def _grant(self, a: _At) -> list[P.Instr]:
-        v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        v = self._sym(a.value("value"), a.op)
         return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=d, slot=a.rank, base=v.base, rel=v.rel, order=a.order, scope=a.scope)
                 for d in a.ph.plan.senders(a.rank)]
 
     def _drain(self, a: _At) -> list[P.Instr]:
-        v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        v = self._sym(a.value("value"), a.op)
         return [P.Instr(P.Op.WAIT, sig=a.free, slot=d, base=v.base, rel=v.rel, order=a.order, scope=a.scope)
                 for d in a.ph.plan.receivers(a.rank)]
 
     def _notify(self, a: _At) -> list[P.Instr]:
         unit = a.unit()
-        v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        v = self._sym(a.value("value"), a.op)
         return [P.Instr(P.Op.SIGNAL, sig=a.ready, peer=d, slot=a.rank, base=v.base, rel=v.rel,
                         order=a.order, scope=a.scope) for d in unit.consumers]
 
     def _wait_ready(self, a: _At) -> list[P.Instr]:
         group = a.group()
-        e = self._sym(a.env[a.op.epoch], a.op)  # type: ignore[attr-defined]
+        e = self._sym(a.value("epoch"), a.op)
         return [P.Instr(P.Op.WAIT, sig=a.ready, slot=s.rank, base=e.base, rel=e.rel + s.unit + 1,
                         order=a.order, scope=a.scope) for s in group.remote]
 
     def _wait_packets(self, a: _At) -> list[P.Instr]:
         group = a.group()
         # The runtime polls for flag epoch + 1 itself; the operand must still be one.
-        self._sym(a.env[a.op.epoch], a.op)  # type: ignore[attr-defined]
+        self._sym(a.value("epoch"), a.op)
         return [P.Instr(P.Op.WAIT_PACKETS, P.Mech.PACKET, group.size, buf=a.buf, peer=s.rank,
                         offset=a.ph.window_offsets[s.rank][s.unit]) for s in group.remote]
 
@@ -325,7 +354,7 @@ class _Expander(IndexEvaluator):
         group = a.group()
         srcs = self._sources(a, group)
         dst = P.Ref(P.Space.OUTPUT, a.rank, 0, 0, group.dst_offset)
-        kind = a.ph.op.consume.kind
+        kind = a.info.reduce
         assert kind is not None
         if a.mech == P.Mech.MULTIMEM and (
             len({(r.space, r.slot, r.offset) for r in srcs}) != 1 or srcs[0].space != P.Space.STAGING
@@ -338,12 +367,12 @@ class _Expander(IndexEvaluator):
 
     def _ack(self, a: _At) -> list[P.Instr]:
         group = a.group()
-        e = self._sym(a.env[a.op.epoch], a.op)  # type: ignore[attr-defined]
+        e = self._sym(a.value("epoch"), a.op)
         return [P.Instr(P.Op.SIGNAL, sig=a.free, peer=s.rank, slot=a.rank, base=e.base,
                         rel=e.rel + s.unit + 1, order=a.order, scope=a.scope) for s in group.remote]
 
     def _finish(self, a: _At) -> list[P.Instr]:
-        v = self._sym(a.env[a.op.value], a.op)  # type: ignore[attr-defined]
+        v = self._sym(a.value("value"), a.op)
         # A direct pull phase tells the ranks it read from; the others every peer.
         peers = a.ph.plan.senders(a.rank) if a.moves == "pull" else [
             d for d in range(self.kernel.world_size) if d != a.rank]
@@ -351,17 +380,17 @@ class _Expander(IndexEvaluator):
                         order=a.order, scope=a.scope) for d in peers]
 
 
-class _At:
-    """One atom op being expanded for one rank: its phase's plan, buffer and
-    signal indices, and the op's order and mechanism as plan values."""
+class _OpInfo:
+    """What expanding one atom op needs that no rank or iteration changes:
+    its phase, buffer and signal indices, order, scope and mechanism as plan
+    values, and its operands (read once: IRDL's accessors are slow)."""
 
-    def __init__(self, ex: _Expander, op: Operation, env: dict, rank: int):
+    def __init__(self, ex: _Expander, op: Operation, expand: Callable[[_Expander, _At], list[P.Instr]]):
         ph = ex._phase(op)
-        self.op, self.env, self.rank, self.ph = op, env, rank, ph
+        self.op, self.ph, self.expand = op, ph, expand
         self.buf = -1 if ph.buffer is None else ex.buf_index[ph.buf]
         self.ready, self.free = ex.sig_index[ph.ready], ex.sig_index[ph.free]
         self.name = ph.name
-        self.units, self.groups = ph.plan.units[rank], ph.plan.groups[rank]
         self.slots = ph.slots
         self.moves = ph.moves
         self.staged = ph.staged
@@ -369,18 +398,37 @@ class _At:
         self.scope = _SCOPE[op.scope.data] if hasattr(op, "scope") else P.Scope.SYSTEM  # type: ignore[attr-defined]
         self.mech = _MECH[op.mech.data] if hasattr(op, "mech") else P.Mech.NONE  # type: ignore[attr-defined]
         self.source_space = P.Space.INPUT if ph.op.source.data == snac.PhaseSource.INPUT else P.Space.OUTPUT
+        self.reduce = ph.op.consume.kind
+        self.operands = {name: getattr(op, name) for name in ("unit", "group", "epoch", "prev", "value")
+                         if hasattr(op, name)}
 
-    def index(self, v: SSAValue, limit: int, what: str) -> int:
-        i = self.env[v]
+
+class _At:
+    """One atom op being expanded for one rank: its _OpInfo's fields, the
+    values of its operands, and the rank's units and groups of its phase."""
+
+    def __init__(self, info: _OpInfo, env: dict, rank: int):
+        self.info, self.env, self.rank = info, env, rank
+        self.op, self.ph, self.buf, self.ready, self.free = info.op, info.ph, info.buf, info.ready, info.free
+        self.name, self.slots, self.moves, self.staged = info.name, info.slots, info.moves, info.staged
+        self.order, self.scope, self.mech, self.source_space = info.order, info.scope, info.mech, info.source_space
+        plan = info.ph.plan
+        self.units, self.groups = plan.units[rank], plan.groups[rank]
+
+    def value(self, operand: str) -> object:
+        return self.env[self.info.operands[operand]]
+
+    def index(self, operand: str, limit: int, what: str) -> int:
+        i = self.value(operand)
         if not isinstance(i, int) or not 0 <= i < limit:
             raise PlanBuildError(self.op, f"rank {self.rank} has {limit} {what}s in phase '{self.name}', no {i}")
         return i
 
     def unit(self):
-        return self.units[self.index(self.op.unit, len(self.units), "unit")]  # type: ignore[attr-defined]
+        return self.units[self.index("unit", len(self.units), "unit")]
 
     def group(self):
-        return self.groups[self.index(self.op.group, len(self.groups), "group")]  # type: ignore[attr-defined]
+        return self.groups[self.index("group", len(self.groups), "group")]
 
 
 # The plan instructions of each atom op, by its class.

@@ -40,7 +40,7 @@ def validate(plan: Plan) -> None:
             raise PlanError(f"rank {rank} has {len(roles)} role programs, the kernel {len(plan.roles)}")
         for role, body in enumerate(roles):
             for n, i in enumerate(body):
-                _check_instr(_Site(plan, rank, i, f"rank {rank} role {role} instruction {n} ({i.op.name.lower()})"))
+                _check_instr(_Site(plan, rank, i, role, n))
 
 
 def validate_rank(plan: RankPlan) -> None:
@@ -54,8 +54,7 @@ def validate_rank(plan: RankPlan) -> None:
         raise PlanError(f"rank {plan.rank} has {len(plan.program)} role programs, the kernel {len(plan.roles)}")
     for role, body in enumerate(plan.program):
         for n, i in enumerate(body):
-            _check_instr(_Site(plan, plan.rank, i, f"rank {plan.rank} role {role} instruction {n} "
-                                                   f"({i.op.name.lower()})"))
+            _check_instr(_Site(plan, plan.rank, i, role, n))
 
 
 def _check_header(plan: Plan | RankPlan) -> None:
@@ -95,15 +94,17 @@ def _check_kernel(plan: Plan | RankPlan) -> None:
 
 @dataclass(frozen=True)
 class _Site:
-    """One instruction of one rank's program, and where to say it is."""
+    """One instruction of one rank's program: instruction `n` of role `role`."""
 
     plan: Plan | RankPlan
     rank: int
     instr: Instr
-    where: str
+    role: int
+    n: int
 
     def fail(self, msg: str) -> NoReturn:
-        raise PlanError(f"{self.where}: {msg}")
+        raise PlanError(f"rank {self.rank} role {self.role} instruction {self.n} "
+                        f"({self.instr.op.name.lower()}): {msg}")
 
     def in_world(self, v: int, what: str) -> None:
         if not 0 <= v < self.plan.world:
