@@ -23,6 +23,11 @@ from functools import cached_property, partial
 
 from xdsl.dialects.builtin import UnitAttr
 
+# The passes every compile runs, loaded with this module rather than by the
+# first call's pipeline (purlin-opt's registry loads them lazily).
+import purlin.coll.expand  # noqa: F401
+import purlin.conversion.coll_to_snac  # noqa: F401
+import purlin.conversion.snac_to_atom  # noqa: F401
 from purlin.atom import dialect as atom
 from purlin.coll.attributes import element_bytes
 from purlin.coll.builder import COLLECTIVES, CollectiveSpec, SpecError
