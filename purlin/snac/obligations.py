@@ -103,17 +103,17 @@ class _Flattener(IndexEvaluator):
 
     def _block(self, block: Block, env: dict, rank: int, out: list[Step], epoch: int) -> None:
         for kind, op, how in self._compiled(block):
-            if kind == "for":
+            if kind == "step":
+                out.append(how(self, op, env, rank))
+            elif kind == "arith":
+                how(env)
+            elif kind == "for":
                 lb, ub, step, iv, body = how
                 for i in range(env[lb], env[ub], env[step]):
                     env[iv] = i
                     self._block(body, env, rank, out, epoch)
-            elif kind == "arith":
-                how(env)
             elif kind == "fence":
                 out.append(("fence", op, None, (), (), (), (), None))
-            elif kind == "step":
-                out.append(self._step(how, op, env, rank))
             elif not self.eval_index(op, env, rank):
                 raise SnacExecutionError(op, f"the verifier cannot evaluate '{op.name}'")
 
@@ -137,7 +137,7 @@ class _Flattener(IndexEvaluator):
                 kind = next((k for cls, k in _KINDS if isinstance(op, cls)), None)
                 if kind is None:
                     raise SnacExecutionError(op, f"the verifier cannot evaluate '{op.name}'")
-                code.append(("step", _View(op, self._phase(op)), kind))
+                code.append(("step", _View(op, self._phase(op)), getattr(_Flattener, "_" + kind)))
             elif isinstance(op, arith.ConstantOp):
                 result, value = op.result, op.value.value.data  # type: ignore[attr-defined]
                 code.append(("arith", op, lambda env, r=result, v=value: env.__setitem__(r, v)))
@@ -149,94 +149,132 @@ class _Flattener(IndexEvaluator):
                 code.append(("index", op, None))
         return code
 
-    def _step(self, kind: str, op: Any, env: dict, rank: int) -> Step:
+    def _reclaim(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan = ph.plan
+        v = env.__getitem__
+        u, epoch = v(op.unit), v(op.epoch)
+        _item(op.real, ph, plan.units[rank], u, rank, "unit")
+        if ph.moves == "push":
+            need, readers = epoch + 1, sorted({d for d, _ in plan.destinations[rank][u]} - {rank})
+        elif ph.staged and u >= ph.slots:
+            need, readers = epoch + (u - ph.slots) + 1, plan.units[rank][u - ph.slots].consumers
+        elif u == 0:
+            need, readers = v(op.prev), [d for d in range(self.world) if d != rank]
+        else:
+            need, readers = 0, []
+        return ("wait", op.real, ph, [(("sig", ph.free, rank, d), need, None) for d in readers], (), (), (), None)
+
+    def _stage(self, op: Any, env: dict, rank: int) -> Step:
         ph = op.ph
         plan, name = ph.plan, ph.name
-        v = lambda x: env[x]  # noqa: E731
-        if kind == "reclaim":
-            u, epoch = v(op.unit), v(op.epoch)
-            _item(op.real, ph, plan.units[rank], u, rank, "unit")
-            if ph.moves == "push":
-                need, readers = epoch + 1, sorted({d for d, _ in plan.destinations[rank][u]} - {rank})
-            elif ph.staged and u >= ph.slots:
-                need, readers = epoch + (u - ph.slots) + 1, plan.units[rank][u - ph.slots].consumers
-            elif u == 0:
-                need, readers = v(op.prev), [d for d in range(self.world) if d != rank]
+        v = env.__getitem__
+        u, half = v(op.unit), v(op.half)
+        _item(op.real, ph, plan.units[rank], u, rank, "unit")
+        tag = (name, rank, u, self._epoch[0])
+        return ("stage", op.real, ph, (), (), (), [(("stage", ph.buf, rank, half, u % ph.slots), tag)], None)
+
+    def _put(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan, name = ph.plan, ph.name
+        v = env.__getitem__
+        u, half, flag = v(op.unit), v(op.half), v(op.flag)
+        unit = _item(op.real, ph, plan.units[rank], u, rank, "unit")
+        tag = (name, rank, u, flag)
+        locs = [("win", ph.buf, d, half, rank, u) for d in unit.consumers]
+        return ("put", op.real, ph, (), [(loc, flag) for loc in locs], (), [(loc, tag) for loc in locs], None)
+
+    def _push(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan = ph.plan
+        v = env.__getitem__
+        u = v(op.unit)
+        unit = _item(op.real, ph, plan.units[rank], u, rank, "unit")
+        outs = [(("out", d), (off, off + unit.size)) for d, off in plan.destinations[rank][u]]
+        return ("push", op.real, ph, (), (), (), outs, None)
+
+    def _notify(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan = ph.plan
+        v = env.__getitem__
+        unit = _item(op.real, ph, plan.units[rank], v(op.unit), rank, "unit")
+        value = v(op.value)
+        return ("notify", op.real, ph, (), [(("sig", ph.ready, d, rank), value) for d in unit.consumers], (), (), None)
+
+    def _wait(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan, name = ph.plan, ph.name
+        v = env.__getitem__
+        g, epoch = v(op.group), v(op.epoch)
+        group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
+        env[op.token] = (name, g, rank)
+        half = epoch % 2
+        if ph.moves == "packets":
+            conds = [(loc, epoch + 1, (loc, (name, s.rank, s.unit, epoch + 1)))
+                     for s in group.remote for loc in [("win", ph.buf, rank, half, s.rank, s.unit)]]
+        else:
+            conds = [(("sig", ph.ready, rank, s.rank), epoch + s.unit + 1,
+                      (("stage", ph.buf, s.rank, half, s.unit % ph.slots), (name, s.rank, s.unit, epoch))
+                      if ph.staged else None) for s in group.remote]
+        return ("wait", op.real, ph, conds, (), (), (), (name, g, rank))
+
+    def _consume(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan, name = ph.plan, ph.name
+        v = env.__getitem__
+        g, half = v(op.group), v(op.half)
+        token = env[op.token]
+        if token != (name, g, rank):
+            raise ProtocolViolation(op.real, f"rank {rank} consumes group {g} of phase '{name}' with the token "
+                                        f"of a wait for group {token[1]} of phase '{token[0]}'")
+        group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
+        if ph.moves == "push" and group.remote:
+            raise SnacExecutionError(
+                op.real, f"rank {rank} consumes group {g} of phase '{name}', which its producers push: "
+                "a direct push phase consumes only groups without remote sources")
+        epoch = self._epoch[0]
+        reads = []
+        for s in group.sources:
+            if s.unit is None or ph.direct:
+                continue
+            if ph.staged:
+                reads.append((("stage", ph.buf, s.rank, half, s.unit % ph.slots), (name, s.rank, s.unit, epoch)))
             else:
-                need, readers = 0, []
-            return ("wait", op.real, ph, [(("sig", ph.free, rank, d), need, None) for d in readers], (), (), (), None)
-        if kind == "stage":
-            u, half = v(op.unit), v(op.half)
-            unit = _item(op.real, ph, plan.units[rank], u, rank, "unit")
-            tag = (name, rank, u, self._epoch[0])
-            return ("stage", op.real, ph, (), (), (), [(("stage", ph.buf, rank, half, u % ph.slots), tag)], None)
-        if kind == "put":
-            u, half, flag = v(op.unit), v(op.half), v(op.flag)
-            unit = _item(op.real, ph, plan.units[rank], u, rank, "unit")
-            tag = (name, rank, u, flag)
-            locs = [("win", ph.buf, d, half, rank, u) for d in unit.consumers]
-            return ("put", op.real, ph, (), [(loc, flag) for loc in locs], (), [(loc, tag) for loc in locs], None)
-        if kind == "push":
-            u = v(op.unit)
-            unit = _item(op.real, ph, plan.units[rank], u, rank, "unit")
-            outs = [(("out", d), (off, off + unit.size)) for d, off in plan.destinations[rank][u]]
-            return ("push", op.real, ph, (), (), (), outs, None)
-        if kind == "notify":
-            unit = _item(op.real, ph, plan.units[rank], v(op.unit), rank, "unit")
-            value = v(op.value)
-            return ("notify", op.real, ph, (), [(("sig", ph.ready, d, rank), value) for d in unit.consumers], (), (), None)
-        if kind == "wait":
-            g, epoch = v(op.group), v(op.epoch)
-            group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
-            env[op.token] = (name, g, rank)
-            half = epoch % 2
-            if ph.moves == "packets":
-                conds = [(loc, epoch + 1, (loc, (name, s.rank, s.unit, epoch + 1)))
-                         for s in group.remote for loc in [("win", ph.buf, rank, half, s.rank, s.unit)]]
-            else:
-                conds = [(("sig", ph.ready, rank, s.rank), epoch + s.unit + 1,
-                          (("stage", ph.buf, s.rank, half, s.unit % ph.slots), (name, s.rank, s.unit, epoch))
-                          if ph.staged else None) for s in group.remote]
-            return ("wait", op.real, ph, conds, (), (), (), (name, g, rank))
-        if kind == "consume":
-            g, half = v(op.group), v(op.half)
-            token = env[op.token]
-            if token != (name, g, rank):
-                raise ProtocolViolation(op.real, f"rank {rank} consumes group {g} of phase '{name}' with the token "
-                                            f"of a wait for group {token[1]} of phase '{token[0]}'")
-            group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
-            if ph.moves == "push" and group.remote:
-                raise SnacExecutionError(
-                    op.real, f"rank {rank} consumes group {g} of phase '{name}', which its producers push: "
-                    "a direct push phase consumes only groups without remote sources")
-            epoch = self._epoch[0]
-            reads = []
-            for s in group.sources:
-                if s.unit is None or ph.direct:
-                    continue
-                if ph.staged:
-                    reads.append((("stage", ph.buf, s.rank, half, s.unit % ph.slots), (name, s.rank, s.unit, epoch)))
-                else:
-                    reads.append((("win", ph.buf, rank, half, s.rank, s.unit), (name, s.rank, s.unit, epoch + 1)))
-            out = [(("out", rank), (group.dst_offset, group.dst_offset + group.size))]
-            return ("consume", op.real, ph, (), (), reads, out, None)
-        if kind == "ack":
-            g, epoch = v(op.group), v(op.epoch)
-            group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
-            return ("ack", op.real, ph, (), [(("sig", ph.free, s.rank, rank), epoch + s.unit + 1) for s in group.remote],
-                    (), (), None)
-        if kind == "finish":
-            value = v(op.value)
-            peers = plan.senders(rank) if ph.moves == "pull" else [d for d in range(self.world) if d != rank]
-            return ("finish", op.real, ph, (), [(("sig", ph.free, d, rank), value) for d in peers], (), (), None)
-        if kind == "grant":
-            value = v(op.value)
-            return ("grant", op.real, ph, (), [(("sig", ph.free, d, rank), value) for d in plan.senders(rank)], (), (), None)
-        if kind == "drain":
-            value = v(op.value)
-            return ("wait", op.real, ph, [(("sig", ph.free, rank, d), value, None) for d in plan.receivers(rank)],
-                    (), (), (), None)
-        raise AssertionError(f"no step for {kind}")
+                reads.append((("win", ph.buf, rank, half, s.rank, s.unit), (name, s.rank, s.unit, epoch + 1)))
+        out = [(("out", rank), (group.dst_offset, group.dst_offset + group.size))]
+        return ("consume", op.real, ph, (), (), reads, out, None)
+
+    def _ack(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan = ph.plan
+        v = env.__getitem__
+        g, epoch = v(op.group), v(op.epoch)
+        group = _item(op.real, ph, plan.groups[rank], g, rank, "group")
+        return ("ack", op.real, ph, (), [(("sig", ph.free, s.rank, rank), epoch + s.unit + 1) for s in group.remote],
+                (), (), None)
+
+    def _finish(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan = ph.plan
+        v = env.__getitem__
+        value = v(op.value)
+        peers = plan.senders(rank) if ph.moves == "pull" else [d for d in range(self.world) if d != rank]
+        return ("finish", op.real, ph, (), [(("sig", ph.free, d, rank), value) for d in peers], (), (), None)
+
+    def _grant(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan = ph.plan
+        v = env.__getitem__
+        value = v(op.value)
+        return ("grant", op.real, ph, (), [(("sig", ph.free, d, rank), value) for d in plan.senders(rank)], (), (), None)
+
+    def _drain(self, op: Any, env: dict, rank: int) -> Step:
+        ph = op.ph
+        plan = ph.plan
+        v = env.__getitem__
+        value = v(op.value)
+        return ("wait", op.real, ph, [(("sig", ph.free, rank, d), value, None) for d in plan.receivers(rank)],
+                (), (), (), None)
 
 
 class _View:
@@ -460,8 +498,9 @@ def _check_ordering(seq: dict[tuple[int, int], list[Step]], starts: dict[tuple[i
 
     def covered(key: tuple, need: int, who: tuple[int, int], after: int) -> bool:
         """Whether every store reaching `need` at `key` is by role `who`, at or past position `after`."""
-        key, by = frame.canon(key)
-        who = frame.role(who, -by)
+        if frame.symmetric:
+            key, by = frame.canon(key)
+            who = frame.role(who, -by)
         for storer, (values, positions) in stores.get(key, {}).items():
             i = bisect_left(values, need)
             if i < len(values) and (storer != who or positions[i] < after):
@@ -533,6 +572,7 @@ def _fixpoint(program: snac.ProgramOpBase, seq: dict[tuple[int, int], list[Step]
         k = call[who] + 1
         return starts[who][k] if k < ncalls else len(seq[who])
 
+    symmetric = frame.symmetric  # otherwise a key is its own canonical form
     ready = [who for who in seq]
     while ready:
         who = ready.pop()
@@ -542,7 +582,7 @@ def _fixpoint(program: snac.ProgramOpBase, seq: dict[tuple[int, int], list[Step]
             step = steps[pc[who]]
             blocked = None
             for key, need, _ in step[3]:
-                canon = frame.canon(key)[0]
+                canon = frame.canon(key)[0] if symmetric else key
                 if value.get(canon, 0) < need:
                     blocked = canon
                     break
@@ -550,7 +590,7 @@ def _fixpoint(program: snac.ProgramOpBase, seq: dict[tuple[int, int], list[Step]
                 watchers.setdefault(blocked, []).append(who)
                 break
             for key, v in step[4]:
-                canon = frame.canon(key)[0]
+                canon = frame.canon(key)[0] if symmetric else key
                 if v > value.get(canon, 0):
                     value[canon] = v
                 if canon in watchers:

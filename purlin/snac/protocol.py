@@ -79,6 +79,8 @@ class PerRank(Sequence):
         return self._world
 
     def __getitem__(self, rank):  # type: ignore[override]
+        if type(rank) is int and (found := self._built.get(rank)) is not None:
+            return found  # the verifier and the plan builder ask at every step
         if isinstance(rank, slice):
             return [self[r] for r in range(self._world)[rank]]
         if not -self._world <= rank < self._world:
