@@ -528,13 +528,14 @@ ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, 
   if (rank < 0 || rank >= world())
     throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside the kernel's world " +
                                 std::to_string(world()));
-  if (exec_.spec().gpu_scope)
-    throw std::invalid_argument(exec_.name() + ": the kernel signals at GPU scope, which orders nothing for ranks "
-                                "of other processes on other GPUs; lower it with scope=system");
   if (exec_.spec().symmetric)
     throw std::invalid_argument(exec_.name() + ": the kernel reads and writes the peers' buffers in place "
                                 "(symmetric), which another process's ranks cannot map; lower it without "
                                 "symmetric=true");
+  // A world of one has no other process to order anything for.
+  if (exec_.spec().gpu_scope && world() > 1)
+    throw std::invalid_argument(exec_.name() + ": the kernel signals at GPU scope, which orders nothing for ranks "
+                                "of other processes on other GPUs; lower it with scope=system");
   DeviceRestore restore;
   try {
     exec_.check_devices({device});

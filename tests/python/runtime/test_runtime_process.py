@@ -207,6 +207,23 @@ def test_multimem_kernels_are_refused():
 
 
 @needs_cuda_build
+def test_gpu_scope_kernels_are_refused_where_another_process_has_ranks():
+    with pytest.raises(ValueError, match="ar: the kernel signals at GPU scope.*lower it with scope=system"):
+        _runtime.CudaProcessCommunicator(spec_of(PLAN, gpu_scope=True), 0, 0, 1.0, "ar")
+    # A world of one (a process group of one GPU) has no other process to order for.
+    case = Case("all_reduce", 1, "bf16", "sum", 8)
+    module = lower(case.build_module(), pipeline_spec("atom", lowering="regime=latency", arch="sm_90", verify=False))
+    (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, atom.KernelOp)]
+    one = spec_of(build_plan(kernel))
+    assert one.gpu_scope
+    if default_backend() == "cuda":
+        _runtime.CudaProcessCommunicator(one, 0, 0, 1.0, "ar")
+    else:
+        with pytest.raises(RuntimeError, match="cudaGetDeviceCount: "):
+            _runtime.CudaProcessCommunicator(one, 0, 0, 1.0, "ar")
+
+
+@needs_cuda_build
 @pytest.mark.parametrize("changes,match", [
     ({"threads": 1000}, "threads per block must be a multiple of 32 in \\[32, 1024\\], got 1000"),
     ({"grid": 0}, "the kernel needs at least one block"),

@@ -31,11 +31,26 @@ struct Kernel {
   bool failed = false;  // a wait of this thread gave up, or saw another give up
 
   // `shared`: room for the tables in dynamic shared memory.
+  // The block state and the tables are loaded at once: one round trip
+  // through L2 before the first step, not one per table word a thread copies.
   __device__ Kernel(const abi::Header& header, i64* shared, const abi::Peers<W>* peer_buffers = nullptr)
       : h(header), peers(peer_buffers) {
     const abi::BlockState s = h.blocks[blockIdx.x];
     if constexpr (Shared) {
-      for (i64 i = threadIdx.x; i < h.table_words; i += blockDim.x) shared[i] = h.tables[i];
+      constexpr int kInFlight = 8;
+      for (i64 base = 0; base < h.table_words; base += kInFlight * i64(blockDim.x)) {
+        i64 w[kInFlight];
+#pragma unroll
+        for (int q = 0; q < kInFlight; ++q) {
+          const i64 i = base + q * i64(blockDim.x) + threadIdx.x;
+          if (i < h.table_words) w[q] = h.tables[i];
+        }
+#pragma unroll
+        for (int q = 0; q < kInFlight; ++q) {
+          const i64 i = base + q * i64(blockDim.x) + threadIdx.x;
+          if (i < h.table_words) shared[i] = w[q];
+        }
+      }
       tab = shared;
       __syncthreads();
     } else {
