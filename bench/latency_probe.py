@@ -1,0 +1,167 @@
+"""Where a latency kernel's time goes, on one GPU: the generated kernel of a
+small collective (every rank on GPU 0) timed as purlin-bench times it, next
+to variants of the same translation unit cut down step by step. Each
+variant keeps the launch (grid, threads, parameters, dynamic shared
+memory) and drops work, so the differences between rows are what each step
+costs on the critical path:
+
+    as generated       the kernel purlin runs
+    global tables      its tables read from global memory, not copied to shared first
+    frame only         the kernel's set-up (block state, tables) and snac.advance, no data
+    launch only        an empty body with the same launch
+    bare launch        that, without the tables' dynamic shared memory
+    no waits           the frame and the data movement (puts, pushes, notifies), no waits
+
+`--library DIR` (repeatable) runs every variant again compiled against
+another copy of the device library (DIR holds purlin/*.cuh): the cost of
+a change to the headers, measured in the same run.
+
+Only "as generated" moves data, and only it is checked against the
+reference first; the cut-down ones are timing probes, not collectives.
+
+    python bench/latency_probe.py [--worlds 2,4,8] [--bytes 16] [--collective all_reduce]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+
+import numpy as np
+
+
+def _body_start(text: str, name: str) -> int:
+    """Index just after the opening brace of kernel `name`'s body."""
+    at = text.index(f"{name}(")
+    return text.index("{", text.index(")", at)) + 1
+
+
+def _frame_only(text: str, name: str) -> str:
+    head = text[:_body_start(text, name)]
+    return head + ("\n  extern __shared__ __align__(128) char smem[];\n"
+                   "  K k(p, reinterpret_cast<i64*>(smem + kSmem), &peers);\n"
+                   "  advance(k, 2);\n}\n")
+
+
+def _launch_only(text: str, name: str) -> str:
+    return text[:_body_start(text, name)] + "}\n"
+
+
+WAITS = ("poll_consume<", "wait_packets<", "wait_free<", "wait_ready<", "grant<", "role_barrier<", "block_wait<")
+
+
+def _no_waits(text: str, name: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not any(w in line for w in WAITS))
+
+
+def _global_tables(text: str, name: str) -> str:
+    return re.sub(r"constexpr bool kSharedTables = true;", "constexpr bool kSharedTables = false;", text)
+
+
+VARIANTS = {
+    "as generated": None,
+    "global tables": _global_tables,
+    "frame only": _frame_only,
+    "launch only": _launch_only,
+    "bare launch": lambda text, name: _global_tables(_launch_only(text, name), name),
+    "no waits": _no_waits,
+}
+
+
+def _use_library(root: str) -> None:
+    """Compile what follows against the device library under `root`."""
+    from pathlib import Path
+
+    from purlin.cuda import nvrtc
+
+    nvrtc.INCLUDE_DIR = Path(root).resolve()
+    nvrtc._library_digest.cache_clear()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--worlds", default="2,4,8")
+    ap.add_argument("--bytes", type=int, default=16)
+    ap.add_argument("--collective", default="all_reduce")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
+    ap.add_argument("--library", action="append", default=[], help="another device library to measure")
+    args = ap.parse_args(argv)
+    _measure(args)
+    for library in args.library:
+        _use_library(library)
+        print(f"device library: {library}")
+        _measure(args)
+    return 0
+
+
+def _measure(args: argparse.Namespace) -> None:
+
+    import torch
+
+    if not torch.cuda.is_available():
+        print("latency_probe: no CUDA device")
+        return
+    from purlin import _runtime
+    from purlin.compile import arch_of_device, compile_plan
+    from purlin.coll.builder import CollectiveSpec
+    from purlin.runtime import Communicator
+    from purlin.tools.bench import _ranks_timer
+
+    arch = arch_of_device(0)
+    sms = _runtime.cuda_device_sms(0)
+    print(f"{args.collective} {args.bytes} B bf16, every rank on GPU 0 ({torch.cuda.get_device_name(0)}), "
+          "us per call, slowest rank's median of graph replays")
+    print(f"{'world':>5} {'variant':>14} {'us':>7} {'threads':>7} {'grid':>4} {'tables':>6}")
+    for world in map(int, args.worlds.split(",")):
+        count = max(1, args.bytes // 2)
+        spec = CollectiveSpec(args.collective, world, "bf16", "sum" if "reduce" in args.collective else None,
+                              count)
+        n_in, n_out = spec.buffer_sizes()
+        ins = [torch.arange(n_in, device="cuda:0").remainder(7).to(torch.bfloat16) + r for r in range(world)]
+        timer, streams = _ranks_timer([0] * world)
+        for variant in args.variants.split(","):
+            edit = VARIANTS[variant]
+            plan = compile_plan(args.collective, world, "bf16", spec.op, count, arch=arch, symmetric=True,
+                                ranks_per_device=world, sms=sms)
+            program = plan.cuda
+            src = program.source(program.blocks_per_sm(world, sms))
+            if edit is not None:
+                text = edit(src.text, src.name)
+                shared = src.shared_tables and "kSharedTables = true" in text
+                program._sources[program.blocks_per_sm(world, sms)] = dataclasses.replace(
+                    src, text=text, shared_tables=shared)
+            comm = Communicator(plan, backend="cuda", devices=[0] * world, name=f"probe {variant}")
+            outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
+            if edit is None:
+                comm.run(ins, outs, streams)
+                comm.synchronize()
+                got = [o.float().cpu().numpy() for o in outs]
+                want = _reference(args.collective, [i.float().cpu().numpy() for i in ins], n_out)
+                if not all(np.array_equal(g, w) for g, w in zip(got, want)):
+                    print(f"{world:>5} {variant:>14}  wrong result")
+                    continue
+            us, note = timer(lambda: comm.run(ins, outs, streams))
+            print(f"{world:>5} {variant:>14} {us:7.2f} {src.threads:>7} {src.grid:>4} "
+                  f"{program.tables.words:>6} {note}", flush=True)
+            del comm
+
+
+def _reference(collective: str, ins: list, n_out: int) -> list:
+    world = len(ins)
+    if collective == "all_reduce":
+        return [sum(ins)] * world
+    if collective == "all_gather":
+        return [np.concatenate(ins)] * world
+    if collective == "reduce_scatter":
+        total = sum(ins)
+        return [total[r * n_out:(r + 1) * n_out] for r in range(world)]
+    if collective == "all_to_all":
+        n = n_out // world
+        return [np.concatenate([ins[s][r * n:(r + 1) * n] for s in range(world)]) for r in range(world)]
+    raise SystemExit(f"latency_probe: no reference for {collective}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
