@@ -34,8 +34,8 @@ from pathlib import Path
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 
-from purlin.pipeline import make_context, parse_module
-from purlin.universe import PASSES
+from purlin.compile.pipeline import make_context, parse_module
+from purlin.compile.universe import PASSES
 
 PASS_NAMES = ("coll-expand", "convert-coll-to-snac", "snac-verify")
 PIPELINE = ",".join(PASS_NAMES)

@@ -53,7 +53,7 @@ VERIFY = """
 import json, sys, time
 from purlin.compile import placement_options
 from purlin.coll.builder import CollectiveSpec
-from purlin.pipeline import lower
+from purlin.compile.pipeline import lower
 world, count = map(int, sys.argv[1:3])
 module = lower(CollectiveSpec("all_reduce", world, "bf16", "sum", count).build_module(),
                "coll-expand,convert-coll-to-snac")

@@ -17,7 +17,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from purlin.atom import dialect as atom
 from purlin.conversion.atom_to_plan import PlanBuildError, build_plan
 from purlin.interpret import SimError, check_args
-from purlin.pipeline import level, pipeline_spec
+from purlin.compile.pipeline import level, pipeline_spec
 from purlin.plan.machine import PlanExecutionError, PlanMachine
 from purlin.snac.interpreter import arg_index, counts_of, run_programs
 

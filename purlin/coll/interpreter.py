@@ -18,7 +18,7 @@ from purlin.coll.dialect import CollectiveOp
 from purlin.coll.layouts import Layout, LayoutError, check_collective
 from purlin.coll.reference import apply_layouts
 from purlin.interpret import SimError, check_args
-from purlin.pipeline import level, pipeline_spec
+from purlin.compile.pipeline import level, pipeline_spec
 
 
 @level(lambda options: pipeline_spec("coll"))

@@ -2,7 +2,7 @@
 `shard.all_gather`, `shard.all_slice`, `shard.all_to_all` and
 `shard.reduce_scatter`, as upstream defines them. They join xDSL's own
 `shard` ops (grid, all_reduce, ...) in purlin's contexts (`SHARD_OPS`,
-which `purlin.universe` adds to its `shard` dialect): one dialect namespace.
+which `purlin.compile.universe` adds to its `shard` dialect): one dialect namespace.
 
     %g = shard.all_gather %x on @grid grid_axes = [1] gather_axis = 1 : tensor<2x2xf32> -> tensor<2x8xf32>
 """

@@ -14,7 +14,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
 from purlin.interpret import SimError, check_args
-from purlin.pipeline import level, pipeline_spec
+from purlin.compile.pipeline import level, pipeline_spec
 from purlin.snac.dialect import ProgramOpBase
 from purlin.snac.machine import SnacExecutionError, World, execute
 

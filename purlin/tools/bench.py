@@ -860,7 +860,7 @@ def _lowering_problem(options: str) -> str | None:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.utils.exceptions import PassFailedException
 
-    from purlin.pipeline import make_context, pipeline
+    from purlin.compile.pipeline import make_context, pipeline
 
     try:
         for lowering in pipeline(f"convert-coll-to-snac{{{options}}}").passes:

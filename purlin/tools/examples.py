@@ -16,7 +16,7 @@ import re
 import sys
 from pathlib import Path
 
-from purlin.pipeline import pipeline_spec
+from purlin.compile.pipeline import pipeline_spec
 from purlin.runtime import default_backend
 from purlin.tools import run_imported
 from purlin.tools.opt import main as opt_main

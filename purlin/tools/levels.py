@@ -1,11 +1,11 @@
 """The registry of simulation levels.
 
-A level runs a module on per-rank buffers (purlin.pipeline.LevelRunner):
+A level runs a module on per-rank buffers (purlin.compile.pipeline.LevelRunner):
 
     run(module, args, *, world, seed, options) -> None
 
 `module` is the module as written (named collectives and/or coll.collective);
-the level lowers it as far as it needs with `purlin.pipeline.lower`. args[i][r]
+the level lowers it as far as it needs with `purlin.compile.pipeline.lower`. args[i][r]
 is the numpy buffer of entry-function argument i on rank r; the level writes
 results into them in place. `seed` drives any scheduling choices a level
 makes (interleavings, delays); `options` carries level-specific settings
@@ -20,7 +20,7 @@ from __future__ import annotations
 from purlin.atom import interpreter as atom_level
 from purlin.coll import interpreter as coll_level
 from purlin.interpret import SimError
-from purlin.pipeline import LevelRunner
+from purlin.compile.pipeline import LevelRunner
 from purlin.snac import interpreter as snac_level
 
 LEVELS: dict[str, LevelRunner] = {

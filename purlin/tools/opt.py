@@ -38,7 +38,7 @@ from purlin.diagnostics import (
     parse_annotations,
     parse_error_notes,
 )
-from purlin.universe import PASSES, TARGETS, dialect_factories
+from purlin.compile.universe import PASSES, TARGETS, dialect_factories
 
 EXIT_STATUS = """exit status:
   0  every input chunk was processed
@@ -186,7 +186,7 @@ class PurlinOptMain(xDSLOptMain):
     def setup_pipeline(self) -> None:
         """As xDSL's, but verification failures are located diagnostics."""
         # Here, not at import: --help and a bad command line need none of the pipeline.
-        from purlin.pipeline import check_step, option_names
+        from purlin.compile.pipeline import check_step, option_names
 
         started = time.perf_counter()
 

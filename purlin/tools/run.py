@@ -34,7 +34,7 @@ from purlin.compile import placement_options
 from purlin.diagnostics import decode_source
 from purlin.dtypes import DTYPE_NAMES, dtype_of_array, dtype_of_element_type, itemsize
 from purlin.interpret import SimError, arg_numpy_dtype, arg_types
-from purlin.pipeline import entry_function, parse_module, pipeline
+from purlin.compile.pipeline import entry_function, parse_module, pipeline
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import Mismatch, compare, compare_ranks, random_array
 from purlin.tools import levels, run_imported

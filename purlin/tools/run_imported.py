@@ -46,7 +46,7 @@ from purlin.frontends.spmd import Global, Local, Machine, SpmdError, Value, hold
 from purlin.frontends.tensor_coll import counts
 from purlin.frontends.tensor_reference import constant, numpy_type
 from purlin.interpret import SimError, arg_types
-from purlin.pipeline import lower, parse_module
+from purlin.compile.pipeline import lower, parse_module
 from purlin.testing.data import compare, random_array
 from purlin.tools import levels
 

@@ -1,11 +1,11 @@
-"""Every lowering path (purlin-opt's driver and `purlin.pipeline.lower`, which
+"""Every lowering path (purlin-opt's driver and `purlin.compile.pipeline.lower`, which
 the levels and compile_plan use) refuses a pass that does not apply and a
 lowering that leaves ops behind."""
 
 import pytest
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.pipeline import lower, parse_module
+from purlin.compile.pipeline import lower, parse_module
 from purlin.testing.cases import Case
 
 NAMED = Case("all_reduce", 2, "f32", "sum", 8).build_module()

@@ -3,7 +3,7 @@
 from xdsl.universe import Universe
 
 from purlin.tools.opt import PurlinOptMain
-from purlin.universe import DIALECTS, PASSES
+from purlin.compile.universe import DIALECTS, PASSES
 
 
 def test_dialects_register_in_purlin_opt():

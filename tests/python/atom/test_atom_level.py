@@ -15,7 +15,7 @@ from purlin.coll.builder import COLLECTIVES
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.dtypes import DTYPE_NAMES
 from purlin.interpret import SimError
-from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.plan.machine import PlanMachine
 from purlin.snac import dialect as snac
 from purlin.snac.interpreter import arg_index, counts_of, run_programs

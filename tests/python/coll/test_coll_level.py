@@ -9,7 +9,7 @@ from purlin.coll.builder import COLLECTIVES
 from purlin.coll.interpreter import run
 from purlin.dtypes import DTYPE_NAMES, numpy_dtype
 from purlin.interpret import SimError
-from purlin.pipeline import parse_module
+from purlin.compile.pipeline import parse_module
 from purlin.testing.cases import Case
 from purlin.tools.levels import LEVELS, get_level
 

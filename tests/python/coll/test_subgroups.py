@@ -14,7 +14,7 @@ from purlin.coll import dialect as coll
 from purlin.coll import reference
 from purlin.coll.attributes import ReduceKind
 from purlin.dtypes import element_type
-from purlin.pipeline import lower, make_context
+from purlin.compile.pipeline import lower, make_context
 from purlin.snac.verify import SnacVerifyPass
 from purlin.testing.data import compare, filler, random_array
 from purlin.tools.levels import LEVELS

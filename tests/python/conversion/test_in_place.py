@@ -96,7 +96,7 @@ def test_in_place_needs_input_and_output_of_one_size(name, op):
 
 
 def test_pass_options_are_named_as_a_pipeline_spells_them():
-    from purlin.pipeline import pipeline
+    from purlin.compile.pipeline import pipeline
 
     with pytest.raises(ValueError, match='expected arguments .*"chunk-bytes", .*"ranks-per-device"'):
         pipeline("convert-coll-to-snac{chunkbytes=4}")

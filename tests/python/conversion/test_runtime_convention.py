@@ -11,7 +11,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from purlin.atom import dialect as atom
 from purlin.conversion.atom_to_plan import PlanBuildError, build_plan, kernels_in
-from purlin.pipeline import lower, parse_module
+from purlin.compile.pipeline import lower, parse_module
 
 TEXT = """func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
   coll.all_gather %in, %out world 2 : memref<2xf32>, memref<4xf32>

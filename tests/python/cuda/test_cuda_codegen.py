@@ -74,7 +74,7 @@ def test_each_generation_s_mechanisms_reach_the_code(arch, lowering, dtype, need
 def test_multimem_reductions_compile_on_sm90():
     from purlin.atom.dialect import KernelOp
     from purlin.conversion.atom_to_plan import build_plan
-    from purlin.pipeline import entry_function, lower, pipeline_spec
+    from purlin.compile.pipeline import entry_function, lower, pipeline_spec
     from purlin.testing.cases import Case
 
     case = Case("reduce_scatter", 2, "bf16", "sum", 1 << 16)

@@ -12,7 +12,7 @@ from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES, SpecError
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.dtypes import DTYPE_NAMES
-from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.runtime import Communicator
 from purlin.snac.interpreter import arg_index, counts_of
 from purlin.testing.cases import Case

@@ -13,7 +13,7 @@ import pytest
 from purlin import _runtime
 from purlin.atom import dialect as atom
 from purlin.conversion.atom_to_plan import build_plan
-from purlin.pipeline import entry_function, lower, pipeline_spec
+from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.runtime import CollectiveTimeout, available_backends, default_backend, process
 from purlin.testing.cases import Case
 

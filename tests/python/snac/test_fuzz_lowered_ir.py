@@ -39,7 +39,7 @@ SYMBOLS = re.compile(r"(?:via|ready|free) @(\w+)_(ready|free|buf)\b")
 
 def lowered_programs() -> list[str]:
     """The starting programs: snac and atom IR of every source in every lowering it takes."""
-    from purlin.pipeline import lower, parse_module
+    from purlin.compile.pipeline import lower, parse_module
 
     out = []
     for name, (inp, outp, op) in SOURCES.items():

@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.coll.builder import COLLECTIVES
 from purlin.dtypes import DTYPE_NAMES
 from purlin.interpret import SimError
-from purlin.pipeline import lower, pipeline_spec
+from purlin.compile.pipeline import lower, pipeline_spec
 from purlin.snac import dialect as snac
 from purlin.snac.interpreter import run
 from purlin.snac.protocol import PhasePlan

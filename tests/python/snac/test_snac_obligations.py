@@ -9,7 +9,7 @@ import pytest
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.coll.builder import CollectiveSpec
-from purlin.pipeline import lower
+from purlin.compile.pipeline import lower
 from purlin.snac import dialect as snac
 from purlin.snac import obligations
 from purlin.snac import protocol

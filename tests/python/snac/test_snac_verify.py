@@ -3,7 +3,7 @@
 import pytest
 from xdsl.utils.exceptions import PassFailedException
 
-from purlin.pipeline import lower, make_context, parse_module
+from purlin.compile.pipeline import lower, make_context, parse_module
 from purlin.snac import dialect as snac
 from purlin.snac import errors as snac_errors
 from purlin.snac.verify import SnacVerifyPass

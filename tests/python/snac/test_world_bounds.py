@@ -7,7 +7,7 @@ import pytest
 
 from purlin.coll.builder import SpecError
 from purlin.coll.layouts import MAX_WORLD, Layout, LayoutError, LayoutKind
-from purlin.pipeline import lower, parse_module
+from purlin.compile.pipeline import lower, parse_module
 from purlin.snac import machine as snac_exec
 from purlin.snac import symmetric_memory
 from purlin.snac.dialect import ProgramOpBase

@@ -35,7 +35,7 @@ from purlin.conversion.atom_to_plan import build_plan, build_rank_plan
 from purlin.cuda.codegen import count_words
 from purlin.cuda.program import CudaProgram
 from purlin.diagnostics import verify_located
-from purlin.pipeline import check_step, entry_function, lower, make_context, pipeline, pipeline_spec
+from purlin.compile.pipeline import check_step, entry_function, lower, make_context, pipeline, pipeline_spec
 from purlin.plan import ARCHS, Plan, RankPlan
 
 # The CPU backend runs any generation's plan (it executes instructions, not

@@ -137,13 +137,13 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 def _plan_json() -> type[Target]:
-    from purlin.plan.target import PlanJsonTarget
+    from purlin.compile.plan_target import PlanJsonTarget
 
     return PlanJsonTarget
 
 
 def _plan_hex() -> type[Target]:
-    from purlin.plan.target import PlanHexTarget
+    from purlin.compile.plan_target import PlanHexTarget
 
     return PlanHexTarget
 

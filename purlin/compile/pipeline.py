@@ -18,8 +18,8 @@ from xdsl.utils.exceptions import ArgSpecParseError
 
 from purlin.diagnostics import LocatedParser, verify_located
 from purlin.interpret import SimError
-from purlin.pass_contracts import check_pipeline_step
-from purlin.universe import PASSES, dialect_factories
+from purlin.compile.pass_contracts import check_pipeline_step
+from purlin.compile.universe import PASSES, dialect_factories
 
 FULL_PIPELINE: tuple[str, ...] = (
     "coll-expand",
