@@ -41,6 +41,14 @@ when the set is not every step, no schedule finishes, and the blocked waits
 say why. The interleaving search (`snac-verify{exhaustive=true}`,
 machine.verify_program) stays for programs whose steps it should see
 interleaved, and the tests run both.
+
+How: where every rank's plan is rank 0's rotated (_rotation_symmetric),
+rank 0's steps alone stand for all (_Frame). Otherwise every rank's steps
+are flattened and checked at once as arrays (purlin.snac.obligation_arrays:
+the same obligations, as joins and comparisons of sorted arrays); the forms
+of program it does not describe (its docstring lists them) are flattened and
+checked here item by item, which is also the reference the tests hold the
+arrays to.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from purlin.snac import dialect as snac
 from purlin.snac.errors import Deadlock, ProtocolViolation, SnacExecutionError
 from purlin.snac.index_eval import BINARY, IndexEvaluator
+from purlin.snac.obligation_arrays import Unsupported, key_text, verify_arrays
 from purlin.snac.phase_binding import PhaseState, phase_states
 
 # A step: (kind, op, phase, conds, stores, reads, writes, extra). conds:
@@ -310,19 +319,27 @@ def touches_callers_buffers(program: snac.ProgramOpBase) -> bool:
         isinstance(op, snac.PhaseOp) and op.transfer is not None for op in program.body.block.ops)
 
 
-def verify_obligations(program: snac.ProgramOpBase, calls: int = 3, counts: Sequence | None = None) -> None:
+def verify_obligations(program: snac.ProgramOpBase, calls: int = 3, counts: Sequence | None = None,
+                       arrays: bool = True) -> None:
     """Check `program`'s protocol for every rank, `calls` calls in a row, as
-    the module docstring says. Raises ProtocolViolation, Deadlock or
-    SnacExecutionError."""
+    the module docstring says: rank 0 alone under rotation symmetry, else
+    every rank at once as arrays (purlin.snac.obligation_arrays) where the
+    program has a form they describe and `arrays`, else every rank item by
+    item. Raises ProtocolViolation, Deadlock or SnacExecutionError."""
     world = program.world_size
     phases = phase_states(program, world, counts, shrink=True)
     _check_orders(program)
     _check_coverage(program, phases)
     symmetric = _rotation_symmetric(phases, world)
+    kinds = [op.kind.data.value for op in program.body.block.ops if isinstance(op, snac.RoleOpBase)]
+    if arrays and not symmetric:
+        try:
+            return verify_arrays(program, phases, calls, kinds)
+        except Unsupported:
+            pass  # checked item by item below
     ranks = [0] if symmetric else list(range(world))
     frame = _Frame(world, symmetric)
     flat = _Flattener(program, phases)
-    kinds = [op.kind.data.value for op in program.body.block.ops if isinstance(op, snac.RoleOpBase)]
     seq: dict[tuple[int, int], list[Step]] = {(r, i): [] for r in ranks for i in range(len(kinds))}
     # Where each call's steps start in each role.
     starts: dict[tuple[int, int], list[int]] = {who: [] for who in seq}
@@ -491,7 +508,7 @@ def _check_ordering(seq: dict[tuple[int, int], list[Step]], starts: dict[tuple[i
             for key, value in step[4]:
                 values, positions = stores.setdefault(key, {}).setdefault(who, ([], []))
                 if values and value < values[-1]:
-                    raise ProtocolViolation(step[1], f"rank {who[0]} stores {value} into {_key(key)}, which it "
+                    raise ProtocolViolation(step[1], f"rank {who[0]} stores {value} into {key_text(key)}, which it "
                                                      f"set to {values[-1]} before: flags must only grow")
                 values.append(value)
                 positions.append(p)
@@ -530,13 +547,13 @@ def _check_ordering(seq: dict[tuple[int, int], list[Step]], starts: dict[tuple[i
                 canon_tag = _moved_tag(tag, -by, world) if frame.symmetric else tag
                 src = written_at.get((canon, canon_tag))
                 if src is None:
-                    raise ProtocolViolation(step[1], f"read before wait: {_role(who)} reads {_key(loc)} expecting "
+                    raise ProtocolViolation(step[1], f"read before wait: {_role(who)} reads {key_text(loc)} expecting "
                                                      f"unit {tag[2]} of epoch {tag[3]} from rank {tag[1]}, which no "
                                                      "step writes there")
                 writer = frame.role(src[0], by)
                 if not earlier_call(writer, src[1], who, p) and not any(
                         covered(key, need, writer, src[1]) for key, need in protecting.get((loc, tag), [])):
-                    raise ProtocolViolation(step[1], f"race: {_role(who)} reads {_key(loc)} (unit {tag[2]}, epoch "
+                    raise ProtocolViolation(step[1], f"race: {_role(who)} reads {key_text(loc)} (unit {tag[2]}, epoch "
                                                      f"{tag[3]}) without waiting for a signal stored after its write")
                 reads.setdefault(canon, []).append((canon_tag, frame.role(who, -by), p))
     for loc, ws in writes.items():
@@ -547,7 +564,7 @@ def _check_ordering(seq: dict[tuple[int, int], list[Step]], starts: dict[tuple[i
             for reader, q in by_tag.get(old, []):
                 if not earlier_call(reader, q, who, p) and not any(at < p and covered(key, need, reader, q)
                            for at, key, need in waits_by_storer[who].get(reader[0], ())):
-                    raise ProtocolViolation(seq[who][p][1], f"reused too early: {_role(who)} overwrites {_key(loc)} "
+                    raise ProtocolViolation(seq[who][p][1], f"reused too early: {_role(who)} overwrites {key_text(loc)} "
                                                             f"with unit {new[2]} of epoch {new[3]} while {_role(reader)} "
                                                             f"may still read unit {old[2]} of epoch {old[3]} from it "
                                                             "(no acknowledgement orders the read before this write)")
@@ -616,25 +633,17 @@ def _fixpoint(program: snac.ProgramOpBase, seq: dict[tuple[int, int], list[Step]
             if have >= need:
                 continue
             if canon not in stored:
-                why = f"no step of any rank stores to {_key(key)}"
+                why = f"no step of any rank stores to {key_text(key)}"
             elif not any(frame.role(w, writer)[0] == writer for w in stuck):
                 why = f"rank {writer} finished having stored {have}"
             else:
                 continue
-            lines.append(f"missing notify: rank {who[0]} ({kinds[who[1]]}) waits for {_key(key)} >= {need}, "
+            lines.append(f"missing notify: rank {who[0]} ({kinds[who[1]]}) waits for {key_text(key)} >= {need}, "
                          f"but {why}")
     if not lines:
         who = stuck[0]
         key, need, _ = next(c for c in seq[who][pc[who]][3] if value.get(frame.canon(c[0])[0], 0) < c[1])
-        lines.append(f"deadlock: cycle of waits: rank {who[0]} ({kinds[who[1]]}) waiting for {_key(key)} >= "
+        lines.append(f"deadlock: cycle of waits: rank {who[0]} ({kinds[who[1]]}) waiting for {key_text(key)} >= "
                      f"{need} (has {value.get(frame.canon(key)[0], 0)}), and {len(stuck) - 1} more roles blocked")
     more = f" (and {len(lines) - 1} more blocked waits)" if len(lines) > 1 else ""
     raise Deadlock(program, f"{lines[0]}{more}")
-
-
-def _key(key: tuple) -> str:
-    if key[0] == "stage":
-        return f"@{key[1]} of rank {key[2]} half {key[3]} slot {key[4]}"
-    if key[0] == "win":
-        return f"@{key[1]} of rank {key[2]} half {key[3]} source {key[4]} unit {key[5]}"
-    return f"{key[1]}[{key[3]}] on rank {key[2]}"
