@@ -490,7 +490,7 @@ def check(case: Case, partitioner: str, form: str, text: str, backend: str) -> s
     """None when the module imports and its run matches the coll level and
     JAX; else what failed ("import: ..." or "run: ...")."""
     from purlin.frontends.spmd import Global
-    from purlin.interpret import SimError
+    from purlin.levels.base import SimError
     from purlin.tools import run_imported
 
     try:

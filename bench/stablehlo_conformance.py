@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from purlin.interpret import SimError
+from purlin.levels.base import SimError
 from purlin.tools import run_imported
 
 FILES = ("all_gather", "all_reduce", "all_to_all", "collective_broadcast", "collective_permute", "reduce_scatter")

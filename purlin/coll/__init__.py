@@ -1,3 +1,3 @@
 """The semantic layer: the coll dialect (named collectives and the naming
 layouts they expand to), the layout semantics, coll-expand, the numpy
-reference of every collective and the coll-level interpreter."""
+reference of every collective."""

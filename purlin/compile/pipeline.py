@@ -1,15 +1,11 @@
 """The default lowering pipeline and the IR plumbing every path shares:
-context, parsing, lowering with the pass contracts checked, entry function,
-and the entry point every simulation level shares."""
+context, parsing, lowering with the pass contracts checked, entry function."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
-from typing import Any, Protocol
 
-import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
@@ -17,7 +13,6 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from purlin.diagnostics import LocatedParser, verify_located
-from purlin.interpret import SimError
 from purlin.compile.pass_contracts import check_pipeline_step
 from purlin.compile.universe import PASSES, dialect_factories
 
@@ -43,6 +38,10 @@ def pipeline_spec(to: str = "atom", *, lowering: str = "", arch: str | None = No
     options = {"convert-coll-to-snac": lowering, "convert-snac-to-atom": atom_options}
     passes = [p for p in FULL_PIPELINE[: LEVEL_DEPTH[to]] if verify or p != "snac-verify"]
     return ",".join(f"{p}{{{options[p]}}}" if options.get(p) else p for p in passes)
+
+
+class EntryError(Exception):
+    """The module has no function of the name asked for, or not exactly one to take."""
 
 
 PipelineCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
@@ -105,35 +104,8 @@ def entry_function(module: ModuleOp, name: str | None = None) -> FuncOp:
         for f in funcs:
             if f.sym_name.data == name:
                 return f
-        raise SimError(f"no function @{name} in the module")
+        raise EntryError(f"no function @{name} in the module")
     if len(funcs) != 1:
         names = ", ".join("@" + f.sym_name.data for f in funcs) or "none"
-        raise SimError(f"expected exactly one function to run, found {names}; name one")
+        raise EntryError(f"expected exactly one function to run, found {names}; name one")
     return funcs[0]
-
-
-class LevelRunner(Protocol):
-    """How a simulation level is called; purlin.tools.levels says what each argument is."""
-
-    def __call__(self, module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
-                 options: dict[str, Any] | None = None) -> None: ...
-
-
-LevelBody = Callable[[FuncOp, list[list[np.ndarray]], int, int, dict[str, Any]], None]
-
-
-def level(passes: Callable[[dict[str, Any]], str]) -> Callable[[LevelBody], LevelRunner]:
-    """The level whose `body(func, args, world, seed, options)` runs `func`,
-    the entry function of the module lowered by `passes(options)`."""
-
-    def runner(body: LevelBody) -> LevelRunner:
-        @functools.wraps(body)
-        def run(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
-                options: dict[str, Any] | None = None) -> None:
-            options = options or {}
-            func = entry_function(lower(module, passes(options)), options.get("entry"))
-            body(func, args, world, seed, options)
-
-        return run
-
-    return runner

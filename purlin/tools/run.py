@@ -25,19 +25,20 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
-from purlin.atom.interpreter import RuntimeRefused
 from purlin.coll.attributes import DTYPE_ALIASES, ReduceKind, canonical_dtype
 from purlin.coll.builder import COLLECTIVES, SpecError, byte_step
 from purlin.coll.dialect import CollectiveOp, NamedCollective
 from purlin.coll.layouts import world_problem
 from purlin.compile import placement_options
+from purlin.compile.pipeline import EntryError, entry_function, parse_module, pipeline
 from purlin.diagnostics import decode_source
 from purlin.dtypes import DTYPE_NAMES, dtype_of_array, dtype_of_element_type, itemsize
-from purlin.interpret import SimError, arg_numpy_dtype, arg_types
-from purlin.compile.pipeline import entry_function, parse_module, pipeline
+from purlin.levels import table as levels
+from purlin.levels.atom import RuntimeRefused
+from purlin.levels.base import SimError, arg_numpy_dtype, arg_types
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import Mismatch, compare, compare_ranks, random_array
-from purlin.tools import levels, run_imported
+from purlin.tools import run_imported
 
 EXIT_STATUS = """exit status:
   0  the results match the reference
@@ -386,7 +387,7 @@ def _run_file(args: argparse.Namespace) -> int:
     try:
         func = entry_function(module, args.entry)
         types = arg_types(func)
-    except SimError as e:
+    except (EntryError, SimError) as e:
         raise UsageError(str(e)) from None
     world = _file_world(module, args.world)
     op = _file_reduction(module)

@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedExc
 
 from purlin.coll.dialect import CollectiveOp, NamedCollective
 from purlin.compile import placement_options
+from purlin.compile.pipeline import lower, parse_module
 from purlin.diagnostics import where
 from purlin.dtypes import dtype_of_array, dtype_of_element_type, numpy_dtype
 from purlin.frontends import stablehlo as shlo
@@ -45,10 +46,9 @@ from purlin.frontends.sdy import MeshOp
 from purlin.frontends.spmd import Global, Local, Machine, SpmdError, Value, holds_sharding
 from purlin.frontends.tensor_coll import counts
 from purlin.frontends.tensor_reference import constant, numpy_type
-from purlin.interpret import SimError, arg_types
-from purlin.compile.pipeline import lower, parse_module
+from purlin.levels import table as levels
+from purlin.levels.base import SimError, arg_types
 from purlin.testing.data import compare, random_array
-from purlin.tools import levels
 
 _SPLIT = re.compile(r"^// -----\s*$", re.M)
 

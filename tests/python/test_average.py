@@ -10,8 +10,8 @@ from purlin.coll import reference as ref
 from purlin.coll.builder import SpecError
 from purlin.compile import compile_plan
 from purlin.dtypes import FLOAT_DTYPES, INTEGER_DTYPES, numpy_dtype
+from purlin.levels.table import LEVELS
 from purlin.testing.cases import Case, counts_for
-from purlin.tools.levels import LEVELS
 
 RUNS = [("coll", {}), ("snac", {}), ("atom", {}), ("plan", {}), ("plan", {"backend": "cpu"})]
 REDUCING = ("all_reduce", "reduce_scatter", "reduce_scatter_v")

@@ -7,9 +7,9 @@ import pytest
 
 from purlin.compile import compile_plan
 from purlin.dtypes import INTEGER_DTYPES
+from purlin.levels.table import LEVELS
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
-from purlin.tools.levels import LEVELS
 
 EXACT = (*INTEGER_DTYPES, "f64")
 RUNS = [("coll", {}), ("snac", {}), ("atom", {}), ("plan", {}), ("plan", {"backend": "cpu"})]

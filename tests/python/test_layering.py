@@ -23,9 +23,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plans and kernels", ("purlin.plan", "purlin.cuda")),
     ("imports and conversions", ("purlin.frontends", "purlin.conversion")),
     ("runtime", ("purlin.runtime",)),
-    ("driver", ("purlin.compile.pass_contracts", "purlin.compile.universe", "purlin.compile.pipeline", "purlin.interpret",
-                "purlin.compile", "purlin.compile.plan_target", "purlin.cuda.target")),
-    ("interpreters", ("purlin.coll.interpreter", "purlin.snac.interpreter", "purlin.atom.interpreter")),
+    ("driver", ("purlin.compile", "purlin.cuda.target")),
+    ("levels", ("purlin.levels",)),
     ("test harness", ("purlin.testing",)),
     ("entry points", ("purlin.tools", "purlin.torch", "purlin.jax")),
 )

@@ -13,11 +13,11 @@ from xdsl.ir import Block, Region
 from purlin.coll import dialect as coll
 from purlin.coll import reference
 from purlin.coll.attributes import ReduceKind
-from purlin.dtypes import element_type
 from purlin.compile.pipeline import lower, make_context
+from purlin.dtypes import element_type
+from purlin.levels.table import LEVELS
 from purlin.snac.verify import SnacVerifyPass
 from purlin.testing.data import compare, filler, random_array
-from purlin.tools.levels import LEVELS
 
 SHAPES = {
     4: [[[0, 1], [2, 3]], [[3, 1], [0, 2]]],

@@ -4,8 +4,8 @@ sharing it, where there is one); an unsupported form is exit status 2."""
 
 import pytest
 
+from purlin.levels.table import LEVELS
 from purlin.tools import run, run_imported
-from purlin.tools.levels import LEVELS
 
 EXAMPLES = ("examples/stablehlo_collectives.mlir", "examples/shard_grid.mlir", "examples/jax_shard_map_psum.mlir")
 

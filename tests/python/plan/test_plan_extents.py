@@ -15,10 +15,10 @@ from purlin import _runtime
 from purlin import plan as P
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES
-from purlin.conversion.atom_to_plan import build_plan
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
+from purlin.conversion.atom_to_plan import build_plan
+from purlin.levels.snac import counts_of
 from purlin.runtime import Communicator, backend
-from purlin.snac.interpreter import counts_of
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare, filler, random_array
 

@@ -10,11 +10,11 @@ from collective_cases import LOWERINGS, PAIRS, REDUCING_PAIRS, WORLDS, make_case
 
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES, SpecError
+from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.dtypes import DTYPE_NAMES
-from purlin.compile.pipeline import entry_function, lower, pipeline_spec
+from purlin.levels.snac import arg_index, counts_of
 from purlin.runtime import Communicator
-from purlin.snac.interpreter import arg_index, counts_of
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from purlin.coll import interpreter as coll_level
-from purlin.interpret import SimError
-from purlin.tools import levels
+from purlin.levels import coll as coll_level
+from purlin.levels import table as levels
+from purlin.levels.base import SimError
 from purlin.tools.run import main
 
 SUMMARY = re.compile(

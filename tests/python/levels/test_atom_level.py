@@ -10,18 +10,18 @@ from xdsl.dialects.func import ReturnOp
 
 from purlin import plan as P
 from purlin.atom import dialect as atom
-from purlin.atom.interpreter import run_atom, run_plan
 from purlin.coll.builder import COLLECTIVES
+from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.dtypes import DTYPE_NAMES
-from purlin.interpret import SimError
-from purlin.compile.pipeline import entry_function, lower, pipeline_spec
+from purlin.levels.atom import run_atom, run_plan
+from purlin.levels.base import SimError
+from purlin.levels.snac import arg_index, counts_of, run_programs
+from purlin.levels.table import LEVELS
 from purlin.plan.machine import PlanMachine
 from purlin.snac import dialect as snac
-from purlin.snac.interpreter import arg_index, counts_of, run_programs
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
-from purlin.tools.levels import LEVELS
 
 LEVEL_RUNNERS = {"atom": run_atom, "plan": run_plan}
 ARCHS = ("sm_80", "sm_90", "sm_100")

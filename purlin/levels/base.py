@@ -1,19 +1,22 @@
 """What the level interpreters share: their error and the check of the
 per-rank buffers they are given against the entry function's arguments.
 
-Each layer's interpreter lives with the layer (purlin.coll.interpreter,
-purlin.snac.interpreter, purlin.atom.interpreter, purlin.plan.machine);
-purlin.tools.levels lists them for purlin-run.
+Each layer's interpreter lives with the layer (purlin.levels.coll,
+purlin.levels.snac, purlin.levels.atom, purlin.plan.machine);
+purlin.levels.table lists them for purlin-run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerType, MemRefType
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
 from xdsl.dialects.func import FuncOp
 
+from purlin.compile.pipeline import EntryError, entry_function, lower
 from purlin.dtypes import dtype_of_element_type, numpy_dtype
 
 
@@ -56,3 +59,33 @@ def check_args(func: FuncOp, args: Sequence[Sequence[np.ndarray]], world: int) -
                 raise SimError(
                     f"{fname} argument {i} on rank {r}: shape {a.shape} does not fit {t}"
                 )
+
+
+class LevelRunner(Protocol):
+    """How a simulation level is called; purlin.levels.table says what each argument is."""
+
+    def __call__(self, module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
+                 options: dict[str, Any] | None = None) -> None: ...
+
+
+LevelBody = Callable[[FuncOp, list[list[np.ndarray]], int, int, dict[str, Any]], None]
+
+
+def level(passes: Callable[[dict[str, Any]], str]) -> Callable[[LevelBody], LevelRunner]:
+    """The level whose `body(func, args, world, seed, options)` runs `func`,
+    the entry function of the module lowered by `passes(options)`."""
+
+    def runner(body: LevelBody) -> LevelRunner:
+        @functools.wraps(body)
+        def run(module: ModuleOp, args: list[list[np.ndarray]], *, world: int, seed: int = 0,
+                options: dict[str, Any] | None = None) -> None:
+            options = options or {}
+            try:
+                func = entry_function(lower(module, passes(options)), options.get("entry"))
+            except EntryError as e:
+                raise SimError(str(e)) from None
+            body(func, args, world, seed, options)
+
+        return run
+
+    return runner

@@ -1,6 +1,6 @@
 """The registry of simulation levels.
 
-A level runs a module on per-rank buffers (purlin.compile.pipeline.LevelRunner):
+A level runs a module on per-rank buffers (purlin.levels.base.LevelRunner):
 
     run(module, args, *, world, seed, options) -> None
 
@@ -9,7 +9,7 @@ the level lowers it as far as it needs with `purlin.compile.pipeline.lower`. arg
 is the numpy buffer of entry-function argument i on rank r; the level writes
 results into them in place. `seed` drives any scheduling choices a level
 makes (interleavings, delays); `options` carries level-specific settings
-("entry" names the function to run). A level raises `purlin.interpret.SimError`
+("entry" names the function to run). A level raises `purlin.levels.base.SimError`
 when the module cannot be executed.
 
 A new level registers itself by adding an entry to LEVELS.
@@ -17,11 +17,10 @@ A new level registers itself by adding an entry to LEVELS.
 
 from __future__ import annotations
 
-from purlin.atom import interpreter as atom_level
-from purlin.coll import interpreter as coll_level
-from purlin.interpret import SimError
-from purlin.compile.pipeline import LevelRunner
-from purlin.snac import interpreter as snac_level
+from purlin.levels import atom as atom_level
+from purlin.levels import coll as coll_level
+from purlin.levels import snac as snac_level
+from purlin.levels.base import LevelRunner, SimError
 
 LEVELS: dict[str, LevelRunner] = {
     "coll": coll_level.run,

@@ -22,15 +22,15 @@ from collective_cases import (
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.coll.builder import COLLECTIVES
-from purlin.dtypes import DTYPE_NAMES
-from purlin.interpret import SimError
 from purlin.compile.pipeline import lower, pipeline_spec
+from purlin.dtypes import DTYPE_NAMES
+from purlin.levels.base import SimError
+from purlin.levels.snac import run
+from purlin.levels.table import LEVELS
 from purlin.snac import dialect as snac
-from purlin.snac.interpreter import run
 from purlin.snac.protocol import PhasePlan
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
-from purlin.tools.levels import LEVELS
 
 
 def check(case, strategy, seed=0, calls=1, module=None):

@@ -17,8 +17,8 @@ from xdsl.ir import BlockArgument, SSAValue
 from purlin.coll.dialect import CollectiveOp
 from purlin.coll.layouts import Layout, LayoutError, check_collective
 from purlin.coll.reference import apply_layouts
-from purlin.interpret import SimError, check_args
-from purlin.compile.pipeline import level, pipeline_spec
+from purlin.compile.pipeline import pipeline_spec
+from purlin.levels.base import SimError, check_args, level
 
 
 @level(lambda options: pipeline_spec("coll"))

@@ -6,12 +6,12 @@ import pytest
 from collective_cases import OPS, REDUCING, check_level, make_case
 
 from purlin.coll.builder import COLLECTIVES
-from purlin.coll.interpreter import run
-from purlin.dtypes import DTYPE_NAMES, numpy_dtype
-from purlin.interpret import SimError
 from purlin.compile.pipeline import parse_module
+from purlin.dtypes import DTYPE_NAMES, numpy_dtype
+from purlin.levels.base import SimError
+from purlin.levels.coll import run
+from purlin.levels.table import LEVELS, get_level
 from purlin.testing.cases import Case
-from purlin.tools.levels import LEVELS, get_level
 
 WORLDS = (2, 3, 4, 8, 16)
 # Per-rank unit: empty, one element, odd, and a few KiB.

@@ -13,8 +13,8 @@ import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, SSAValue
 
-from purlin.interpret import SimError, check_args
-from purlin.compile.pipeline import level, pipeline_spec
+from purlin.compile.pipeline import pipeline_spec
+from purlin.levels.base import SimError, check_args, level
 from purlin.snac.dialect import ProgramOpBase
 from purlin.snac.machine import SnacExecutionError, World, execute
 

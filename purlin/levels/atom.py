@@ -15,11 +15,11 @@ import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
 
 from purlin.atom import dialect as atom
+from purlin.compile.pipeline import pipeline_spec
 from purlin.conversion.atom_to_plan import PlanBuildError, build_plan
-from purlin.interpret import SimError, check_args
-from purlin.compile.pipeline import level, pipeline_spec
+from purlin.levels.base import SimError, check_args, level
+from purlin.levels.snac import arg_index, counts_of, run_programs
 from purlin.plan.machine import PlanExecutionError, PlanMachine
-from purlin.snac.interpreter import arg_index, counts_of, run_programs
 
 
 def atom_passes(options: dict[str, Any]) -> str:
