@@ -608,66 +608,54 @@ class _Checks:
 
     # -- deadlock freedom -------------------------------------------------------
     def _fixpoint(self) -> None:
-        """In rounds, over the roles that may move: each checks its waits from
-        the first not yet met, WINDOW at a time, moves to the first unmet one
-        (or its call's end) and applies the stores of the steps it passed;
-        a role moves again when a slot it is blocked on is stored to, when its
-        rank enters the next call, or when its window was all met."""
+        """Rounds: stores up to each role's position applied, then each role's
+        waits checked from the first not yet met, WINDOW at a time, and its
+        position moved to the first unmet one (or its call's end)."""
         c, st = self.conds, self.stores
         ckey, skey = _dense(c["key"], st["key"])
         nkeys = int(max(ckey.max(initial=-1), skey.max(initial=-1))) + 1
         nwho, nroles, calls = self.nwho, self.nroles, self.calls
-        # Conds and stores by role, then position.
+        # Conds and stores by role, then position (events come grouped by step already).
         co = np.argsort(c["step"], kind="stable")
         so = np.argsort(st["step"], kind="stable")
         cstep, ckey_s, need = c["step"][co], ckey[co], c["need"][co]
-        cpos, sstep = self.pos[cstep], st["step"][so]
+        cpos, spos = self.pos[cstep], self.pos[st["step"][so]]
         skey_s, svalue = skey[so], st["value"][so]
-        cend = np.searchsorted(self.who[cstep], np.arange(1, nwho + 1, dtype=I64))
-        stride = len(self.who) + 1
-        spos_key = self.who[sstep] * stride + self.pos[sstep]
+        roles = np.arange(nwho + 1, dtype=I64)
+        cstart = np.searchsorted(self.who[cstep], roles)
+        sstart = np.searchsorted(self.who[st["step"][so]], roles)
         per_call = np.bincount(self.who * calls + self.call, minlength=nwho * calls).reshape(nwho, calls)
         ends = np.cumsum(per_call, axis=1)  # where each role's call k ends
         total = ends[:, -1]
         rank_of = np.arange(nwho) // nroles
         call = np.zeros(self.world, I64)
         pc = np.zeros(nwho, I64)
-        cptr = np.concatenate(([0], cend[:-1])).astype(I64)
-        sptr = np.searchsorted(spos_key, np.arange(nwho, dtype=I64) * stride)
+        cptr, sptr = cstart[:-1].copy(), sstart[:-1].copy()
         value = np.zeros(nkeys, I64)
-        stamp = np.full(nkeys, -1, I64)  # the round a slot was last stored to
-        blocked_on = np.full(nwho, -1, I64)  # the slot of each role's first unmet wait
         window = np.arange(WINDOW, dtype=I64)
-        last = max(len(ckey_s) - 1, 0)
-        active, rnd = np.arange(nwho, dtype=I64), 0
-        while len(active):
-            a = active
-            idx = cptr[a, None] + window[None, :]
-            end = cend[a]
-            idx_ok = np.minimum(idx, last)
-            unmet = (idx < end[:, None]) & (value[ckey_s[idx_ok]] < need[idx_ok]) if len(ckey_s) else \
-                np.zeros(idx.shape, bool)
-            some = unmet.any(axis=1)
-            first = np.where(some, cptr[a] + unmet.argmax(axis=1), np.minimum(cptr[a] + WINDOW, end))
-            block = np.where(first < end, cpos[np.minimum(first, last)] if len(cpos) else 0, total[a])
-            limit = ends[a, call[rank_of[a]]]
-            new = np.minimum(block, limit)
-            more = ~some & (first < end) & (block < limit)
-            blocked_on[a] = np.where(some, ckey_s[np.minimum(first, last)] if len(ckey_s) else -1, -1)
-            cptr[a] = first
-            upto = np.searchsorted(spos_key, a * stride + new)
-            q, within = _expand(upto - sptr[a])
-            at = sptr[a][q] + within
+        spos_key = self.who[st["step"][so]] * (len(self.who) + 1) + spos
+        while True:
+            # Apply the stores of steps now passed.
+            upto = np.searchsorted(spos_key, np.arange(nwho) * (len(self.who) + 1) + pc)
+            q, within = _expand(upto - sptr)
+            at = sptr[q] + within
             np.maximum.at(value, skey_s[at], svalue[at])
-            stamp[skey_s[at]] = rnd
-            sptr[a], pc[a] = upto, new
-            finished = (pc == ends[np.arange(nwho), call[rank_of]]).reshape(self.world, nroles).all(axis=1) \
-                & (call < calls - 1)
+            sptr = upto
+            # The first unmet wait of each role, WINDOW waits at a time.
+            idx = cptr[:, None] + window[None, :]
+            inside = idx < cstart[1:, None]
+            idx_ok = np.minimum(idx, len(ckey_s) - 1)
+            unmet = inside & (value[ckey_s[idx_ok]] < need[idx_ok])
+            some = unmet.any(axis=1)
+            first = np.where(some, cptr + unmet.argmax(axis=1), np.minimum(cptr + WINDOW, cstart[1:]))
+            block = np.where(first < cstart[1:], cpos[np.minimum(first, len(cpos) - 1)], total)
+            limit = ends[np.arange(nwho), call[rank_of]]
+            new = np.minimum(block, limit)
+            finished = (new == limit).reshape(self.world, nroles).all(axis=1) & (call < calls - 1)
+            if (new == pc).all() and (first == cptr).all() and not finished.any():
+                break
+            pc, cptr = new, first
             call += finished
-            woken = (blocked_on >= 0) & (stamp[np.maximum(blocked_on, 0)] == rnd)
-            woken |= finished[rank_of]
-            woken[a[more]] = True
-            active, rnd = np.nonzero(woken)[0], rnd + 1
         # Roles at the end of their call wait for their rank's others, not on a slot.
         stuck = np.nonzero(pc < ends[np.arange(nwho), call[rank_of]])[0]
         if len(stuck):
