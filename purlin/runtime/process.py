@@ -108,13 +108,15 @@ class ProcessCommunicator:
             extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
             self._overlaps = Buffers(plan, name)
         self._extents = extents[self.rank]
-        if plan.symmetric and backend != "cpu":
+        # A device-counts collective is never symmetric (its counts are known only on the device).
+        symmetric = not self.count_words and plan.symmetric
+        if symmetric and backend != "cpu":
             raise ValueError(f"{name}: the plan is symmetric (it reads and writes the peers' buffers in place); "
                              "on cuda one process runs every rank of such a plan (purlin.runtime.Communicator)")
         if heap_bytes is None:
             # Every rank's heap is one size: room for the largest rank's input and output.
             eb = plan.elem_bytes
-            heap_bytes = max(_aligned(i * eb) + _aligned(o * eb) for i, o in extents) if plan.symmetric else 0
+            heap_bytes = max(_aligned(i * eb) + _aligned(o * eb) for i, o in extents) if symmetric else 0
         if heap_bytes < 0:
             raise ValueError(f"{name}: heap_bytes must be non-negative, got {heap_bytes}")
         self._heap_used = 0

@@ -158,6 +158,16 @@ def test_run_passes_pointers_and_the_current_stream(torch_of):
     assert comm.epoch() == 7
 
 
+def test_a_device_counts_collective_connects(torch_of):
+    from purlin.compile import compile_device_counts
+
+    torch_of(2, 0)
+    coll = compile_device_counts("all_to_all_v", 2, "bf16", input_elems=64, output_elems=64, arch="sm_90")
+    comm = process.ProcessCommunicator(coll, device=0, name="a2av")
+    assert comm.count_words == 2
+    assert comm._impl.calls == [("connect", [b"handle-0", b"handle-1"])]
+
+
 @pytest.mark.parametrize("tensor,error,match", [
     (FakeTensor(PLAN.input_elems, dtype="torch.float32"), TypeError, r"input of rank 0 has dtype torch.float32, the plan is bf16"),
     (FakeTensor(PLAN.input_elems, is_cuda=False), TypeError, "input of rank 0 is a CPU tensor"),
