@@ -24,8 +24,9 @@ from purlin.cuda.program import CudaProgram
 from purlin.cuda.tables import TableError, build_rank_tables
 from purlin.diagnostics import LocatedError
 from purlin.snac import dialect as snac
+from purlin.snac.errors import SnacExecutionError
 from purlin.snac.index_eval import BINARY, BinaryFn, IndexEvaluator
-from purlin.snac.machine import PhaseState, SnacExecutionError, phase_states
+from purlin.snac.phase_binding import PhaseState, phase_states
 
 
 class PlanBuildError(LocatedError):

@@ -19,7 +19,8 @@ from purlin.cuda.codegen import CodegenError, KernelSource, count_words, emit_cu
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
 from purlin.cuda.tables import TableError, Tables, build_counts_tables, build_tables
 from purlin.diagnostics import op_error
-from purlin.snac.machine import SnacExecutionError, phase_states
+from purlin.snac.errors import SnacExecutionError
+from purlin.snac.phase_binding import phase_states
 
 
 class ProgramError(Exception):

@@ -18,7 +18,7 @@ from purlin.coll.attributes import element_bytes
 from purlin.coll.layouts import LayoutKind
 from purlin.cuda import abi
 from purlin.snac import dialect as snac
-from purlin.snac.machine import PhaseState
+from purlin.snac.phase_binding import PhaseState
 from purlin.snac.protocol import PACKET_BYTES, PACKET_DATA_BYTES
 
 ALIGN = 256

@@ -19,7 +19,7 @@ from purlin.compile.pipeline import pipeline_spec
 from purlin.conversion.atom_to_plan import PlanBuildError, build_plan
 from purlin.levels.base import SimError, check_args, level
 from purlin.levels.snac import arg_index, counts_of, run_programs
-from purlin.plan.machine import PlanExecutionError, PlanMachine
+from purlin.simulator.plan_machine import PlanExecutionError, PlanMachine
 
 
 def atom_passes(options: dict[str, Any]) -> str:

@@ -1,8 +1,9 @@
-"""What the level interpreters share: their error and the check of the
-per-rank buffers they are given against the entry function's arguments.
+"""What the level interpreters share: their error, how a level is called
+(LevelRunner, made by `level`) and the check of the per-rank buffers they are
+given against the entry function's arguments.
 
-Each layer's interpreter lives with the layer (purlin.levels.coll,
-purlin.levels.snac, purlin.levels.atom, purlin.plan.machine);
+The levels are purlin.levels.coll, .snac and .atom (the atom and plan levels,
+the plan level on purlin.simulator.plan_machine or a runtime);
 purlin.levels.table lists them for purlin-run.
 """
 

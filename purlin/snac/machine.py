@@ -36,8 +36,8 @@ from purlin.snac.phase_binding import PhaseState, phase_states
 from purlin.snac.symmetric_memory import Signal, World
 
 __all__ = [
-    "Deadlock", "PhaseState", "ProtocolViolation", "Signal", "SnacExecutionError", "World",
-    "execute", "phase_states", "sample_counts", "verify_changing_counts", "verify_program",
+    "Deadlock", "ProtocolViolation", "Signal", "SnacExecutionError", "World",
+    "execute", "sample_counts", "verify_changing_counts", "verify_program",
 ]
 
 

@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("plans and kernels", ("purlin.plan", "purlin.cuda")),
     ("imports and conversions", ("purlin.frontends", "purlin.conversion")),
     ("runtime", ("purlin.runtime",)),
+    ("simulator", ("purlin.simulator",)),
     ("driver", ("purlin.compile", "purlin.cuda.target")),
     ("levels", ("purlin.levels",)),
     ("test harness", ("purlin.testing",)),

@@ -18,7 +18,7 @@ from purlin.cuda import abi
 from purlin.cuda.codegen import CodegenError, counts_shape, emit_cuda
 from purlin.cuda.program import ProgramError
 from purlin.cuda.tables import build_tables
-from purlin.snac.machine import phase_states
+from purlin.snac.phase_binding import phase_states
 
 V_FORMS = {"all_gather_v": None, "reduce_scatter_v": "max", "all_to_all_v": None}
 LOWERINGS = ("regime=latency", "regime=throughput chunk-bytes=16", "regime=throughput")

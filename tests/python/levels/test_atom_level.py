@@ -18,7 +18,7 @@ from purlin.levels.atom import run_atom, run_plan
 from purlin.levels.base import SimError
 from purlin.levels.snac import arg_index, counts_of, run_programs
 from purlin.levels.table import LEVELS
-from purlin.plan.machine import PlanMachine
+from purlin.simulator.plan_machine import PlanMachine
 from purlin.snac import dialect as snac
 from purlin.testing.cases import Case
 from purlin.testing.data import compare
