@@ -90,12 +90,33 @@ class _PhaseArrays:
         self.cons_rank = np.array([d for c in consumers for d in c], I64)
         self.gcount = np.array([len(gs) for gs in groups], I64)
         self.gbase = np.concatenate(([0], np.cumsum(self.gcount)))
-        remote = [g.remote for gs in groups for g in gs]
-        self.rem_len = np.array([len(s) for s in remote], I64)
+        rem_rank: list[int] = []
+        rem_unit: list[int] = []
+        rem_len, nsources, need, lo, hi = [], [], [], [], []
+        # A reduction reads every slice of the name, a copy one.
+        needs: dict = {}
+        for gs in groups:
+            for g in gs:
+                before = len(rem_rank)
+                for src in g.sources:
+                    if src.unit is not None:
+                        rem_rank.append(src.rank)
+                        rem_unit.append(src.unit)
+                rem_len.append(len(rem_rank) - before)
+                nsources.append(len(g.sources))
+                n = needs.get(g.name)
+                if n is None:
+                    n = needs[g.name] = plan.src.holder_count(g.name) if ph.reduce is not None else 1
+                need.append(n)
+                lo.append(g.dst_offset)
+                hi.append(g.dst_offset + g.size)
+        self.rem_len = np.array(rem_len, I64)
         self.rem_ptr = np.concatenate(([0], np.cumsum(self.rem_len)))
-        self.rem_rank = np.array([s.rank for ss in remote for s in ss], I64)
-        self.rem_unit = np.array([s.unit for ss in remote for s in ss], I64)
-        self.staged = np.array([sum(1 for g in gs if g.remote) for gs in groups], I64)
+        self.rem_rank, self.rem_unit = np.array(rem_rank, I64), np.array(rem_unit, I64)
+        owner = np.repeat(np.arange(world, dtype=I64), self.gcount)
+        self.staged = np.bincount(owner[self.rem_len > 0], minlength=world).astype(I64)
+        self.nsources, self.need = np.array(nsources, I64), np.array(need, I64)
+        self.dst_lo, self.dst_hi = np.array(lo, I64), np.array(hi, I64)
         peers = np.concatenate((self.cons_rank, self.rem_rank))
         if len(peers) and (peers.min() < 0 or peers.max() >= world) or len(self.rem_unit) and self.rem_unit.min() < 0:
             raise Unsupported(f"phase '{ph.name}' names a rank outside the world or a negative unit")
@@ -397,7 +418,15 @@ _KINDS = ((snac.ReclaimOpBase, "reclaim"), (snac.StageOpBase, "stage"), (snac.Pu
 def _dense(*arrays: np.ndarray) -> list[np.ndarray]:
     """`arrays`' values renumbered 0, 1, ... together (equal values, equal numbers)."""
     sizes = [len(a) for a in arrays]
-    _, inverse = np.unique(np.concatenate(arrays) if arrays else np.zeros(0, I64), return_inverse=True)
+    values = np.concatenate(arrays) if arrays else np.zeros(0, I64)
+    top = int(values.max(initial=0))
+    if len(values) and values.min() >= 0 and top < 4 * len(values) + 1024:
+        # Few enough possible values for a table (no sort).
+        present = np.zeros(top + 1, bool)
+        present[values] = True
+        inverse = (np.cumsum(present) - 1)[values]
+    else:
+        inverse = np.unique(values, return_inverse=True)[1]
     return np.split(inverse.astype(I64), np.cumsum(sizes)[:-1])
 
 
@@ -408,6 +437,7 @@ def verify_arrays(program: snac.ProgramOpBase, phases: dict[str, PhaseState], ca
     program to check per item."""
     flat = _Flattener(program, phases, kinds)
     world = program.world_size
+    _coverage(program, phases, flat.arrays)
     epoch = prev = 0
     for c in range(calls):
         advances = flat.call(c, epoch, prev)
@@ -418,6 +448,63 @@ def verify_arrays(program: snac.ProgramOpBase, phases: dict[str, PhaseState], ca
                                              "global maximum")
         prev, epoch = epoch, epoch + int(advances[0])
     _Checks(flat, world, calls).run()
+
+
+def _coverage(program: snac.ProgramOpBase, phases: dict[str, PhaseState], arrays: dict[str, _PhaseArrays]) -> None:
+    """obligations._check_coverage over every group at once: each rank's
+    output written once a call, by its groups, exactly where its destination
+    slices are; each group reading all the slices of its name (a reduction)
+    or one (a copy)."""
+    world = program.world_size
+    rank, lo, hi, phase = [], [], [], []
+    for i, (name, ph) in enumerate(phases.items()):
+        a = arrays[name]
+        wrong = np.nonzero(a.nsources != a.need)[0]
+        if len(wrong):
+            k = int(wrong[0])
+            d = int(np.searchsorted(a.gbase, k, "right")) - 1
+            g = ph.plan.groups[d][k - a.gbase[d]]
+            raise ProtocolViolation(ph.op, f"rank {d}'s group {g.index} of phase '{ph.name}' reads "
+                                           f"{a.nsources[k]} sources of slice {g.name}, expected {a.need[k]}")
+        owner = np.repeat(np.arange(world, dtype=I64), a.gcount)
+        some = a.dst_hi > a.dst_lo
+        rank.append(owner[some])
+        lo.append(a.dst_lo[some])
+        hi.append(a.dst_hi[some])
+        phase.append(np.full(int(some.sum()), i, I64))
+    got = [np.concatenate(x) if x else np.zeros(0, I64) for x in (rank, lo, hi, phase)]
+    o = np.lexsort((got[2], got[1], got[0]))
+    rank_g, lo_g, hi_g, phase_g = (x[o] for x in got)
+    twice = np.nonzero((rank_g[1:] == rank_g[:-1]) & (lo_g[1:] < hi_g[:-1]))[0]
+    if len(twice):
+        k = int(twice[0])
+        raise ProtocolViolation(list(phases.values())[phase_g[k + 1]].op,
+                                f"rank {rank_g[k + 1]}'s output [{lo_g[k + 1]}, {hi_g[k + 1]}) is written twice in "
+                                f"a call (also as part of [{lo_g[k]}, {hi_g[k]}))")
+    want = [(d, sl.offset, sl.end) for ph in phases.values() for d in range(world) for sl in ph.plan.dst.slices(d)
+            if sl.size]
+    want_rank, want_lo, want_hi = (np.array(x, I64) for x in zip(*want)) if want else (np.zeros(0, I64),) * 3
+    have, expected = _unions(rank_g, lo_g, hi_g), _unions(want_rank, want_lo, want_hi)
+    if len(have[0]) == len(expected[0]) and all((x == y).all() for x, y in zip(have, expected)):
+        return
+    for d in range(world):
+        mine = [list(zip(x[r == d].tolist(), y[r == d].tolist())) for r, x, y in (have, expected)]
+        if mine[0] != mine[1]:
+            raise ProtocolViolation(program, f"rank {d}'s output is not written exactly where its destination "
+                                             f"slices are: written {mine[0]}, expected {mine[1]}")
+
+
+def _unions(rank: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each rank's ranges [lo, hi) merged where they overlap or touch: (rank, lo, hi), sorted."""
+    o = np.lexsort((hi, lo, rank))
+    rank, lo, hi = rank[o], lo[o], hi[o]
+    span = int(hi.max(initial=0)) + 1
+    reach = np.maximum.accumulate(rank * span + hi) if len(hi) else hi
+    start = np.ones(len(lo), bool)
+    start[1:] = (rank[1:] != rank[:-1]) | (rank[1:] * span + lo[1:] > reach[:-1])
+    first = np.nonzero(start)[0]
+    ends = np.append(first[1:], len(lo)) - 1
+    return rank[first], lo[first], reach[ends] - rank[first] * span if len(first) else hi[first]
 
 
 class _Checks:
@@ -608,54 +695,66 @@ class _Checks:
 
     # -- deadlock freedom -------------------------------------------------------
     def _fixpoint(self) -> None:
-        """Rounds: stores up to each role's position applied, then each role's
-        waits checked from the first not yet met, WINDOW at a time, and its
-        position moved to the first unmet one (or its call's end)."""
+        """In rounds, over the roles that may move: each checks its waits from
+        the first not yet met, WINDOW at a time, moves to the first unmet one
+        (or its call's end) and applies the stores of the steps it passed;
+        a role moves again when a slot it is blocked on is stored to, when its
+        rank enters the next call, or when its window was all met."""
         c, st = self.conds, self.stores
         ckey, skey = _dense(c["key"], st["key"])
         nkeys = int(max(ckey.max(initial=-1), skey.max(initial=-1))) + 1
         nwho, nroles, calls = self.nwho, self.nroles, self.calls
-        # Conds and stores by role, then position (events come grouped by step already).
+        # Conds and stores by role, then position.
         co = np.argsort(c["step"], kind="stable")
         so = np.argsort(st["step"], kind="stable")
         cstep, ckey_s, need = c["step"][co], ckey[co], c["need"][co]
-        cpos, spos = self.pos[cstep], self.pos[st["step"][so]]
+        cpos, sstep = self.pos[cstep], st["step"][so]
         skey_s, svalue = skey[so], st["value"][so]
-        roles = np.arange(nwho + 1, dtype=I64)
-        cstart = np.searchsorted(self.who[cstep], roles)
-        sstart = np.searchsorted(self.who[st["step"][so]], roles)
+        cend = np.searchsorted(self.who[cstep], np.arange(1, nwho + 1, dtype=I64))
+        stride = len(self.who) + 1
+        spos_key = self.who[sstep] * stride + self.pos[sstep]
         per_call = np.bincount(self.who * calls + self.call, minlength=nwho * calls).reshape(nwho, calls)
         ends = np.cumsum(per_call, axis=1)  # where each role's call k ends
         total = ends[:, -1]
         rank_of = np.arange(nwho) // nroles
         call = np.zeros(self.world, I64)
         pc = np.zeros(nwho, I64)
-        cptr, sptr = cstart[:-1].copy(), sstart[:-1].copy()
+        cptr = np.concatenate(([0], cend[:-1])).astype(I64)
+        sptr = np.searchsorted(spos_key, np.arange(nwho, dtype=I64) * stride)
         value = np.zeros(nkeys, I64)
+        stamp = np.full(nkeys, -1, I64)  # the round a slot was last stored to
+        blocked_on = np.full(nwho, -1, I64)  # the slot of each role's first unmet wait
         window = np.arange(WINDOW, dtype=I64)
-        spos_key = self.who[st["step"][so]] * (len(self.who) + 1) + spos
-        while True:
-            # Apply the stores of steps now passed.
-            upto = np.searchsorted(spos_key, np.arange(nwho) * (len(self.who) + 1) + pc)
-            q, within = _expand(upto - sptr)
-            at = sptr[q] + within
-            np.maximum.at(value, skey_s[at], svalue[at])
-            sptr = upto
-            # The first unmet wait of each role, WINDOW waits at a time.
-            idx = cptr[:, None] + window[None, :]
-            inside = idx < cstart[1:, None]
-            idx_ok = np.minimum(idx, len(ckey_s) - 1)
-            unmet = inside & (value[ckey_s[idx_ok]] < need[idx_ok])
+        last = max(len(ckey_s) - 1, 0)
+        active, rnd = np.arange(nwho, dtype=I64), 0
+        while len(active):
+            a = active
+            idx = cptr[a, None] + window[None, :]
+            end = cend[a]
+            idx_ok = np.minimum(idx, last)
+            unmet = (idx < end[:, None]) & (value[ckey_s[idx_ok]] < need[idx_ok]) if len(ckey_s) else \
+                np.zeros(idx.shape, bool)
             some = unmet.any(axis=1)
-            first = np.where(some, cptr + unmet.argmax(axis=1), np.minimum(cptr + WINDOW, cstart[1:]))
-            block = np.where(first < cstart[1:], cpos[np.minimum(first, len(cpos) - 1)], total)
-            limit = ends[np.arange(nwho), call[rank_of]]
+            first = np.where(some, cptr[a] + unmet.argmax(axis=1), np.minimum(cptr[a] + WINDOW, end))
+            block = np.where(first < end, cpos[np.minimum(first, last)] if len(cpos) else 0, total[a])
+            limit = ends[a, call[rank_of[a]]]
             new = np.minimum(block, limit)
-            finished = (new == limit).reshape(self.world, nroles).all(axis=1) & (call < calls - 1)
-            if (new == pc).all() and (first == cptr).all() and not finished.any():
-                break
-            pc, cptr = new, first
+            more = ~some & (first < end) & (block < limit)
+            blocked_on[a] = np.where(some, ckey_s[np.minimum(first, last)] if len(ckey_s) else -1, -1)
+            cptr[a] = first
+            upto = np.searchsorted(spos_key, a * stride + new)
+            q, within = _expand(upto - sptr[a])
+            at = sptr[a][q] + within
+            np.maximum.at(value, skey_s[at], svalue[at])
+            stamp[skey_s[at]] = rnd
+            sptr[a], pc[a] = upto, new
+            finished = (pc == ends[np.arange(nwho), call[rank_of]]).reshape(self.world, nroles).all(axis=1) \
+                & (call < calls - 1)
             call += finished
+            woken = (blocked_on >= 0) & (stamp[np.maximum(blocked_on, 0)] == rnd)
+            woken |= finished[rank_of]
+            woken[a[more]] = True
+            active, rnd = np.nonzero(woken)[0], rnd + 1
         # Roles at the end of their call wait for their rank's others, not on a slot.
         stuck = np.nonzero(pc < ends[np.arange(nwho), call[rank_of]])[0]
         if len(stuck):

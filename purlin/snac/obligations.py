@@ -329,7 +329,6 @@ def verify_obligations(program: snac.ProgramOpBase, calls: int = 3, counts: Sequ
     world = program.world_size
     phases = phase_states(program, world, counts, shrink=True)
     _check_orders(program)
-    _check_coverage(program, phases)
     symmetric = _rotation_symmetric(phases, world)
     kinds = [op.kind.data.value for op in program.body.block.ops if isinstance(op, snac.RoleOpBase)]
     if arrays and not symmetric:
@@ -337,6 +336,7 @@ def verify_obligations(program: snac.ProgramOpBase, calls: int = 3, counts: Sequ
             return verify_arrays(program, phases, calls, kinds)
         except Unsupported:
             pass  # checked item by item below
+    _check_coverage(program, phases)
     ranks = [0] if symmetric else list(range(world))
     frame = _Frame(world, symmetric)
     flat = _Flattener(program, phases)

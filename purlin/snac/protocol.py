@@ -355,8 +355,13 @@ def rank_units(plan: PhasePlan, rank: int) -> tuple[Unit, ...]:
     some rank reads from symmetric memory (every destination of its name, the
     rank itself only with stage_local), in name order."""
     mine: list[Unit] = []
+    # Every rank reading a name, found once per name (most ranks' units ask for it).
+    readers = plan.__dict__.setdefault("_readers_memo", {})
     for sl in sorted(plan.src.slices(rank), key=lambda s: s.name):
-        who = [d for d in dict.fromkeys(plan.dst.holders(sl.name)) if d != rank or plan.stage_local]
+        every = readers.get(sl.name)
+        if every is None:
+            every = readers[sl.name] = tuple(dict.fromkeys(plan.dst.holders(sl.name)))
+        who = every if plan.stage_local or rank not in every else tuple(d for d in every if d != rank)
         if not who and not plan.keep_unread:
             continue
         for lo, hi in _chunks(sl.size, plan.chunk):
@@ -367,20 +372,28 @@ def rank_units(plan: PhasePlan, rank: int) -> tuple[Unit, ...]:
 def rank_groups(plan: PhasePlan, rank: int) -> tuple[Group, ...]:
     """The groups `rank` consumes: a chunk of each of its destination slices,
     in name order, those that read staging first (PhasePlan.staged_groups)."""
-    mine: list[Group] = []
+    # A chunk's sources, every one as a unit, found once per chunk: every
+    # consumer of the name reads the same ones, its own (if any) in place.
+    memo = plan.__dict__.setdefault("_sources_memo", {})
+    remote: list[tuple] = []
+    local: list[tuple] = []  # groups of the rank's own sources alone
     for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
-        # Every rank reduces in rank order, so all get the same bits.
-        sources = plan.src.slices_named(d.name)  # in rank order
         for lo, hi in _chunks(d.size, plan.chunk):
-            srcs = tuple(
-                Source(s.rank, s.offset + lo,
-                       None if s.rank == rank and not plan.stage_local else plan.unit_index(s.rank, d.name, lo))
-                for s in sources
-            )
-            mine.append(Group(rank, len(mine), d.name, lo, hi, d.offset + lo, srcs))
+            srcs = memo.get((d.name, lo))
+            if srcs is None:
+                # A source is a unit where a rank other than its holder reads it (or all are staged).
+                readers = plan.dst.holders(d.name)
+                # Every rank reduces in rank order, so all get the same bits.
+                srcs = memo[(d.name, lo)] = tuple(
+                    Source(s.rank, s.offset + lo, plan.unit_index(s.rank, d.name, lo)
+                           if plan.keep_unread or plan.stage_local or any(h != s.rank for h in readers) else None)
+                    for s in plan.src.slices_named(d.name))
+            if not plan.stage_local and any(s.rank == rank for s in srcs):
+                srcs = tuple(Source(s.rank, s.offset, None) if s.rank == rank else s for s in srcs)
+            (remote if any(s.unit is not None for s in srcs) else local).append((d.name, lo, hi, d.offset + lo, srcs))
     # The local-only groups after the others can run in a role of their own.
-    ordered = sorted(mine, key=lambda g: not g.remote)
-    return tuple(Group(g.consumer, i, g.name, g.lo, g.hi, g.dst_offset, g.sources) for i, g in enumerate(ordered))
+    return tuple(Group(rank, i, name, lo, hi, offset, srcs)
+                 for i, (name, lo, hi, offset, srcs) in enumerate(remote + local))
 
 
 def owner_layouts(dst: Layout) -> tuple[OwnerSplit, OwnerSplit]:
