@@ -58,32 +58,11 @@ from purlin.plan import model
 from purlin.plan.binary import BinaryForm
 from purlin.plan.json_form import JsonForm
 from purlin.plan.model import *  # noqa: F403 (re-exported: model.__all__)
-from purlin.plan.model import DTYPES, VERSION, BufferSpec, Instr, Op, PlanError, RoleSpec, SignalSpec, Space
-from purlin.plan.validate import validate, validate_rank
+from purlin.plan.model import VERSION, Instr, Op, PlanHeader, Space
+from purlin.plan.validate import check_plan, check_rank_plan
 
 __all__ = [*model.__all__, "Plan", "RankPlan", "decode", "from_json", "plans_from_json", "plans_to_json", "validate",
            "validate_rank"]
-
-
-@dataclass
-class PlanHeader:
-    """What a whole plan and each rank's part share: the kernel's shape, its
-    roles, buffers and signal arrays."""
-
-    arch: str
-    world: int
-    dtype: str
-    input_elems: int
-    output_elems: int
-    advance: int
-    threads: int
-    roles: list[RoleSpec]
-    buffers: list[BufferSpec]
-    signals: list[SignalSpec]
-
-    @property
-    def elem_bytes(self) -> int:
-        return DTYPES[self.dtype][1]
 
 
 @dataclass
@@ -167,6 +146,17 @@ class RankPlan(PlanHeader):
 
 decode = Plan.decode
 from_json = Plan.from_json
+
+
+def validate(plan: Plan) -> None:
+    """Raise PlanError unless every index, offset and size is inside what it names."""
+    check_plan(plan, plan.programs, plan.symmetric)
+
+
+def validate_rank(plan: RankPlan) -> None:
+    """`validate` for one rank's part of a plan: the shared header and kernel,
+    and that rank's instructions (naming other ranks only as peers)."""
+    check_rank_plan(plan, plan.rank, plan.program, plan.symmetric)
 
 
 def plans_to_json(plans: list[Plan]) -> str:

@@ -14,16 +14,13 @@ slot offset).
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import Self
 
 import numpy as np
 
 import purlin.plan.model as m
 from purlin.coll.layouts import MAX_WORLD
-from purlin.plan.validate import validate
-
-if TYPE_CHECKING:
-    from purlin.plan import Plan
+from purlin.plan.validate import check_plan
 
 # Header words after magic and version, by name.
 _WORLD, _ARCH, _DTYPE, _INPUT, _OUTPUT, _ADVANCE, _THREADS, _ROLES, _BUFFERS, _SIGNALS, _FLAGS = range(2, 13)
@@ -34,7 +31,7 @@ _DST, _SRC_FIRST, _SRC_COUNT = 13, 14, 15
 class BinaryForm:
     """`Plan.encode` and `Plan.decode` (the reader the runtimes' decoder mirrors)."""
 
-    def encode(self: Plan) -> np.ndarray:
+    def encode(self) -> np.ndarray:
         """The flat int64 form the runtimes read (see `decode` for the layout)."""
         words = [
             m.MAGIC, self.version, self.world, m.ARCHS[self.arch], m.DTYPES[self.dtype][0],
@@ -67,7 +64,7 @@ class BinaryForm:
         return np.asarray(words, dtype=np.int64)
 
     @classmethod
-    def decode(cls, words: np.ndarray | bytes) -> Plan:
+    def decode(cls, words: np.ndarray | bytes) -> Self:
         """Read and validate a binary plan (the layout is in this module's docstring)."""
         w = _int64_words(words)
         arch, dtype = _read_header(w)
@@ -87,7 +84,7 @@ class BinaryForm:
                     for rank in range(world)]
         plan = cls(arch, world, dtype, w[_INPUT], w[_OUTPUT], w[_ADVANCE], w[_THREADS], roles, buffers,
                    signals, programs, symmetric=bool(w[_FLAGS] & m.FLAG_SYMMETRIC))
-        validate(plan)
+        check_plan(plan, plan.programs, plan.symmetric)
         return plan
 
 

@@ -6,13 +6,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 import purlin.plan.model as m
-from purlin.plan.validate import validate
-
-if TYPE_CHECKING:
-    from purlin.plan import Plan
+from purlin.plan.validate import check_plan
 
 _DEFAULT = m.Instr(m.Op.WAIT)
 _INSTR_ENUMS = {"base": m.Base, "order": m.Order, "scope": m.Scope, "redop": m.RedOp}
@@ -21,7 +18,7 @@ _INSTR_ENUMS = {"base": m.Base, "order": m.Order, "scope": m.Scope, "redop": m.R
 class JsonForm:
     """`Plan.to_json` and `Plan.from_json`."""
 
-    def to_json(self: Plan) -> str:
+    def to_json(self) -> str:
         doc = {
             "format": m.FORMAT,
             "version": self.version,
@@ -49,7 +46,7 @@ class JsonForm:
         return json.dumps(doc, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> Plan:
+    def from_json(cls, text: str) -> Self:
         try:
             doc = json.loads(text)
             _check_format(doc)
@@ -72,7 +69,7 @@ class JsonForm:
             raise
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise m.PlanError(f"malformed plan JSON: {type(e).__name__}: {e}") from None
-        validate(plan)
+        check_plan(plan, plan.programs, plan.symmetric)
         return plan
 
 

@@ -17,7 +17,7 @@ from purlin.snac import vocabulary as snac
 # What purlin.plan re-exports.
 __all__ = [
     "ARCHS", "DTYPES", "FLAG_SYMMETRIC", "FORMAT", "HEADER_WORDS", "INSTR_WORDS", "INT64", "MAGIC", "MULTIMEM_REDUCE",
-    "REF_WORDS", "VERSION", "Base", "BufKind", "BufferSpec", "Instr", "Mech", "Op", "Order", "PlanError",
+    "REF_WORDS", "VERSION", "Base", "BufKind", "BufferSpec", "Instr", "Mech", "Op", "Order", "PlanError", "PlanHeader",
     "RedOp", "Ref", "RoleKind", "RoleSpec", "Scope", "SignalSpec", "Space",
 ]
 
@@ -135,3 +135,24 @@ class BufferSpec:
 class SignalSpec:
     name: str
     slots: int
+
+
+@dataclass
+class PlanHeader:
+    """What a whole plan and each rank's part share: the kernel's shape, its
+    roles, buffers and signal arrays."""
+
+    arch: str
+    world: int
+    dtype: str
+    input_elems: int
+    output_elems: int
+    advance: int
+    threads: int
+    roles: list[RoleSpec]
+    buffers: list[BufferSpec]
+    signals: list[SignalSpec]
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPES[self.dtype][1]

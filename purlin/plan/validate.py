@@ -1,11 +1,12 @@
-"""`validate`: every index, offset and size of a plan inside what it names.
-Both readers (`decode`, `from_json`) end with it; the runtimes re-check what
-they rely on (csrc/host/plan.cpp)."""
+"""What `purlin.plan.validate` checks: every index, offset and size of a plan
+inside what it names. Both readers (`decode`, `from_json`) end with it; the
+runtimes re-check what they rely on (csrc/host/plan.cpp). It reads a plan's
+header and its programs as given, so that it needs no Plan class."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from purlin.dtypes import ReduceKind, check_reduce_computable
 from purlin.plan.model import (
@@ -18,6 +19,7 @@ from purlin.plan.model import (
     Op,
     Order,
     PlanError,
+    PlanHeader,
     RedOp,
     Ref,
     Space,
@@ -25,39 +27,34 @@ from purlin.plan.model import (
 from purlin.snac.vocabulary import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS, BufferKind, buffer_bytes
 from purlin.snac.protocol import PACKET_DATA_BYTES
 
-if TYPE_CHECKING:
-    from purlin.plan import Plan, RankPlan
-
-
-def validate(plan: Plan) -> None:
-    """Raise PlanError unless every index, offset and size is inside what it names."""
+def check_plan(plan: PlanHeader, programs: list[list[list[Instr]]], symmetric: bool) -> None:
+    """Raise PlanError unless the header and every rank's `programs[rank][role]` are within bounds."""
     _check_header(plan)
     _check_kernel(plan)
-    if len(plan.programs) != plan.world:
-        raise PlanError(f"plan has programs for {len(plan.programs)} ranks, world is {plan.world}")
-    for rank, roles in enumerate(plan.programs):
+    if len(programs) != plan.world:
+        raise PlanError(f"plan has programs for {len(programs)} ranks, world is {plan.world}")
+    for rank, roles in enumerate(programs):
         if len(roles) != len(plan.roles):
             raise PlanError(f"rank {rank} has {len(roles)} role programs, the kernel {len(plan.roles)}")
         for role, body in enumerate(roles):
             for n, i in enumerate(body):
-                _check_instr(_Site(plan, rank, i, role, n))
+                _check_instr(_Site(plan, symmetric, rank, i, role, n))
 
 
-def validate_rank(plan: RankPlan) -> None:
-    """`validate` for one rank's part of a plan: the shared header and kernel,
-    and that rank's instructions (naming other ranks only as peers)."""
+def check_rank_plan(plan: PlanHeader, rank: int, program: list[list[Instr]], symmetric: bool) -> None:
+    """`check_plan` for rank `rank`'s `program[role]` alone (naming other ranks only as peers)."""
     _check_header(plan)
     _check_kernel(plan)
-    if not 0 <= plan.rank < plan.world:
-        raise PlanError(f"rank {plan.rank} is outside world {plan.world}")
-    if len(plan.program) != len(plan.roles):
-        raise PlanError(f"rank {plan.rank} has {len(plan.program)} role programs, the kernel {len(plan.roles)}")
-    for role, body in enumerate(plan.program):
+    if not 0 <= rank < plan.world:
+        raise PlanError(f"rank {rank} is outside world {plan.world}")
+    if len(program) != len(plan.roles):
+        raise PlanError(f"rank {rank} has {len(program)} role programs, the kernel {len(plan.roles)}")
+    for role, body in enumerate(program):
         for n, i in enumerate(body):
-            _check_instr(_Site(plan, plan.rank, i, role, n))
+            _check_instr(_Site(plan, symmetric, rank, i, role, n))
 
 
-def _check_header(plan: Plan | RankPlan) -> None:
+def _check_header(plan: PlanHeader) -> None:
     if not isinstance(plan.arch, str) or plan.arch not in ARCHS:
         raise PlanError(f"unknown arch {plan.arch!r}")
     if not isinstance(plan.dtype, str) or plan.dtype not in DTYPES:
@@ -72,7 +69,7 @@ def _check_header(plan: Plan | RankPlan) -> None:
         raise PlanError("buffer sizes must be non-negative")
 
 
-def _check_kernel(plan: Plan | RankPlan) -> None:
+def _check_kernel(plan: PlanHeader) -> None:
     """The roles, buffers and signal arrays every rank's programs share."""
     for k, r in enumerate(plan.roles):
         if not 1 <= r.blocks <= MAX_ROLE_BLOCKS:
@@ -96,7 +93,8 @@ def _check_kernel(plan: Plan | RankPlan) -> None:
 class _Site:
     """One instruction of one rank's program: instruction `n` of role `role`."""
 
-    plan: Plan | RankPlan
+    plan: PlanHeader
+    symmetric: bool
     rank: int
     instr: Instr
     role: int
@@ -199,7 +197,7 @@ def _check_ref(at: _Site, r: Ref, what: str, writes: bool) -> None:
 def _user_buffer_size(at: _Site, r: Ref, what: str, writes: bool) -> int:
     """Elements of the input or output a ref names: unless the plan is
     symmetric, only the executing rank's are mapped."""
-    if r.rank != at.rank and not at.plan.symmetric:
+    if r.rank != at.rank and not at.symmetric:
         at.fail(f"{what} names rank {r.rank}'s {r.space.name.lower()}, only rank {at.rank}'s is mapped "
                 "(the plan is not symmetric)")
     if writes and r.space == Space.INPUT:

@@ -1,11 +1,12 @@
 """The package's layers import downward only, and nothing imports in a cycle.
 
-LAYERS lists purlin's modules from the bottom up (by module-name prefix, the
-longest prefix wins; "purlin" itself is only the package's __init__); a module may import its own layer and the ones below.
-The test harness (purlin.testing) is for the tools and the tests: nothing in
-the library path imports it. Every module must be in a layer, so a new one
-is placed on purpose. Imports inside functions count (they still run);
-imports under `if TYPE_CHECKING:` do not."""
+LAYERS lists purlin's folders from the bottom up: a module's layer is its
+folder's (purlin/ itself holds the foundation: dtypes, diagnostics,
+declarations), and it may import its own layer and the ones below.
+Every folder must be in a layer, so a new one is placed on purpose. The test
+harness (purlin.testing) is for the tools and the tests: nothing in the
+library path imports it. Every import counts: inside functions (they still
+run) and under `if TYPE_CHECKING:` (a type is a dependency too)."""
 
 from __future__ import annotations
 
@@ -17,17 +18,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "purlin"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("semantics", ("purlin", "purlin.declarations", "purlin.diagnostics", "purlin.dtypes", "purlin.coll")),
-    ("orchestration", ("purlin.snac",)),
-    ("datapath", ("purlin.atom",)),
-    ("plans and kernels", ("purlin.plan", "purlin.cuda")),
-    ("imports and conversions", ("purlin.frontends", "purlin.conversion")),
-    ("runtime", ("purlin.runtime",)),
-    ("simulator", ("purlin.simulator",)),
-    ("driver", ("purlin.compile", "purlin.cuda.target")),
-    ("levels", ("purlin.levels",)),
-    ("test harness", ("purlin.testing",)),
-    ("entry points", ("purlin.tools", "purlin.torch", "purlin.jax")),
+    ("foundation", ("purlin",)),
+    ("semantics", ("purlin/coll",)),
+    ("orchestration", ("purlin/snac",)),
+    ("datapath", ("purlin/atom", "purlin/atom/generations")),
+    ("plans and kernels", ("purlin/plan", "purlin/cuda")),
+    ("imports and conversions", ("purlin/frontends", "purlin/conversion")),
+    ("runtime", ("purlin/runtime",)),
+    ("simulator", ("purlin/simulator",)),
+    ("driver", ("purlin/compile",)),
+    ("levels", ("purlin/levels",)),
+    ("test harness", ("purlin/testing",)),
+    ("entry points", ("purlin/tools", "purlin/torch", "purlin/jax")),
 )
 # Who may import the test harness besides itself.
 HARNESS = "purlin.testing"
@@ -54,16 +56,9 @@ def imports(known: dict[str, Path]) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in known.items():
         tree = ast.parse(path.read_text(), str(path))
-        typing_only = {
-            id(n) for node in ast.walk(tree)
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-            for n in ast.walk(node)
-        }
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: set[str] = set()
         for node in ast.walk(tree):
-            if id(node) in typing_only:
-                continue
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -81,14 +76,22 @@ def imports(known: dict[str, Path]) -> dict[str, set[str]]:
     return graph
 
 
-def layer_of(module: str) -> int | None:
-    best, depth = None, -1
-    for index, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            covers = module == prefix or (prefix != "purlin" and module.startswith(prefix + "."))
-            if covers and prefix.count(".") > depth:
-                best, depth = index, prefix.count(".")
-    return best
+def folders_of(known: dict[str, Path], root: Path = PACKAGE) -> dict[str, str]:
+    """Each module's folder: purlin.coll.dialect and purlin.coll are both in purlin/coll."""
+    return {name: path.parent.relative_to(root.parent).as_posix() for name, path in known.items()}
+
+
+def folder_of(module: str, folders: dict[str, str]) -> str:
+    """Its folder; a module not in `folders` (the test's own graphs) is a file of its parent package."""
+    return folders.get(module) or module.rpartition(".")[0].replace(".", "/")
+
+
+def layer_of(module: str, folders: dict[str, str]) -> int | None:
+    folder = folder_of(module, folders)
+    for index, (_, members) in enumerate(LAYERS):
+        if folder in members:
+            return index
+    return None
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -126,15 +129,16 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def violations(graph: dict[str, set[str]]) -> list[str]:
+def violations(graph: dict[str, set[str]], folders: dict[str, str] | None = None) -> list[str]:
+    folders = folders or {}
     out = []
     for module, targets in sorted(graph.items()):
-        mine = layer_of(module)
+        mine = layer_of(module, folders)
         if mine is None:
-            out.append(f"{module} is in no layer (add it to LAYERS)")
+            out.append(f"{module} is in {folder_of(module, folders)}/, a folder of no layer (add it to LAYERS)")
             continue
         for target in sorted(targets):
-            theirs = layer_of(target)
+            theirs = layer_of(target, folders)
             if theirs is not None and theirs > mine:
                 out.append(f"{module} ({LAYERS[mine][0]}) imports {target} ({LAYERS[theirs][0]}), a layer above it")
             is_harness = target == HARNESS or target.startswith(HARNESS + ".")
@@ -146,7 +150,13 @@ def violations(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_layers_import_downward_and_without_cycles():
-    assert violations(imports(modules())) == []
+    known = modules()
+    assert violations(imports(known), folders_of(known)) == []
+
+
+def test_every_folder_is_in_one_layer():
+    listed = [folder for _, members in LAYERS for folder in members]
+    assert sorted(set(folders_of(modules()).values())) == sorted(listed)
 
 
 @pytest.mark.parametrize(
@@ -158,15 +168,19 @@ def test_layers_import_downward_and_without_cycles():
          "import cycle: purlin.snac.index_eval <-> purlin.snac.machine"),
         ({"purlin.runtime.backend": {"purlin.testing.cases"}, "purlin.testing.cases": set()},
          "purlin.runtime.backend (runtime) imports purlin.testing.cases (test harness), a layer above it"),
-        ({"purlin.tools.run": {"purlin.testing.cases"}, "purlin.testing.cases": set(), "purlin.newthing": set()},
-         "purlin.newthing is in no layer (add it to LAYERS)"),
+        ({"purlin.tools.run": {"purlin.testing.cases"}, "purlin.testing.cases": set(), "purlin.newpkg.thing": set()},
+         "purlin.newpkg.thing is in purlin/newpkg/, a folder of no layer (add it to LAYERS)"),
+        ({"purlin.cuda.target": {"purlin.compile.pipeline"}, "purlin.compile.pipeline": set()},
+         "purlin.cuda.target (plans and kernels) imports purlin.compile.pipeline (driver), a layer above it"),
+        ({"purlin.dtypes": {"purlin.coll.layouts"}, "purlin.coll.layouts": set()},
+         "purlin.dtypes (foundation) imports purlin.coll.layouts (semantics), a layer above it"),
     ],
 )
 def test_the_check_finds_each_kind_of_defect(graph, expected):
     assert expected in violations(graph)
 
 
-def test_function_level_imports_count_and_type_checking_ones_do_not(tmp_path):
+def test_function_level_and_type_checking_imports_count(tmp_path):
     pkg = tmp_path / "purlin"
     (pkg / "coll").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -183,4 +197,5 @@ def test_function_level_imports_count_and_type_checking_ones_do_not(tmp_path):
     (pkg / "tools" / "__init__.py").write_text("")
     (pkg / "tools" / "run.py").write_text("")
     graph = imports(modules(pkg))
-    assert graph["purlin.coll.dialect"] == {"purlin.testing", "purlin.testing.cases"}
+    assert graph["purlin.coll.dialect"] == {"purlin.testing", "purlin.testing.cases", "purlin.tools", "purlin.tools.run"}
+    assert folders_of(modules(pkg), pkg)["purlin.coll"] == "purlin/coll"
