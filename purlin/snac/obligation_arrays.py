@@ -430,6 +430,23 @@ def _dense(*arrays: np.ndarray) -> list[np.ndarray]:
     return np.split(inverse.astype(I64), np.cumsum(sizes)[:-1])
 
 
+def _lexsort(keys: list[np.ndarray]) -> np.ndarray:
+    """The order that sorts by `keys[0]`, then `keys[1]`, ...: one argsort of
+    the keys packed into one integer where they fit, else np.lexsort."""
+    packed, bound = np.zeros(len(keys[0]), I64), 1
+    for k in keys:
+        if len(k) and k.min() < 0:
+            break
+        size = int(k.max(initial=0)) + 1
+        bound *= size
+        if bound >= 1 << 62:
+            break
+        packed = packed * size + k
+    else:
+        return np.argsort(packed, kind="stable")
+    return np.lexsort(tuple(reversed(keys)))
+
+
 def verify_arrays(program: snac.ProgramOpBase, phases: dict[str, PhaseState], calls: int,
                   kinds: list[str]) -> None:
     """The obligations for every rank, `calls` calls in a row; raises
@@ -473,7 +490,7 @@ def _coverage(program: snac.ProgramOpBase, phases: dict[str, PhaseState], arrays
         hi.append(a.dst_hi[some])
         phase.append(np.full(int(some.sum()), i, I64))
     got = [np.concatenate(x) if x else np.zeros(0, I64) for x in (rank, lo, hi, phase)]
-    o = np.lexsort((got[2], got[1], got[0]))
+    o = _lexsort([got[0], got[1], got[2]])
     rank_g, lo_g, hi_g, phase_g = (x[o] for x in got)
     twice = np.nonzero((rank_g[1:] == rank_g[:-1]) & (lo_g[1:] < hi_g[:-1]))[0]
     if len(twice):
@@ -496,7 +513,7 @@ def _coverage(program: snac.ProgramOpBase, phases: dict[str, PhaseState], arrays
 
 def _unions(rank: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each rank's ranges [lo, hi) merged where they overlap or touch: (rank, lo, hi), sorted."""
-    o = np.lexsort((hi, lo, rank))
+    o = _lexsort([rank, lo, hi])
     rank, lo, hi = rank[o], lo[o], hi[o]
     span = int(hi.max(initial=0)) + 1
     reach = np.maximum.accumulate(rank * span + hi) if len(hi) else hi
@@ -517,7 +534,7 @@ class _Checks:
         nroles = len(flat.kinds)
         who = steps["rank"] * nroles + steps["role"]
         # Steps by role, then call, then program order; `at` renumbers events' steps.
-        order = np.lexsort(tuple(reversed(cols)) + (steps["call"], who))
+        order = _lexsort([who, steps["call"]] + cols)
         at = np.empty(len(order), I64)
         at[order] = np.arange(len(order), dtype=I64)
         self.who, self.call, self.op = who[order], steps["call"][order], steps["op"][order]
@@ -551,7 +568,7 @@ class _Checks:
         """Each role's stores to a slot, in program order, never fall; then
         the stores grouped by (slot, role) for `covered`."""
         st = self.stores
-        o = np.lexsort((st["step"], st["key"]))
+        o = _lexsort([st["key"], st["step"]])
         key, step, value = st["key"][o], st["step"][o], st["value"][o]
         who = self.who[step]
         same = (key[1:] == key[:-1]) & (who[1:] == who[:-1])
@@ -611,7 +628,7 @@ class _Checks:
     def _reads_after_writes(self) -> None:
         r, w, c = self.reads, self.writes, self.conds
         # The last write of each (location, tag).
-        o = np.lexsort((w["step"], self.wtag))
+        o = _lexsort([self.wtag, w["step"]])
         wt, ws = self.wtag[o], w["step"][o]
         last = np.ones(len(wt), bool)
         last[:-1] = wt[1:] != wt[:-1]
@@ -655,7 +672,7 @@ class _Checks:
 
     def _writes_after_reads(self) -> None:
         r, w, c = self.reads, self.writes, self.conds
-        o = np.lexsort((w["step"], self.wloc))
+        o = _lexsort([self.wloc, w["step"]])
         loc, tag, step = self.wloc[o], self.wtag[o], w["step"][o]
         pair = np.nonzero(loc[1:] == loc[:-1])[0]
         old, new = tag[pair], step[pair + 1]
@@ -669,17 +686,30 @@ class _Checks:
         ok = self._earlier_call(reader, writer)
         todo = np.nonzero(~ok)[0]
         reader, writer, p = reader[todo], writer[todo], p[todo]
-        # The writer's earlier waits on slots the reader's rank stores to.
+        # The writer's earlier waits on slots the reader's rank stores to: per
+        # slot, the largest value awaited before the write is the one to try
+        # (`covered` only gains from a larger value).
         cw = self.who[c["step"]] * self.world + c["writer"]
-        n = len(self.who) + 1
-        co = np.argsort(cw * n + c["step"], kind="stable")
-        ckey = cw[co] * n + c["step"][co]
+        (slot,) = _dense(c["key"])
+        co = _lexsort([cw, slot, c["step"]])
+        cw_s, slot_s, step_s, need_s = cw[co], slot[co], c["step"][co], c["need"][co]
+        start = np.ones(len(co), bool)
+        start[1:] = (cw_s[1:] != cw_s[:-1]) | (slot_s[1:] != slot_s[:-1])
+        gid = np.cumsum(start) - 1
+        firsts = np.nonzero(start)[0]
+        low = int(need_s.min(initial=0))
+        span = int(need_s.max(initial=0)) - low + 1
+        most = np.maximum.accumulate(gid * span + (need_s - low)) - gid * span + low if len(co) else need_s
         want = self.who[writer] * self.world + self.who[reader] // self.nroles
-        lo = np.searchsorted(ckey, want * n, "left")
-        hi = np.searchsorted(ckey, want * n + writer, "left")
-        q, within = _expand(hi - lo)
-        cond = co[lo[q] + within]
-        good = self.covered(c["key"][cond], c["need"][cond], self.who[reader[q]], self.pos[reader[q]])
+        glo, ghi = np.searchsorted(cw_s[firsts], want, "left"), np.searchsorted(cw_s[firsts], want, "right")
+        q, within = _expand(ghi - glo)
+        g = glo[q] + within
+        n = len(self.who) + 1
+        i = np.searchsorted(gid * n + step_s, g * n + writer[q], "left") - 1
+        i_ok = np.maximum(i, 0)
+        valid = (i >= 0) & (gid[i_ok] == g)
+        q, i = q[valid], i[valid]
+        good = self.covered(c["key"][co][i], most[i], self.who[reader[q]], self.pos[reader[q]])
         fine = np.bincount(q[good], minlength=len(todo)) > 0
         bad = np.nonzero(~fine)[0]
         if len(bad):
