@@ -51,8 +51,8 @@ print(json.dumps({"seconds": seconds, "peak": peak, "instrs": part.instructions}
 
 VERIFY = """
 import json, sys, time
-from purlin.compile import placement_options
 from purlin.coll.builder import CollectiveSpec
+from purlin.compile import placement_options
 from purlin.compile.pipeline import lower
 world, count = map(int, sys.argv[1:3])
 module = lower(CollectiveSpec("all_reduce", world, "bf16", "sum", count).build_module(),

@@ -12,9 +12,9 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import ArgSpecParseError
 
-from purlin.diagnostics import LocatedParser, verify_located
 from purlin.compile.pass_contracts import check_pipeline_step
 from purlin.compile.universe import PASSES, dialect_factories
+from purlin.diagnostics import LocatedParser, verify_located
 
 FULL_PIPELINE: tuple[str, ...] = (
     "coll-expand",

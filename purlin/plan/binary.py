@@ -18,8 +18,8 @@ from typing import Self
 
 import numpy as np
 
-import purlin.plan.model as m
 from purlin.coll.layouts import MAX_WORLD
+import purlin.plan.model as m
 from purlin.plan.validate import check_plan
 
 # Header words after magic and version, by name.

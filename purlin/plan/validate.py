@@ -24,8 +24,8 @@ from purlin.plan.model import (
     Ref,
     Space,
 )
-from purlin.snac.vocabulary import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS, BufferKind, buffer_bytes
 from purlin.snac.protocol import PACKET_DATA_BYTES
+from purlin.snac.vocabulary import MAX_BUFFER_BYTES, MAX_ROLE_BLOCKS, MAX_SLOTS, BufferKind, buffer_bytes
 
 def check_plan(plan: PlanHeader, programs: list[list[list[Instr]]], symmetric: bool) -> None:
     """Raise PlanError unless the header and every rank's `programs[rank][role]` are within bounds."""

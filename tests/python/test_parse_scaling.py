@@ -3,8 +3,8 @@ the text before it (which made 66k ops take 77 s and a 50 MB file never finish).
 
 import pytest
 
-from purlin.diagnostics import LineIndex, LocatedParser, where
 from purlin.compile.pipeline import make_context
+from purlin.diagnostics import LineIndex, LocatedParser, where
 
 OP = "  coll.all_reduce sum %a, %a world 2 : memref<8xf32>, memref<8xf32>\n"
 

@@ -12,9 +12,9 @@ import pytest
 
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES
+from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.dtypes import numpy_dtype
-from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare
 

@@ -12,8 +12,8 @@ import pytest
 
 from purlin import _runtime
 from purlin.atom import dialect as atom
-from purlin.conversion.atom_to_plan import build_plan
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
+from purlin.conversion.atom_to_plan import build_plan
 from purlin.runtime import CollectiveTimeout, available_backends, default_backend, process
 from purlin.testing.cases import Case
 

@@ -2,8 +2,8 @@
 
 from xdsl.universe import Universe
 
-from purlin.tools.opt import PurlinOptMain
 from purlin.compile.universe import DIALECTS, PASSES
+from purlin.tools.opt import PurlinOptMain
 
 
 def test_dialects_register_in_purlin_opt():
