@@ -4,7 +4,9 @@ By default it checks the protocol's obligations for every rank, channel by
 channel, for three calls in a row (so staging halves are reused), and
 deadlock freedom from a schedule-independent fixpoint
 (purlin.snac.obligations says why that covers every rank and every
-interleaving); a dynamic program with each sample of counts. With
+interleaving; every rank at once as numpy arrays, or item by item for the
+forms of program purlin.snac.obligation_arrays lists); a dynamic program
+with each sample of counts. With
 `exhaustive=true`, and for programs whose peers read or write the callers'
 buffers in place (direct phases, or input and output one buffer: the
 obligations do not cover those accesses yet), it runs the program on every

@@ -335,3 +335,22 @@ def test_a_bug_on_the_last_peer_of_one_rank_is_caught(monkeypatch, case):
     prog = program(case[0], case[1], world, case[2], case[3])
     mine = array_verdict(prog)
     assert mine is not None and mine == per_item_verdict(prog)
+
+
+def test_forms_the_arrays_do_not_describe_are_checked_item_by_item():
+    """A staging half of 2 (every call in a third half) is not a form of the
+    array path: verify_obligations checks it item by item, with that verdict."""
+    prog = program(*CASES[2][:2], 4, *CASES[2][2:])
+    half = next(o for o in prog.body.block.ops if isinstance(o, snac.HalfOp))
+    two = arith.ConstantOp(IntegerAttr(2, IndexType()))
+    prog.body.block.insert_op_before(two, half)
+    half.result.replace_all_uses_with(two.result)
+    kinds = [op.kind.data.value for op in prog.body.block.ops if isinstance(op, snac.RoleOpBase)]
+    with pytest.raises(obligation_arrays.Unsupported, match="half"):
+        obligation_arrays.verify_arrays(prog, phase_states(prog, 4, None, shrink=True), 3, kinds)
+    try:
+        verify_obligations(prog, 3)
+        default = None
+    except SnacExecutionError as e:
+        default = type(e).__name__
+    assert default == per_item_verdict(prog) == "ProtocolViolation"
