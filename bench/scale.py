@@ -2,9 +2,11 @@
 (compile_rank_plan) at worlds 8..576, its time in a fresh process after the
 imports and its peak Python memory (tracemalloc, on a second call); snac-verify at the largest world; the
 full pipeline at world 128 through purlin-opt, start-up included; and
-purlin-opt --help against xdsl-opt --help. Each figure is the median of
---repeats fresh processes; one that runs past --timeout counts as missed.
-Prints each figure and whether it meets the issue's goal.
+purlin-opt --help against xdsl-opt --help; and, with no goal of their own,
+snac-verify at world 128 of the collectives whose ranks are not rotations of
+rank 0. Each figure is the median of --repeats fresh processes; one that
+runs past --timeout counts as missed. Prints each figure and whether it
+meets the issue's goal.
 
     .venv/bin/python bench/scale.py [--repeats 3] [--timeout 120] [--worlds 8,32,72,128,256,576]
 """
@@ -55,7 +57,8 @@ from purlin.coll.builder import CollectiveSpec
 from purlin.compile import placement_options
 from purlin.compile.pipeline import lower
 world, count = map(int, sys.argv[1:3])
-module = lower(CollectiveSpec("all_reduce", world, "bf16", "sum", count).build_module(),
+collective, op = (sys.argv[3], sys.argv[4] or None) if len(sys.argv) > 3 else ("all_reduce", "sum")
+module = lower(CollectiveSpec(collective, world, "bf16", op, count).build_module(),
                "coll-expand,convert-coll-to-snac")
 t = time.perf_counter()
 lower(module, "snac-verify")
@@ -135,6 +138,14 @@ def main() -> None:
     secs = median([r and r["seconds"] for r in runs])
     print(f"\nsnac-verify, all_reduce W={big} N=1024 (one run): {show(secs, a.timeout)}  "
           f"<= {VERIFY_GOAL:.0f} s: {verdict(secs, VERIFY_GOAL)}", flush=True)
+
+    # Programs whose ranks are not rotations of rank 0: every rank is checked.
+    print("snac-verify at W=128, 2^20 elements per rank (one run each):", end="")
+    for collective, op in (("all_reduce", "sum"), ("all_gather", ""), ("reduce_scatter", "sum"), ("all_to_all", "")):
+        count = (1 << 20) * (128 if collective == "reduce_scatter" else 1)
+        run = fresh(VERIFY, ["128", str(count), collective, op], a.timeout)
+        print(f" {collective} {show(run and run['seconds'], a.timeout)}", end="", flush=True)
+    print()
 
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
         f.write(all_reduce_module(128, 1 << 20))
