@@ -1,6 +1,7 @@
 // purlin._runtime: the plan decoder and the CPU backend; the CUDA backend
 // registers itself here when the module is built with it.
 #include <array>
+#include <atomic>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -191,12 +192,18 @@ PYBIND11_MODULE(_runtime, m) {
           },
           py::arg("input"), py::arg("output"),
           "One call of this rank on host addresses holding input_bytes / output_bytes (the caller checks them)")
+      .def("stop", &purlin::cpu::ProcessCommunicator::stop,
+           "Make the peers' waiting calls on this communicator stop at once, as a failed call of this rank does")
       .def("close", &purlin::cpu::ProcessCommunicator::close)
       .def("epoch", [](const purlin::cpu::ProcessCommunicator& c) { return c.epoch(c.rank()); })
       .def("input_bytes", &purlin::cpu::ProcessCommunicator::input_bytes, py::arg("rank"))
       .def("output_bytes", &purlin::cpu::ProcessCommunicator::output_bytes, py::arg("rank"))
       .def_property_readonly("rank", &purlin::cpu::ProcessCommunicator::rank)
       .def_property_readonly("world", &purlin::cpu::ProcessCommunicator::world);
+
+  m.def(
+      "fence", [] { std::atomic_thread_fence(std::memory_order_seq_cst); },
+      "A sequentially consistent fence: this thread's earlier stores are seen before its later loads read");
 
   purlin::jax::register_bindings(m);
 

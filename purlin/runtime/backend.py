@@ -22,6 +22,8 @@ except ImportError as e:  # pragma: no cover - depends on the build
     ) from e
 
 CollectiveTimeout = _runtime.CollectiveTimeout
+# Orders this thread's earlier stores before its later loads (as seen by other processes).
+fence = _runtime.fence
 
 BACKENDS = ("cpu", "cuda")
 

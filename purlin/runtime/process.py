@@ -257,6 +257,15 @@ class ProcessCommunicator:
         else:
             self._impl.run(i, o, current_stream(self.device))
 
+    def stop(self) -> None:
+        """cpu: makes the peers' calls that wait on this rank in this communicator
+        stop at once, as a failed call of this rank does (the communicator cannot
+        run again)."""
+        if self.backend != "cpu":
+            raise ValueError(f"{self.name}: stop is the cpu backend's; a cuda kernel runs to its timeout")
+        if self._impl is not None:
+            self._impl.stop()
+
     def synchronize(self) -> None:
         """Wait for this rank's GPU; raises CollectiveTimeout for a timed-out call (on cpu, calls
         are done when `run` returns)."""

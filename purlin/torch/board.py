@@ -7,8 +7,12 @@ mapped by every rank: each rank posts a header of every purlin call (its
 number, collective, dtype, op, sizes, options) into its ring of slots.
 `agree` posts and waits until every rank has posted the same call number,
 then compares: headers that differ raise CallMismatchError on every rank,
-naming each rank's call. `post` only posts (a CUDA launch that hits the cache
-does not wait for its peers' hosts); a peer's `agree` still sees it.
+naming each rank's call (a call that compiles or maps memory waits so).
+`check` posts and compares with what the peers posted so far, waiting for
+none (a CPU call that hits the cache: its run waits for its peers anyway,
+and a peer that finds another call stops it, see GroupState). `post` only
+posts (a CUDA launch that hits the cache does not wait for its peers'
+hosts); a peer's `agree` still sees it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import struct
 import time
 import uuid
 import zlib
+
+from purlin.runtime.backend import fence
 
 # A header after the call number: collective, dtype and op by name, elements, digests of the counts and
 # of the lowering options, flags.
@@ -33,8 +39,19 @@ RING = 64
 FLAGS = ("deterministic", "in place", "on cuda")
 
 
+def _pause(polls: int) -> float:
+    """Seconds to sleep after `polls` polls of a peer not there yet: none at first, then doubling
+    from 20 us to 1 ms, so that waiting ranks leave the cores to the late one (ranks outnumber them)."""
+    return 0.0 if polls < 16 else min(1e-3, 20e-6 * 2 ** min(polls - 16, 6))
+
+
 class CallMismatchError(RuntimeError):
-    """The ranks of a group made different purlin calls at the same point."""
+    """The ranks of a group made different purlin calls at the same point;
+    `calls` holds the headers of the calls posted there."""
+
+    def __init__(self, message: str, calls: set[tuple] = frozenset()) -> None:
+        super().__init__(message)
+        self.calls = calls
 
 
 def digest(s: str) -> int:
@@ -87,45 +104,82 @@ class CallBoard:
         _SEQ.pack_into(self._mem, at, self.seq)
         return self.seq
 
+    def _posted(self, seq: int, head: tuple, heads: dict[int, tuple]) -> None:
+        """Adds to `heads` the headers of call `seq` that peers have posted since."""
+        for r in range(self.world):
+            if r in heads:
+                continue
+            at = self._slot(r, seq)
+            (s,) = _SEQ.unpack_from(self._mem, at)
+            if s == seq:
+                got = _HEADER.unpack_from(self._mem, at + 8)
+                if _SEQ.unpack_from(self._mem, at)[0] == seq:
+                    heads[r] = got
+            elif s > seq:
+                # That peer ran RING calls ahead on hits and overwrote this one: it cannot be compared.
+                heads[r] = head
+
     def agree(self, head: tuple) -> None:
         """Posts this rank's next call and waits until every rank posted its own;
         CallMismatchError on every rank when they differ, naming each rank's."""
         seq = self.post(head)
         heads: dict[int, tuple] = {self.rank: head}
         deadline = None
-        while len(heads) < self.world:
-            for r in range(self.world):
-                if r in heads:
-                    continue
-                at = self._slot(r, seq)
-                (s,) = _SEQ.unpack_from(self._mem, at)
-                if s == seq:
-                    got = _HEADER.unpack_from(self._mem, at + 8)
-                    if _SEQ.unpack_from(self._mem, at)[0] == seq:
-                        heads[r] = got
-                elif s > seq:
-                    # That peer ran RING calls ahead on hits and overwrote this one: it cannot be compared.
-                    heads[r] = head
+        polls = 0
+        while True:
+            self._posted(seq, head, heads)
             if len(heads) == self.world:
                 break
             if deadline is None:
                 deadline = time.monotonic() + self.timeout_s
             elif time.monotonic() > deadline:
-                missing = sorted(set(range(self.world)) - set(heads))
-                raise CallMismatchError(
-                    f"purlin.torch: group {self.name!r}: rank(s) {missing} did not make purlin call #{seq} "
-                    f"({self.describe(head)} on rank {self.rank}) within {self.timeout_s:g} s; every rank must "
-                    "make the same purlin calls in the same order")
-            time.sleep(0)
-        if any(h != head for h in heads.values()):
-            calls: dict[tuple, list[int]] = {}
-            for r in sorted(heads):
-                calls.setdefault(heads[r], []).append(r)
-            said = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}: {self.describe(h)}"
-                             for h, rs in calls.items())
-            raise CallMismatchError(f"purlin.torch: group {self.name!r}: the ranks made different calls at purlin "
-                                    f"call #{seq}: {said}; every rank must make the same calls with the same "
-                                    "shapes, dtypes and ops")
+                raise self._absent(seq, head, heads)
+            polls += 1
+            time.sleep(_pause(polls))
+        self._compare(seq, head, heads)
+
+    def check(self, head: tuple) -> None:
+        """Posts this rank's next call and compares it with the peers' posted so
+        far, without waiting for the others: of two ranks whose calls differ, the
+        one that posts second raises CallMismatchError here (a fence between its
+        post and its reads makes sure one of them sees the other's); the first
+        learns it when its call stops (`explain`)."""
+        seq = self.post(head)
+        fence()
+        heads: dict[int, tuple] = {self.rank: head}
+        self._posted(seq, head, heads)
+        self._compare(seq, head, heads)
+
+    def explain(self, head: tuple) -> CallMismatchError | None:
+        """Why this rank's last call (posted with `check`) failed, where the board
+        tells: peers that posted another call, or none by now; None when every
+        rank posted this call."""
+        heads: dict[int, tuple] = {self.rank: head}
+        self._posted(self.seq, head, heads)
+        try:
+            self._compare(self.seq, head, heads)
+        except CallMismatchError as e:
+            return e
+        return self._absent(self.seq, head, heads) if len(heads) < self.world else None
+
+    def _absent(self, seq: int, head: tuple, heads: dict[int, tuple]) -> CallMismatchError:
+        missing = sorted(set(range(self.world)) - set(heads))
+        return CallMismatchError(
+            f"purlin.torch: group {self.name!r}: rank(s) {missing} did not make purlin call #{seq} "
+            f"({self.describe(head)} on rank {self.rank}) within {self.timeout_s:g} s; every rank must "
+            "make the same purlin calls in the same order", set(heads.values()))
+
+    def _compare(self, seq: int, head: tuple, heads: dict[int, tuple]) -> None:
+        if all(h == head for h in heads.values()):
+            return
+        calls: dict[tuple, list[int]] = {}
+        for r in sorted(heads):
+            calls.setdefault(heads[r], []).append(r)
+        said = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))}: {self.describe(h)}"
+                         for h, rs in calls.items())
+        raise CallMismatchError(f"purlin.torch: group {self.name!r}: the ranks made different calls at purlin "
+                                f"call #{seq}: {said}; every rank must make the same calls with the same "
+                                "shapes, dtypes and ops", set(calls))
 
     def describe(self, head: tuple) -> str:
         collective, dtype, op, count, counts, lowering, flags = head

@@ -65,9 +65,12 @@ class Communicators(OrderedDict):
         while len(self) > 1 and (len(self) > limits.communicators or self.shared_bytes > limits.shared_bytes):
             self._close(next(iter(self)))
 
-    def release(self) -> None:
-        while self:
-            self._close(next(iter(self)))
+    def release(self, comms: list | None = None) -> None:
+        """Closes `comms` (default: every one kept)."""
+        if comms is None:
+            comms = list(self.values())
+        for key in [k for k, c in self.items() if any(c is d for d in comms)]:
+            self._close(key)
 
     def _close(self, key: tuple) -> None:
         comm = self.pop(key)

@@ -26,7 +26,7 @@ import torch.distributed as dist
 
 from purlin.torch.execute import v_extents
 from purlin.torch.groups import group_name, op_name, state
-from purlin.torch.ops import all_reduce_in_place, not_differentiable, wants_grad
+from purlin.torch.ops import all_reduce_in_place, not_differentiable, run_out, wants_grad
 from purlin.torch.work import Work
 
 _ops = torch.ops.purlin
@@ -207,13 +207,17 @@ def _v_dev(name: str, output: torch.Tensor, input: torch.Tensor, counts: torch.T
 _C = torch._C
 
 
-def _plain(t: torch.Tensor) -> bool:
-    """Whether torch.ops.purlin's dispatch of `t` would reach the eager implementation
-    unchanged: a plain tensor that needs no gradient, no mode, transform or compiler active."""
+def _plain(*tensors: torch.Tensor) -> bool:
+    """Whether torch.ops.purlin's dispatch of `tensors` would reach the eager implementation
+    unchanged: plain tensors that need no gradient, no mode, transform or compiler active."""
     # is_compiling first: under torch.compile the rest is not traced.
-    return (not torch.compiler.is_compiling() and type(t) is torch.Tensor and not t.requires_grad
-            and not _C._len_torch_dispatch_stack() and not _C._is_torch_function_mode_enabled()
-            and not _C._are_functorch_transforms_active())
+    if torch.compiler.is_compiling() or _C._len_torch_dispatch_stack() or _C._is_torch_function_mode_enabled() \
+            or _C._are_functorch_transforms_active():
+        return False
+    for t in tensors:
+        if type(t) is not torch.Tensor or t.requires_grad:
+            return False
+    return True
 
 
 def _differentiated(*tensors: torch.Tensor) -> bool:
@@ -223,7 +227,10 @@ def _differentiated(*tensors: torch.Tensor) -> bool:
 
 def _run(name: str, x: torch.Tensor, y: torch.Tensor, *args) -> None:
     """purlin::NAME_out(x, y, *args), or differentiably, purlin::NAME(x, *args) copied into y's first elements."""
-    if _differentiated(x, y):
+    if _plain(x, y):
+        # Eagerly on plain tensors the operator's dispatch would only reach its own implementation.
+        run_out(name, x, y, *args)
+    elif _differentiated(x, y):
         got = getattr(_ops, name)(x, *args)
         y.view(-1)[:got.numel()].copy_(got)
     else:

@@ -69,8 +69,8 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
         return
     if st.nodes is None:
         in_place = x.data_ptr() == y.data_ptr()
-        st.communicator(x.device, "all_reduce", dtype_name(x), op, n, lowering=lowering,
-                        deterministic=deterministic, in_place=in_place).run_tensors(x, y)
+        st.run(st.communicator(x.device, "all_reduce", dtype_name(x), op, n, lowering=lowering,
+                               deterministic=deterministic, in_place=in_place), x, y)
         return
     nodes = st.nodes
     shard = -(-n // nodes.local)
@@ -92,7 +92,7 @@ def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
         _nothing(st, x, "all_gather", None)
         return
     if st.nodes is None:
-        st.communicator(x.device, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering).run_tensors(x, y)
+        st.run(st.communicator(x.device, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering), x, y)
         return
     nodes = st.nodes
     block = x.new_empty(nodes.local * x.numel())
@@ -107,8 +107,8 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
         _nothing(st, x, "reduce_scatter", op)
         return
     if st.nodes is None:
-        st.communicator(x.device, "reduce_scatter", dtype_name(x), op, m, lowering=lowering,
-                        deterministic=deterministic).run_tensors(x, y)
+        st.run(st.communicator(x.device, "reduce_scatter", dtype_name(x), op, m, lowering=lowering,
+                               deterministic=deterministic), x, y)
         return
     nodes = st.nodes
     # Local rank l needs slice (n, l) of every node n: regroup them by l first.
@@ -124,8 +124,8 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
         _nothing(st, x, "all_to_all", None)
         return
     if st.nodes is None:
-        st.communicator(x.device, "all_to_all", dtype_name(x), None, x.numel() // st.world,
-                        lowering=lowering).run_tensors(x, y)
+        st.run(st.communicator(x.device, "all_to_all", dtype_name(x), None, x.numel() // st.world,
+                               lowering=lowering), x, y)
         return
     nodes = st.nodes
     n, local, c = nodes.count, nodes.local, x.numel() // st.world
@@ -141,7 +141,7 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
 def v_collective(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tensor, counts: list,
                  op: str | None, lowering: str) -> None:
     if st.nodes is None:
-        st.communicator(x.device, collective, dtype_name(x), op, counts=counts, lowering=lowering).run_tensors(x, y)
+        st.run(st.communicator(x.device, collective, dtype_name(x), op, counts=counts, lowering=lowering), x, y)
         return
     {"all_gather_v": _all_gather_v_nodes, "reduce_scatter_v": _reduce_scatter_v_nodes,
      "all_to_all_v": _all_to_all_v_nodes}[collective](st, x, y, counts, op, lowering)

@@ -20,7 +20,7 @@ import torch.distributed as dist
 from purlin.dtypes import ReduceKind
 from purlin.runtime.process import ProcessCommunicator
 from purlin.torch.cache import Communicators, lowered, made, release_plans, stats
-from purlin.torch.board import CallBoard, header
+from purlin.torch.board import CallBoard, CallMismatchError, header
 
 OPS = tuple(k.value for k in ReduceKind)
 TORCH_OPS = {
@@ -91,12 +91,15 @@ class GroupState:
         comm = self.plans.hit(key)
         if comm is not None:
             if key[0] == "cpu":
-                self.board.agree(comm.purlin_header)
+                self._checked(self.board.check, comm.purlin_header)
             else:
                 self.board.post(comm.purlin_header)
             return comm
         head = header(collective, dtype, op, count, key[5], lowering, deterministic, in_place, key[0] == "cuda")
-        self.call_board().agree(head)
+        if key[0] == "cpu":
+            self._checked(self.call_board().agree, head)
+        else:
+            self.call_board().agree(head)
         if op is not None and op not in OPS:
             raise ValueError(f"purlin.torch: unknown reduction {op!r}, expected one of {', '.join(OPS)}")
         # The compiler (xDSL, the pipeline) is imported on the first miss, not with purlin.torch.
@@ -114,7 +117,38 @@ class GroupState:
     def agree(self, device: torch.device, collective: str, dtype: str, op: str | None) -> None:
         """A call that moves nothing (zero elements) still takes its turn on the call board on cpu."""
         if device.type == "cpu":
-            self.call_board().agree(header(collective, dtype, op, 0, repr(None), "", False, False, False))
+            self._checked(self.call_board().agree, header(collective, dtype, op, 0, repr(None), "", False, False,
+                                                          False))
+
+    def run(self, comm: ProcessCommunicator, x: torch.Tensor, y: torch.Tensor) -> None:
+        """`comm` on this rank's tensors. On cpu a hit checked only the calls its
+        peers had posted (its run waits for them anyway): a run that stops or times
+        out because a peer made another call, or none, is that CallMismatchError."""
+        try:
+            comm.run_tensors(x, y)
+        except Exception as e:
+            why = self.board.explain(comm.purlin_header) if comm.backend == "cpu" and self.board else None
+            if why is None:
+                raise
+            self._mismatched(why)
+            raise why from e
+
+    def _checked(self, check, head: tuple) -> None:
+        try:
+            check(head)
+        except CallMismatchError as e:
+            self._mismatched(e)
+            raise
+
+    def _mismatched(self, e: CallMismatchError) -> None:
+        """After calls that differ (cpu): stops the peers that run one of them
+        (they wait for this rank in it), then closes every communicator, which every
+        rank of the call does, so that the next calls make them anew alike."""
+        cpu = [comm for comm in self.plans.values() if comm.backend == "cpu"]
+        for comm in cpu:
+            if comm.purlin_header in e.calls:
+                comm.stop()
+        self.plans.release(cpu)
 
     def counts_communicator(self, device: torch.device, collective: str, dtype: str, op: str | None,
                             input_elems: int, output_elems: int, lowering: str = "") -> ProcessCommunicator:
@@ -156,20 +190,22 @@ class GroupState:
         self.plans.release()
 
 
-# How long a rank waits for its peers within a purlin call.
+# How long a rank waits for its peers within a purlin call on a group whose backends name no timeout.
 TIMEOUT_S = 10.0
 
 _groups: dict[str, GroupState] = {}
 _default: list[str] = []
 
 
-def init(group: Any = None, arch: str | None = None, timeout_s: float = TIMEOUT_S,
+def init(group: Any = None, arch: str | None = None, timeout_s: float | None = None,
          ranks_per_node: int | None = None) -> None:
     """Bind purlin to a torch.distributed process group (default: the world); the
     last group bound without `group=` in calls is the default one. Ranks per node
     come from `ranks_per_node`, else torchrun's LOCAL_WORLD_SIZE, else the whole
-    group is one node. A group spanning nodes must be the world (init creates
-    its node sub-groups, which every rank of the world takes part in). A purlin
+    group is one node. A rank waits `timeout_s` for its peers in a purlin call
+    (default: the group's own timeout, as long as torch's collectives on it
+    wait). A group spanning nodes must be the world (init creates its node
+    sub-groups, which every rank of the world takes part in). A purlin
     process group (pt.route, backend "purlin") was bound when it was made: init
     only makes it the default; one spanning nodes (the world of backend
     "purlin" under torchrun) is split here, and its collectives run so too."""
@@ -177,10 +213,11 @@ def init(group: Any = None, arch: str | None = None, timeout_s: float = TIMEOUT_
         raise RuntimeError("purlin.torch.init needs torch.distributed.init_process_group first")
     group = group or dist.group.WORLD
     state = getattr(group, "purlin_state", None)
-    if state is not None and (arch is not None or ranks_per_node is not None):
+    if state is not None and (arch is not None or ranks_per_node is not None or timeout_s is not None):
         raise ValueError(f"purlin.torch.init: process group {group.group_name!r} is purlin's, bound when it was "
-                         "made; give arch and ranks_per_node to purlin.torch.route instead")
+                         "made; give arch, ranks_per_node and timeout_s to purlin.torch.route instead")
     if state is None:
+        timeout_s = group_timeout(group) if timeout_s is None else timeout_s
         state = _state_of(group, arch or default_arch(), timeout_s)
         local = ranks_per_node or local_world_size()
         if local is not None and local < dist.get_world_size():
@@ -196,6 +233,16 @@ def default_arch() -> str:
     from purlin.compile import CPU_ARCH, arch_of_device
 
     return arch_of_device(torch.cuda.current_device()) if torch.cuda.is_available() else CPU_ARCH
+
+
+def group_timeout(group: Any) -> float:
+    """The timeout of `group`'s backends in seconds (the longest, where several
+    name one), TIMEOUT_S where none does: how long torch's own collectives on
+    that group wait for a late peer before they fail."""
+    named = [options._timeout.total_seconds() for device in group._device_types
+             if (options := getattr(group._get_backend(device), "options", None)) is not None
+             and hasattr(options, "_timeout")]
+    return max(named, default=TIMEOUT_S)
 
 
 def local_world_size() -> int | None:

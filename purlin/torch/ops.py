@@ -82,8 +82,7 @@ def _register(name: str, c: _Collective) -> None:
         return y
 
     def out(x: torch.Tensor, y: torch.Tensor, *values) -> None:
-        st, kw = _named(c, values)
-        c.run(st, x.view(-1), y.view(-1), **kw)
+        run_out(name, x, y, *values)
 
     def fake(x: torch.Tensor, *values) -> torch.Tensor:
         st, kw = _named(c, values)
@@ -97,6 +96,13 @@ def _register(name: str, c: _Collective) -> None:
 
 for _name, _c in COLLECTIVES.items():
     _register(_name, _c)
+
+
+def run_out(name: str, x: torch.Tensor, y: torch.Tensor, *values) -> None:
+    """purlin::NAME_out's implementation: NAME of `x` into `y` (ARGS as its schema orders them)."""
+    c = COLLECTIVES[name]
+    st, kw = _named(c, values)
+    c.run(st, x.view(-1), y.view(-1), **kw)
 
 _lib.define("all_reduce_(Tensor(a!) tensor, " + ", ".join(f"{t} {n}" for t, n in _RED) + ") -> ()")
 

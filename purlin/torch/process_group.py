@@ -32,7 +32,6 @@ from torch.distributed import ProcessGroup
 from purlin.dtypes import ReduceKind, check_reduce_dtype
 from purlin.torch.execute import TORCH_NAMES, all_gather, all_reduce, all_to_all, reduce_scatter
 from purlin.torch.groups import (
-    TIMEOUT_S,
     GroupState,
     bind,
     default_arch,
@@ -180,6 +179,24 @@ class PurlinProcessGroup(ProcessGroup):
             o.view(-1).copy_(part)
         return Work(outputs)
 
+    # What purlin does not run, but torch's trampoline of a Python process group
+    # would call on the underlying backend itself: it does so holding the GIL
+    # (to look for a Python method first), so gloo's enqueue would wait for its
+    # queue's lock with the GIL held, while a gloo worker that drops a finished
+    # work under that lock waits for the GIL to free the work's tensors: a
+    # deadlock. Through the underlying group's own bindings the GIL is released.
+    def broadcast(self, tensors, opts):
+        return self.underlying.broadcast(tensors, opts)
+
+    def barrier(self, opts):
+        return self.underlying.barrier(opts)
+
+    def send(self, tensors, dst, tag):
+        return self.underlying.send(tensors, dst, tag)
+
+    def recv(self, tensors, src, tag):
+        return self.underlying.recv(tensors, src, tag)
+
     # The names of torch releases before 2.13 (whose trampolines call these).
     _allgather_base = all_gather_single
     allgather_into_tensor_coalesced = all_gather_single_coalesced
@@ -236,7 +253,8 @@ def _create(opts, backend_options) -> PurlinProcessGroup:
     local = local_world_size()
     ranks = list(opts.global_ranks_in_group) or range(size)  # none given for the world
     spans = local is not None and len({r // local for r in ranks}) > 1
-    st = None if spans else GroupState(underlying, "", rank, size, default_arch(), TIMEOUT_S)
+    # Its waits as long as the group's own (torch's collectives on it wait opts.timeout).
+    st = None if spans else GroupState(underlying, "", rank, size, default_arch(), opts.timeout.total_seconds())
     return PurlinProcessGroup(rank, size, underlying, st)
 
 

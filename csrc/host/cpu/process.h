@@ -42,6 +42,10 @@ class ProcessCommunicator : public Executor {
   // This rank's heap, where a symmetric plan's buffers go.
   unsigned char* heap() const { return memory_[rank_].heap; }
   size_t heap_bytes() const { return heap_bytes_; }
+  // Flags a failed call of this rank in every peer's region, so that a peer
+  // waiting in a call of this communicator stops at once (as when this rank's
+  // own call fails): how a rank that finds its peers made another call stops them.
+  void stop() { flag_failure(false); }
   // Unmaps every region (and unlinks this one); run refuses afterwards.
   void close();
 

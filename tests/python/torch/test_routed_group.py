@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 
 import pytest
 
@@ -300,7 +301,7 @@ def _purlin_world_over_two_nodes(rank: int) -> None:
         dist.all_reduce(y)
     assert torch.equal(y, want) and not ran
     pt.init()
-    with pytest.raises(ValueError, match="give arch and ranks_per_node to purlin.torch.route"):
+    with pytest.raises(ValueError, match="give arch, ranks_per_node and timeout_s to purlin.torch.route"):
         pt.init(ranks_per_node=2)
     with _purlin_calls() as ran:
         y = x.clone()
@@ -317,3 +318,57 @@ def _purlin_world_over_two_nodes(rank: int) -> None:
 def test_a_world_of_backend_purlin_over_two_nodes_runs_hierarchically_once_bound(monkeypatch):
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     run_group(4, "purlin", _purlin_world_over_two_nodes, start_method="fork")
+
+
+
+def _waits_as_long_as_the_group(rank: int) -> None:
+    import datetime
+
+    import purlin.torch as pt
+    from purlin.torch.groups import state
+
+    ranks = list(range(dist.get_world_size()))
+    short = dist.new_group(ranks, timeout=datetime.timedelta(seconds=1))
+    own = dist.new_group(ranks, backend="purlin", timeout=datetime.timedelta(seconds=20))
+    routed = pt.route(dist.new_group(ranks, timeout=datetime.timedelta(seconds=30)))
+    pt.init(short)
+    assert (own.purlin_state.timeout_s, routed.purlin_state.timeout_s, state(short.group_name).timeout_s) == \
+        (20.0, 30.0, 1.0)
+    for g in (own, short):
+        pt.all_reduce(torch.ones(4), group=g)  # the call board made, the call cached
+    # A rank late by more than purlin's own default (10 s) but within the group's timeout: no error, as on gloo.
+    x = torch.ones(4)
+    if rank == 1:
+        time.sleep(10.5)
+    dist.all_reduce(x, group=own)
+    assert torch.equal(x, torch.full((4,), float(len(ranks))))
+    # A rank that does not come: the others give up after the group's 1 s.
+    if rank != 1:
+        t = time.monotonic()
+        with pytest.raises(pt.CallMismatchError, match=r"rank\(s\) \[1\] did not make purlin call #2 .* within 1 s"):
+            pt.all_reduce(torch.ones(4), group=short)
+        assert time.monotonic() - t < 5
+    dist.barrier()
+
+
+def test_a_purlin_group_waits_for_a_late_rank_as_long_as_its_own_timeout():
+    fork_gloo(3, _waits_as_long_as_the_group)
+
+
+def _forwarded_back_to_back(rank: int) -> None:
+    import datetime
+
+    w = dist.get_world_size()
+    pg = dist.new_group(list(range(w)), backend="purlin", timeout=datetime.timedelta(seconds=20))
+    t = torch.zeros(4)
+    for _ in range(1000):
+        # The scatter's tensors die before its gloo worker lets the work go: the next call must not hold the GIL.
+        dist.scatter(torch.zeros(2), list(torch.ones(w, 2).unbind()) if rank == 1 else None, 1, pg)
+        dist.broadcast(t, 1, pg)
+        dist.barrier(pg)
+        if rank < 2:
+            (dist.send if rank == 0 else dist.recv)(t, 1 - rank, pg)
+
+
+def test_calls_forwarded_back_to_back_on_a_purlin_group_do_not_deadlock():
+    fork_gloo(3, _forwarded_back_to_back)

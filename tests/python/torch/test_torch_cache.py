@@ -112,6 +112,30 @@ def test_mismatched_calls_raise_on_every_rank():
     spawn(2, _mismatches)
 
 
+def _running_peers_stopped(rank: int) -> None:
+    import purlin.torch as pt
+
+    pt.init()
+    for n in (8, 16):
+        pt.all_reduce(torch.ones(n))
+    # Cached on every rank: ranks that run the call of 8 (they saw no other call when they posted) are
+    # stopped by the first to see both, whichever rank posts last; each names the calls posted when it
+    # learnt of them. Then every rank makes its calls anew.
+    for late in range(3):
+        if rank == late:
+            time.sleep(0.2)
+        _raises_quickly(lambda: pt.all_reduce(torch.ones(16 if rank == 2 else 8)), "all_reduce of 8",
+                        "rank 2: all_reduce of 16")
+        for n in (8, 16):
+            x = torch.ones(n)
+            pt.all_reduce(x)
+            assert x.tolist() == [3.0] * n
+
+
+def test_a_call_that_differs_stops_the_peers_already_running_theirs():
+    spawn(3, _running_peers_stopped)
+
+
 def _limits(rank: int) -> None:
     import purlin.torch as pt
 
