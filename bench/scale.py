@@ -140,9 +140,10 @@ def main() -> None:
           f"<= {VERIFY_GOAL:.0f} s: {verdict(secs, VERIFY_GOAL)}", flush=True)
 
     # Programs whose ranks are not rotations of rank 0: every rank is checked.
-    print("snac-verify at W=128, 2^20 elements per rank (one run each):", end="")
+    print("snac-verify at W=128, each rank's largest buffer 2^20 elements (one run each):", end="")
     for collective, op in (("all_reduce", "sum"), ("all_gather", ""), ("reduce_scatter", "sum"), ("all_to_all", "")):
-        count = (1 << 20) * (128 if collective == "reduce_scatter" else 1)
+        # `count` is all_reduce's buffer, the others' per-peer block.
+        count = (1 << 20) // (1 if collective == "all_reduce" else 128)
         run = fresh(VERIFY, ["128", str(count), collective, op], a.timeout)
         print(f" {collective} {show(run and run['seconds'], a.timeout)}", end="", flush=True)
     print()

@@ -372,24 +372,31 @@ def rank_units(plan: PhasePlan, rank: int) -> tuple[Unit, ...]:
 def rank_groups(plan: PhasePlan, rank: int) -> tuple[Group, ...]:
     """The groups `rank` consumes: a chunk of each of its destination slices,
     in name order, those that read staging first (PhasePlan.staged_groups)."""
-    # A chunk's sources, every one as a unit, found once per chunk: every
-    # consumer of the name reads the same ones, its own (if any) in place.
+    # A chunk's sources, found for its first consumer and shared by the
+    # others (most read the same ones, their own, if any, in place): the
+    # sources, their ranks, and the rank whose own source they read in place.
     memo = plan.__dict__.setdefault("_sources_memo", {})
     remote: list[tuple] = []
     local: list[tuple] = []  # groups of the rank's own sources alone
     for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
         for lo, hi in _chunks(d.size, plan.chunk):
-            srcs = memo.get((d.name, lo))
-            if srcs is None:
-                # A source is a unit where a rank other than its holder reads it (or all are staged).
-                readers = plan.dst.holders(d.name)
+            found = memo.get((d.name, lo))
+            if found is None:
                 # Every rank reduces in rank order, so all get the same bits.
-                srcs = memo[(d.name, lo)] = tuple(
-                    Source(s.rank, s.offset + lo, plan.unit_index(s.rank, d.name, lo)
-                           if plan.keep_unread or plan.stage_local or any(h != s.rank for h in readers) else None)
+                srcs = tuple(
+                    Source(s.rank, s.offset + lo,
+                           None if s.rank == rank and not plan.stage_local else plan.unit_index(s.rank, d.name, lo))
                     for s in plan.src.slices_named(d.name))
-            if not plan.stage_local and any(s.rank == rank for s in srcs):
-                srcs = tuple(Source(s.rank, s.offset, None) if s.rank == rank else s for s in srcs)
+                owners = frozenset(s.rank for s in srcs)
+                memo[(d.name, lo)] = (srcs, owners, rank if rank in owners and not plan.stage_local else -1)
+            else:
+                srcs, owners, in_place = found
+                if in_place != rank and (in_place >= 0 or (rank in owners and not plan.stage_local)):
+                    srcs = tuple(Source(s.rank, s.offset, None) if s.rank == rank and not plan.stage_local
+                                 else Source(s.rank, s.offset, plan.unit_index(s.rank, d.name, lo))
+                                 if s.unit is None else s for s in srcs)
+                    if rank not in owners:  # every source a unit: what the next consumers read
+                        memo[(d.name, lo)] = (srcs, owners, -1)
             (remote if any(s.unit is not None for s in srcs) else local).append((d.name, lo, hi, d.offset + lo, srcs))
     # The local-only groups after the others can run in a role of their own.
     return tuple(Group(rank, i, name, lo, hi, offset, srcs)
