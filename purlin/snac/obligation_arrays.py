@@ -649,7 +649,7 @@ class _Checks:
         pw = self.who[pstep]
         tags = int(max(self.ctag.max(initial=0), self.rtag.max(initial=0))) + 1
         pgroup, rgroup = _dense(pw * tags + self.ctag, self.who[rs] * tags + self.rtag)
-        n = len(pstep) + 1
+        n = len(self.who) + 1
         o = np.argsort(pgroup * n + pstep, kind="stable")
         sorted_key = pgroup[o] * n + pstep[o]
         need_check = np.nonzero(~ok)[0]

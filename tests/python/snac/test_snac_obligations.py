@@ -283,13 +283,17 @@ def test_an_epoch_advanced_one_more_on_a_middle_rank_is_caught(world):
 
 @pytest.mark.parametrize("ranks", ["rank 0", "middle rank", "last rank"])
 @pytest.mark.parametrize("case", [COMPOSED, CASES[2]], ids=["all_reduce", "all_gather"])
-def test_a_flag_off_by_one_on_one_rank_is_caught(case, ranks):
-    """That rank announces each unit with the next unit's flag (a notify one
-    ahead): its consumers' waits are met before the unit is staged."""
+@pytest.mark.parametrize("bug", [(snac.NotifyOp, "value"), (snac.WaitOp, "epoch"), (snac.AckOp, "epoch"),
+                                 (snac.FinishOp, "value")], ids=["notify", "wait", "ack", "finish"])
+def test_a_flag_or_epoch_off_by_one_on_one_rank_is_caught(case, ranks, bug):
+    """That rank's notifies announce each unit with the next one's flag, or
+    its waits expect the next epoch's unit, or its acks and finishes release
+    a slot one epoch early: a read not ordered after its write, or a slot
+    rewritten while read."""
     world = 6
     m = {"rank 0": 0, "middle rank": world // 2, "last rank": world - 1}[ranks]
     prog = program(case[0], case[1], world, case[2], case[3])
-    bump_on_rank(prog, snac.NotifyOp, "value", m)
+    bump_on_rank(prog, *bug, m)
     mine = array_verdict(prog)
     assert mine == per_item_verdict(prog) and mine is not None
 
