@@ -619,7 +619,7 @@ class _Checks:
         tags = _dense(tag(w), tag(r), tag(c, prot))
         ntags = int(max(t.max(initial=0) for t in tags)) + 1
         self.wtag, self.rtag, self.ctag = (loc * ntags + t for loc, t in zip(locs, tags))
-        self.wloc, self.rloc = locs[0], locs[1]
+        self.wloc = locs[0]
 
     def _read_text(self, k: int) -> str:
         r = self.reads

@@ -564,8 +564,9 @@ def _check_ordering(seq: dict[tuple[int, int], list[Step]], starts: dict[tuple[i
             for reader, q in by_tag.get(old, []):
                 if not earlier_call(reader, q, who, p) and not any(at < p and covered(key, need, reader, q)
                            for at, key, need in waits_by_storer[who].get(reader[0], ())):
-                    raise ProtocolViolation(seq[who][p][1], f"reused too early: {_role(who)} overwrites {key_text(loc)} "
-                                                            f"with unit {new[2]} of epoch {new[3]} while {_role(reader)} "
+                    raise ProtocolViolation(seq[who][p][1], f"reused too early: {_role(who)} overwrites "
+                                                            f"{key_text(loc)} with unit {new[2]} of epoch {new[3]} "
+                                                            f"while {_role(reader)} "
                                                             f"may still read unit {old[2]} of epoch {old[3]} from it "
                                                             "(no acknowledgement orders the read before this write)")
 
