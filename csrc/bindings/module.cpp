@@ -192,6 +192,8 @@ PYBIND11_MODULE(_runtime, m) {
           },
           py::arg("input"), py::arg("output"),
           "One call of this rank on host addresses holding input_bytes / output_bytes (the caller checks them)")
+      .def("rebind", &purlin::cpu::ProcessCommunicator::rebind, py::arg("plan"),
+           "Run `plan` from the next call on: another binding of this plan's kernel, laid out alike")
       .def("stop", &purlin::cpu::ProcessCommunicator::stop,
            "Make the peers' waiting calls on this communicator stop at once, as a failed call of this rank does")
       .def("close", &purlin::cpu::ProcessCommunicator::close)

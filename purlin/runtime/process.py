@@ -257,6 +257,25 @@ class ProcessCommunicator:
         else:
             self._impl.run(i, o, current_stream(self.device))
 
+    def rebind(self, plan: Plan, decoded=None) -> None:
+        """cpu: runs `plan` from the next call on: another binding of this plan's
+        kernel (purlin.compile.DeviceCountsCollective.bind: other sizes over the
+        same buffers), whose memory is laid out as the current one's; every rank
+        rebinds at the same call. `decoded`: `plan` as purlin._runtime.decode
+        gives it, where the caller keeps it."""
+        if self.backend != "cpu":
+            raise ValueError(f"{self.name}: rebind is the cpu backend's")
+        if self._impl is None:
+            raise RuntimeError(f"{self.name}: the communicator is closed")
+        if decoded is None:
+            validate(plan)
+            decoded = _runtime.decode(plan.encode())
+        self._impl.rebind(decoded)
+        self.plan = plan
+        self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
+        self._overlaps = Buffers(plan, self.name)
+        self._checked.clear()
+
     def stop(self) -> None:
         """cpu: makes the peers' calls that wait on this rank in this communicator
         stop at once, as a failed call of this rank does (the communicator cannot

@@ -28,6 +28,7 @@ class Limits:
     communicators: int = 32  # per group
     shared_bytes: int = 256 << 20  # per group: what its kept communicators map here (every rank's region)
     plans: int = 256  # lowered plans per process
+    bound: int = 64  # bound plans per group: sizes called lately (a binding costs a few ms)
 
 
 limits = Limits()
@@ -77,6 +78,21 @@ class Communicators(OrderedDict):
         self.shared_bytes -= region_bytes(comm.plan) * comm.world
         comm.close()
         _counts["communicators closed"] += 1
+
+
+class Bindings(OrderedDict):
+    """A kernel's plans by the counts they are bound to, least recently used first, at most limits.bound."""
+
+    def hit(self, counts: tuple) -> Any:
+        bound = self.get(counts)
+        if bound is not None:
+            self.move_to_end(counts)
+        return bound
+
+    def keep(self, counts: tuple, bound: Any) -> None:
+        self[counts] = bound
+        while len(self) > limits.bound:
+            self.popitem(last=False)
 
 
 def region_bytes(plan: Any) -> int:

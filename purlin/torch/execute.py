@@ -22,6 +22,7 @@ import torch.distributed as dist
 from purlin.dtypes import DTYPES
 from purlin.runtime.backend import BadCountsError
 from purlin.torch.groups import TORCH_OPS, GroupState, all_gather_single, reduce_scatter_single
+from purlin.torch.regimes import slices
 
 # Every purlin dtype this torch build has.
 TORCH_NAMES = {getattr(torch, d.array_name): d.name for d in DTYPES if hasattr(torch, d.array_name)}
@@ -68,6 +69,14 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
         _nothing(st, x, "all_reduce", op)
         return
     if st.nodes is None:
+        if x.device.type == "cpu" and not deterministic:
+            # A reduce_scatter_v of the elements' world slices, then their all_gather_v.
+            counts = slices(n, st.world)
+            part = x.new_empty(counts[st.rank])
+            dtype = dtype_name(x)
+            if st.run_sized(("all_reduce", n), "reduce_scatter_v", dtype, op, counts, x, part, lowering):
+                st.run_sized(("all_reduce", n), "all_gather_v", dtype, None, counts, part, y, lowering)
+                return
         in_place = x.data_ptr() == y.data_ptr()
         st.run(st.communicator(x.device, "all_reduce", dtype_name(x), op, n, lowering=lowering,
                                deterministic=deterministic, in_place=in_place), x, y)
@@ -92,7 +101,9 @@ def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
         _nothing(st, x, "all_gather", None)
         return
     if st.nodes is None:
-        st.run(st.communicator(x.device, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering), x, y)
+        if not (x.device.type == "cpu" and st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None,
+                                                         [x.numel()] * st.world, x, y, lowering)):
+            st.run(st.communicator(x.device, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering), x, y)
         return
     nodes = st.nodes
     block = x.new_empty(nodes.local * x.numel())
@@ -107,8 +118,11 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
         _nothing(st, x, "reduce_scatter", op)
         return
     if st.nodes is None:
-        st.run(st.communicator(x.device, "reduce_scatter", dtype_name(x), op, m, lowering=lowering,
-                               deterministic=deterministic), x, y)
+        if not (x.device.type == "cpu" and not deterministic
+                and st.run_sized(("reduce_scatter", m), "reduce_scatter_v", dtype_name(x), op, [m] * st.world, x, y,
+                                 lowering)):
+            st.run(st.communicator(x.device, "reduce_scatter", dtype_name(x), op, m, lowering=lowering,
+                                   deterministic=deterministic), x, y)
         return
     nodes = st.nodes
     # Local rank l needs slice (n, l) of every node n: regroup them by l first.
@@ -124,8 +138,10 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
         _nothing(st, x, "all_to_all", None)
         return
     if st.nodes is None:
-        st.run(st.communicator(x.device, "all_to_all", dtype_name(x), None, x.numel() // st.world,
-                               lowering=lowering), x, y)
+        c = x.numel() // st.world
+        if not (x.device.type == "cpu" and st.run_sized(("all_to_all", c), "all_to_all_v", dtype_name(x), None,
+                                                         [[c] * st.world] * st.world, x, y, lowering)):
+            st.run(st.communicator(x.device, "all_to_all", dtype_name(x), None, c, lowering=lowering), x, y)
         return
     nodes = st.nodes
     n, local, c = nodes.count, nodes.local, x.numel() // st.world
@@ -141,7 +157,9 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
 def v_collective(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tensor, counts: list,
                  op: str | None, lowering: str) -> None:
     if st.nodes is None:
-        st.run(st.communicator(x.device, collective, dtype_name(x), op, counts=counts, lowering=lowering), x, y)
+        if not (x.device.type == "cpu" and st.run_sized((collective, 0), collective, dtype_name(x), op, counts, x, y,
+                                                         lowering)):
+            st.run(st.communicator(x.device, collective, dtype_name(x), op, counts=counts, lowering=lowering), x, y)
         return
     {"all_gather_v": _all_gather_v_nodes, "reduce_scatter_v": _reduce_scatter_v_nodes,
      "all_to_all_v": _all_to_all_v_nodes}[collective](st, x, y, counts, op, lowering)

@@ -19,7 +19,7 @@ import torch.distributed as dist
 
 from purlin.dtypes import ReduceKind
 from purlin.runtime.process import ProcessCommunicator
-from purlin.torch.cache import Communicators, lowered, made, release_plans, stats
+from purlin.torch.cache import Bindings, Communicators, lowered, made, release_plans, stats
 from purlin.torch.board import CallBoard, CallMismatchError, header
 
 OPS = tuple(k.value for k in ReduceKind)
@@ -79,6 +79,8 @@ class GroupState:
     nodes: Nodes | None = None
     # The group's communicators by call key (device type, collective, dtype, op, count, counts, ...), LRU-bounded.
     plans: Communicators = field(default_factory=Communicators)
+    # The plans of the regime kernels bound to the sizes called lately (with their decoded form).
+    bindings: Bindings = field(default_factory=Bindings)
     board: CallBoard | None = None
 
     def communicator(self, device: torch.device, collective: str, dtype: str, op: str | None, count: int = 0,
@@ -144,10 +146,10 @@ class GroupState:
         """After calls that differ (cpu): stops the peers that run one of them
         (they wait for this rank in it), then closes every communicator, which every
         rank of the call does, so that the next calls make them anew alike."""
+        # Every one: a kernel's communicator runs the calls of every size it binds.
         cpu = [comm for comm in self.plans.values() if comm.backend == "cpu"]
         for comm in cpu:
-            if comm.purlin_header in e.calls:
-                comm.stop()
+            comm.stop()
         self.plans.release(cpu)
 
     def counts_communicator(self, device: torch.device, collective: str, dtype: str, op: str | None,
@@ -171,6 +173,55 @@ class GroupState:
         coll = lowered((self.world, self.arch, *key), lower)
         return self._keep(key, head, coll, collective, "cuda")
 
+    def run_sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list,
+                  x: torch.Tensor, y: torch.Tensor, lowering: str = "") -> bool:
+        """Runs V collective `collective` of `counts` on cpu tensors through the
+        kernel of its regime (purlin.torch.regimes), bound to these counts; False
+        where no regime holds them (the caller compiles a plan of their own).
+        `called` is the call as the call board names it: (collective, count)."""
+        from purlin.compile import CPU_ARCH
+        from purlin.torch.regimes import input_extent, options, regime
+
+        rg = regime(collective, self.world, dtype, input_extent(collective, counts), CPU_ARCH)
+        if rg is None:
+            return False
+        kernel_key = ("cpu", "regime", collective, dtype, op, rg.name, lowering)
+        head = header(called[0], dtype, op, called[1], repr(counts) if called[0].endswith("_v") else repr(None),
+                      lowering, False, False, False)
+        def lower():
+                from purlin.compile import compile_device_counts
+
+                return compile_device_counts(collective, self.world, dtype, op, input_elems=rg.input_elems,
+                                             output_elems=rg.output_elems, arch=CPU_ARCH, lowering=options(lowering, rg))
+
+        # Checked before anything is lowered or bound, so that ranks whose calls differ learn it first.
+        if any(k[:len(kernel_key)] == kernel_key for k in self.plans):
+            self._checked(self.board.check, head)
+        else:
+            self._checked(self.call_board().agree, head)
+        kernel = lowered((self.world, CPU_ARCH, *kernel_key), lower)
+        bound = self.bindings.hit((kernel_key, _flat(counts)))
+        if bound is None:
+            from purlin.runtime.backend import _runtime
+
+            plan = kernel.bind(counts)
+            bound = (plan, _runtime.decode(plan.encode()))
+            self.bindings.keep((kernel_key, _flat(counts)), bound)
+        # Bindings of one layout (a chunk count: its epochs advance alike) share a communicator.
+        plan = bound[0]
+        key = (*kernel_key, plan.advance, tuple((b.kind, b.slots, b.elems) for b in plan.buffers),
+               tuple(sig.slots for sig in plan.signals))
+        comm = self.plans.hit(key)
+        if comm is None:
+            # Made by every rank at once: each waits for the others' agreement first.
+            self._checked(self.board.agree, head)
+            comm = self._keep(key, head, plan, collective, "cpu")
+        elif comm.plan is not plan:
+            comm.rebind(*bound)
+        comm.purlin_header = head
+        self.run(comm, x, y)
+        return True
+
     def _keep(self, key: tuple, head: tuple, plan: Any, collective: str, backend: str) -> ProcessCommunicator:
         comm = ProcessCommunicator(plan, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
                                    name=collective, backend=backend)
@@ -188,6 +239,7 @@ class GroupState:
     def release(self) -> None:
         """Closes every communicator this group keeps (on cuda, with the group: every rank calls it)."""
         self.plans.release()
+        self.bindings.clear()
 
 
 # How long a rank waits for its peers within a purlin call on a group whose backends name no timeout.
@@ -243,6 +295,10 @@ def group_timeout(group: Any) -> float:
              if (options := getattr(group._get_backend(device), "options", None)) is not None
              and hasattr(options, "_timeout")]
     return max(named, default=TIMEOUT_S)
+
+
+def _flat(counts: list) -> tuple:
+    return tuple(c for row in counts for c in row) if counts and isinstance(counts[0], list) else tuple(counts)
 
 
 def local_world_size() -> int | None:

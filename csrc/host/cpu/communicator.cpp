@@ -381,6 +381,22 @@ Executor::Executor(Plan plan, Options options)
   prev_.assign(plan_.world, 0);
 }
 
+void Executor::rebind(Plan plan) {
+  const auto same = [](const std::vector<Buffer>& a, const std::vector<Buffer>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k)
+      if (a[k].kind != b[k].kind || a[k].slots != b[k].slots || a[k].elems != b[k].elems) return false;
+    return true;
+  };
+  if (plan.world != plan_.world || plan.dtype != plan_.dtype || plan.symmetric != plan_.symmetric ||
+      plan.advance != plan_.advance || plan.signal_slots != plan_.signal_slots || !same(plan.buffers, plan_.buffers))
+    throw std::invalid_argument(options_.name + ": the new plan's memory is not laid out as the current one's "
+                                "(world, dtype, buffers, signals and epoch advance must be equal): it is not "
+                                "another binding of the same kernel");
+  check_programs(plan);
+  plan_ = std::move(plan);
+}
+
 size_t Executor::region_bytes() const {
   size_t n = aligned(sizeof(RegionHeader));
   for (const Buffer& b : plan_.buffers)

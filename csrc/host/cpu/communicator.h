@@ -81,6 +81,11 @@ class Executor {
   const std::string& name() const { return options_.name; }
   // Wakes the waiters of every rank whose memory this executor maps.
   void ring_all() const;
+  // Runs `plan` from the next call on: another binding of the plan's kernel
+  // (its sizes given at run time), whose memory is laid out as the current
+  // one's (world, dtype, buffers, signals, epoch advance); refused with
+  // std::invalid_argument otherwise. Every rank rebinds at the same call.
+  void rebind(Plan plan);
 
  protected:
   // Refuses (std::invalid_argument) a plan the CPU executor cannot run safely.

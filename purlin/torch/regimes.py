@@ -1,0 +1,81 @@
+"""One kernel per regime on the CPU backend, sizes given at run time.
+
+A call of the CPU backend runs a V collective's kernel lowered once with its
+counts dynamic (purlin.compile.compile_device_counts) over buffers of its
+regime's capacity: each call's sizes bind that kernel on the host
+(DeviceCountsCollective.bind: no lowering) and the group's one communicator
+of that kernel runs the bound plan (ProcessCommunicator.rebind: its memory is
+laid out alike for every binding, so nothing is mapped or exchanged again).
+
+    all_gather of n       all_gather_v of [n] * world
+    reduce_scatter of m   reduce_scatter_v of [m] * world
+    all_to_all of c       all_to_all_v of c from every rank to every rank
+    all_reduce of n       reduce_scatter_v of n's world near-equal slices, then all_gather_v
+    the V forms           themselves
+
+Regimes are the cost model's: latency while the largest rank's input holds at
+most its latency bound (and the world is small enough), throughput above,
+up to CAPACITY elements; a call larger than that compiles a plan of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from purlin.conversion.cost_model import LATENCY_MAX_WORLD, THRESHOLDS
+from purlin.dtypes import itemsize
+
+# Elements a rank's buffers of a throughput kernel may hold: its staging is
+# chunked, so the bound costs no memory.
+CAPACITY = 1 << 30
+# The throughput kernels' chunk: staging of 4 slots x 1 MiB per rank, not the
+# cost model's GPU-sized 4 MiB ones (which would map 32 MiB a rank per kernel).
+CHUNK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Regime:
+    """A kernel's regime and the elements its rank's input and output may hold."""
+
+    name: str
+    input_elems: int
+    output_elems: int
+
+
+def regime(collective: str, world: int, dtype: str, input_extent: int, arch: str) -> Regime | None:
+    """The regime of a V collective whose largest rank's input holds `input_extent`
+    elements; None beyond CAPACITY."""
+    bound = THRESHOLDS[arch].latency_max_bytes // itemsize(dtype)
+    if input_extent <= bound and world <= LATENCY_MAX_WORLD:
+        name, cap = "latency", bound
+    elif input_extent <= CAPACITY:
+        name, cap = "throughput", CAPACITY
+    else:
+        return None
+    # What a rank receives: reduce_scatter_v a slice of what it sends, the others up to world x that.
+    return Regime(name, cap, cap if collective == "reduce_scatter_v" else world * cap)
+
+
+def options(lowering: str, rg: Regime) -> str:
+    """The lowering of regime `rg`'s kernel: `lowering` with the regime (and a
+    throughput kernel's chunk) unless it names them."""
+    named = {word.partition("=")[0] for word in lowering.split()}
+    extra = [f"regime={rg.name}"] if "regime" not in named else []
+    if rg.name == "throughput" and "chunk-bytes" not in named:
+        extra.append(f"chunk-bytes={CHUNK_BYTES}")
+    return " ".join([lowering, *extra]).strip()
+
+
+def slices(n: int, world: int) -> list[int]:
+    """`n` elements in `world` slices as even as they go, the larger ones first."""
+    q, r = divmod(n, world)
+    return [q + (k < r) for k in range(world)]
+
+
+def input_extent(collective: str, counts: list) -> int:
+    """The largest rank's input of a V collective's `counts`."""
+    if collective == "all_gather_v":
+        return max(counts)
+    if collective == "reduce_scatter_v":
+        return sum(counts)
+    return max(sum(row) for row in counts)
