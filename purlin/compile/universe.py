@@ -46,7 +46,7 @@ def _convert_coll_to_snac() -> type[ModulePass]:
 
 
 def _snac_verify() -> type[ModulePass]:
-    from purlin.snac.verify import SnacVerifyPass
+    from purlin.simulator.snac_verify import SnacVerifyPass
 
     return SnacVerifyPass
 

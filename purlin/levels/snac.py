@@ -16,7 +16,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from purlin.compile.pipeline import pipeline_spec
 from purlin.levels.base import SimError, check_args, level
 from purlin.snac.dialect import ProgramOpBase
-from purlin.snac.machine import SnacExecutionError, World, execute
+from purlin.simulator.snac_machine import SnacExecutionError, World, execute
 
 
 @level(lambda options: pipeline_spec("snac", lowering=options.get("lowering", ""), verify=False))

@@ -1,5 +1,5 @@
 """Executes a Plan for every rank on numpy buffers, with the seeded scheduler
-of the snac machine (purlin.snac.scheduler).
+of the snac machine (purlin.simulator.scheduler).
 
 Each (rank, role) is a coroutine over its instruction list; waits yield until
 their condition holds, so interleavings vary with the seed. Memory is laid
@@ -21,9 +21,9 @@ import numpy as np
 from purlin import plan as P
 from purlin.coll.reference import reduce_parts
 from purlin.dtypes import numpy_dtype
-from purlin.snac import scheduler
+from purlin.simulator import scheduler
 from purlin.snac.protocol import PACKET_DATA_BYTES
-from purlin.snac.scheduler import Task
+from purlin.simulator.scheduler import Task
 
 
 class PlanExecutionError(Exception):

@@ -164,8 +164,8 @@ def test_every_folder_is_in_one_layer():
     [
         ({"purlin.coll.dialect": {"purlin.snac.dialect"}, "purlin.snac.dialect": set()},
          "purlin.coll.dialect (semantics) imports purlin.snac.dialect (orchestration), a layer above it"),
-        ({"purlin.snac.machine": {"purlin.snac.index_eval"}, "purlin.snac.index_eval": {"purlin.snac.machine"}},
-         "import cycle: purlin.snac.index_eval <-> purlin.snac.machine"),
+        ({"purlin.snac.phase_binding": {"purlin.snac.index_eval"}, "purlin.snac.index_eval": {"purlin.snac.phase_binding"}},
+         "import cycle: purlin.snac.index_eval <-> purlin.snac.phase_binding"),
         ({"purlin.runtime.backend": {"purlin.testing.cases"}, "purlin.testing.cases": set()},
          "purlin.runtime.backend (runtime) imports purlin.testing.cases (test harness), a layer above it"),
         ({"purlin.tools.run": {"purlin.testing.cases"}, "purlin.testing.cases": set(), "purlin.newpkg.thing": set()},

@@ -16,7 +16,7 @@ from purlin.coll.attributes import ReduceKind
 from purlin.compile.pipeline import lower, make_context
 from purlin.dtypes import element_type
 from purlin.levels.table import LEVELS
-from purlin.snac.verify import SnacVerifyPass
+from purlin.simulator.snac_verify import SnacVerifyPass
 from purlin.testing.data import compare, filler, random_array
 
 SHAPES = {

@@ -8,8 +8,8 @@ import pytest
 from purlin.coll.builder import SpecError
 from purlin.coll.layouts import MAX_WORLD, Layout, LayoutError, LayoutKind
 from purlin.compile.pipeline import lower, parse_module
-from purlin.snac import machine as snac_exec
-from purlin.snac import symmetric_memory
+from purlin.simulator import snac_machine as snac_exec
+from purlin.simulator import symmetric_memory
 from purlin.snac.dialect import ProgramOpBase
 from purlin.testing.cases import Case
 from purlin.tools.opt import main as opt_main

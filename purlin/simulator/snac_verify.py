@@ -3,9 +3,9 @@
 By default it checks the protocol's obligations for every rank, channel by
 channel, for three calls in a row (so staging halves are reused), and
 deadlock freedom from a schedule-independent fixpoint
-(purlin.snac.obligations says why that covers every rank and every
+(purlin.simulator.obligations says why that covers every rank and every
 interleaving; every rank at once as numpy arrays, or item by item for the
-forms of program purlin.snac.obligation_arrays lists); a dynamic program
+forms of program purlin.simulator.obligation_arrays lists); a dynamic program
 with each sample of counts. With
 `exhaustive=true`, and for programs whose peers read or write the callers'
 buffers in place (direct phases, or input and output one buffer: the
@@ -24,8 +24,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from purlin.snac.dialect import ProgramOpBase
-from purlin.snac.machine import SnacExecutionError, sample_counts, verify_changing_counts, verify_program
-from purlin.snac.obligations import touches_callers_buffers, verify_obligations
+from purlin.simulator.snac_machine import SnacExecutionError, sample_counts, verify_changing_counts, verify_program
+from purlin.simulator.obligations import touches_callers_buffers, verify_obligations
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import numpy as np
 from xdsl.ir import Operation
 
 from purlin.snac.errors import ProtocolViolation
-from purlin.snac.scheduler import Task
-from purlin.snac.symmetric_memory import Access, Signal, World
+from purlin.simulator.scheduler import Task
+from purlin.simulator.symmetric_memory import Access, Signal, World
 
 
 class Clock:

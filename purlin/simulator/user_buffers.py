@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from xdsl.ir import Operation
 
 from purlin.snac.errors import ProtocolViolation
-from purlin.snac.happens_before import Thread
+from purlin.simulator.happens_before import Thread
 
 
 @dataclass(slots=True)

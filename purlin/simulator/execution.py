@@ -13,15 +13,15 @@ from xdsl.dialects import arith, scf
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.snac import dialect as snac
-from purlin.snac import scheduler
-from purlin.snac.deadlock import diagnose
+from purlin.simulator import scheduler
+from purlin.simulator.deadlock import diagnose
 from purlin.snac.errors import ProtocolViolation, SnacExecutionError
-from purlin.snac.happens_before import Clock, RaceChecker, Thread
+from purlin.simulator.happens_before import Clock, RaceChecker, Thread
 from purlin.snac.index_eval import BINARY, IndexEvaluator
 from purlin.snac.phase_binding import PhaseState, phase_states
-from purlin.snac.protocol_steps import ProtocolSteps
-from purlin.snac.symmetric_memory import World
-from purlin.snac.user_buffers import UserBuffers
+from purlin.simulator.protocol_steps import ProtocolSteps
+from purlin.simulator.symmetric_memory import World
+from purlin.simulator.user_buffers import UserBuffers
 
 # What a compiled op of a role is (see Execution._compiled).
 _PROTOCOL, _WAITS, _ARITH, _FOR, _NEXT, _FENCE, _NESTED_ROLE, _INDEX = range(8)

@@ -31,9 +31,9 @@ from xdsl.ir import SSAValue
 
 from purlin.snac import dialect as snac
 from purlin.snac.errors import Deadlock, ProtocolViolation, SnacExecutionError
-from purlin.snac.execution import Execution
+from purlin.simulator.execution import Execution
 from purlin.snac.phase_binding import PhaseState, phase_states
-from purlin.snac.symmetric_memory import Signal, World
+from purlin.simulator.symmetric_memory import Signal, World
 
 __all__ = [
     "Deadlock", "ProtocolViolation", "Signal", "SnacExecutionError", "World",

@@ -1,4 +1,4 @@
-"""snac-verify's per-rank obligations and fixpoint (purlin.snac.obligations)
+"""snac-verify's per-rank obligations and fixpoint (purlin.simulator.obligations)
 against the interleaving search: both accept what the lowering makes, both
 catch bugs that only rank 0, only the last rank or only the odd ranks have,
 and the rotation quotient is what proves the symmetric programs."""
@@ -13,11 +13,11 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.coll.builder import CollectiveSpec
 from purlin.compile.pipeline import lower
 from purlin.snac import dialect as snac
-from purlin.snac import obligation_arrays, obligations
+from purlin.simulator import obligation_arrays, obligations
 from purlin.snac import protocol
 from purlin.snac.errors import SnacExecutionError
-from purlin.snac.machine import verify_program
-from purlin.snac.obligations import verify_obligations
+from purlin.simulator.snac_machine import verify_program
+from purlin.simulator.obligations import verify_obligations
 from purlin.snac.phase_binding import phase_states
 
 CASES = [
@@ -144,8 +144,8 @@ def test_symmetric_programs_are_proven_on_rank_0_alone(monkeypatch):
 def test_exhaustive_option_runs_the_interleaving_search(monkeypatch):
     module = lower(CollectiveSpec("all_gather", 3, "f32", None, 64).build_module(), "coll-expand,convert-coll-to-snac")
     ran = []
-    monkeypatch.setattr("purlin.snac.verify.verify_program", lambda *a, **k: ran.append("search"))
-    monkeypatch.setattr("purlin.snac.verify.verify_obligations", lambda *a, **k: ran.append("obligations"))
+    monkeypatch.setattr("purlin.simulator.snac_verify.verify_program", lambda *a, **k: ran.append("search"))
+    monkeypatch.setattr("purlin.simulator.snac_verify.verify_obligations", lambda *a, **k: ran.append("obligations"))
     lower(module, "snac-verify")
     lower(module, "snac-verify{exhaustive=true}")
     assert ran == ["obligations", "search"]
@@ -183,7 +183,7 @@ def test_a_reduction_missing_a_source_on_some_ranks_is_caught(monkeypatch, ranks
         verify_obligations(prog, 3)
 
 
-# -- the array path (purlin.snac.obligation_arrays) --------------------------
+# -- the array path (purlin.simulator.obligation_arrays) --------------------------
 
 COMPOSED = ("all_reduce", "sum", 4096, "regime=throughput strategy=composed chunk-bytes=64 slots=2")
 

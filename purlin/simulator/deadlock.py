@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from purlin.snac import dialect as snac
 from purlin.snac.errors import Deadlock
-from purlin.snac.happens_before import Thread
+from purlin.simulator.happens_before import Thread
 from purlin.snac.phase_binding import PhaseState
 
 

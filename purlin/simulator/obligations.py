@@ -44,7 +44,7 @@ interleaved, and the tests run both.
 
 How: where every rank's plan is rank 0's rotated (_rotation_symmetric),
 rank 0's steps alone stand for all (_Frame). Otherwise every rank's steps
-are flattened and checked at once as arrays (purlin.snac.obligation_arrays:
+are flattened and checked at once as arrays (purlin.simulator.obligation_arrays:
 the same obligations, as joins and comparisons of sorted arrays); the forms
 of program it does not describe (its docstring lists them) are flattened and
 checked here item by item, which is also the reference the tests hold the
@@ -63,7 +63,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from purlin.snac import dialect as snac
 from purlin.snac.errors import Deadlock, ProtocolViolation, SnacExecutionError
 from purlin.snac.index_eval import BINARY, IndexEvaluator
-from purlin.snac.obligation_arrays import Unsupported, key_text, verify_arrays
+from purlin.simulator.obligation_arrays import Unsupported, key_text, verify_arrays
 from purlin.snac.phase_binding import PhaseState, phase_states
 
 # A step: (kind, op, phase, conds, stores, reads, writes, extra). conds:
@@ -323,7 +323,7 @@ def verify_obligations(program: snac.ProgramOpBase, calls: int = 3, counts: Sequ
                        arrays: bool = True) -> None:
     """Check `program`'s protocol for every rank, `calls` calls in a row, as
     the module docstring says: rank 0 alone under rotation symmetry, else
-    every rank at once as arrays (purlin.snac.obligation_arrays) where the
+    every rank at once as arrays (purlin.simulator.obligation_arrays) where the
     program has a form they describe and `arrays`, else every rank item by
     item. Raises ProtocolViolation, Deadlock or SnacExecutionError."""
     world = program.world_size

@@ -1,6 +1,6 @@
 """snac-verify's every-rank obligations as array operations.
 
-The same obligations as purlin.snac.obligations (its docstring says what
+The same obligations as purlin.simulator.obligations (its docstring says what
 they are and why they cover every rank and every schedule), computed over
 all ranks at once: the program is run once per call with every SSA value an
 array over the rows it is live in (a role starts with one row per rank; a

@@ -6,7 +6,7 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.compile.pipeline import lower, make_context, parse_module
 from purlin.snac import dialect as snac
 from purlin.snac import errors as snac_errors
-from purlin.snac.verify import SnacVerifyPass
+from purlin.simulator.snac_verify import SnacVerifyPass
 
 ALL_GATHER_V = """
 func.func @f(%in: memref<8xf32>, %out: memref<12xf32>) {
@@ -69,7 +69,7 @@ def test_counts_changing_from_call_to_call_move_each_call_s_data(options):
     import numpy as np
 
     from purlin.coll.reference import all_to_all_v
-    from purlin.snac.machine import execute
+    from purlin.simulator.snac_machine import execute
 
     (program,) = [op for op in _lowered(DYNAMIC_ALL_TO_ALL_V, options).walk() if isinstance(op, snac.ProgramOp)]
     calls = [[[1, 2, 3], [0, 0, 4], [2, 2, 2]], [[0, 0, 0], [5, 0, 0], [0, 6, 0]], [[4, 0, 0], [0, 4, 0], [0, 0, 4]]]

@@ -11,10 +11,10 @@ from xdsl.ir import Operation, SSAValue
 
 from purlin.snac import dialect as snac
 from purlin.snac.errors import ProtocolViolation, SnacExecutionError
-from purlin.snac.happens_before import RaceChecker, Thread
+from purlin.simulator.happens_before import RaceChecker, Thread
 from purlin.snac.phase_binding import PhaseState
-from purlin.snac.symmetric_memory import Signal, World
-from purlin.snac.user_buffers import UserBuffers
+from purlin.simulator.symmetric_memory import Signal, World
+from purlin.simulator.user_buffers import UserBuffers
 
 # (ready, what blocks it, kind, the keys of what it still waits for: a
 # Signal's id or a window location's key, whose stores may make it ready).
