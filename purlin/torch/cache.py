@@ -28,7 +28,7 @@ class Limits:
     communicators: int = 32  # per group
     shared_bytes: int = 256 << 20  # per group: what its kept communicators map here (every rank's region)
     plans: int = 256  # lowered plans per process
-    bound: int = 64  # bound plans per group: sizes called lately (a binding costs a few ms)
+    bound: int = 64  # calls per group kept bound to their plans (a binding costs a few ms)
 
 
 limits = Limits()
@@ -66,6 +66,9 @@ class Communicators(OrderedDict):
         while len(self) > 1 and (len(self) > limits.communicators or self.shared_bytes > limits.shared_bytes):
             self._close(next(iter(self)))
 
+    def key_of(self, comm: Any) -> tuple:
+        return next(k for k, c in self.items() if c is comm)
+
     def release(self, comms: list | None = None) -> None:
         """Closes `comms` (default: every one kept)."""
         if comms is None:
@@ -80,8 +83,8 @@ class Communicators(OrderedDict):
         _counts["communicators closed"] += 1
 
 
-class Bindings(OrderedDict):
-    """A kernel's plans by the counts they are bound to, least recently used first, at most limits.bound."""
+class RecentCalls(OrderedDict):
+    """Calls of a group's regime kernels made lately, least recently used first, at most limits.bound."""
 
     def hit(self, counts: tuple) -> Any:
         bound = self.get(counts)

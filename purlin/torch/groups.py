@@ -19,7 +19,7 @@ import torch.distributed as dist
 
 from purlin.dtypes import ReduceKind
 from purlin.runtime.process import ProcessCommunicator
-from purlin.torch.cache import Bindings, Communicators, lowered, made, release_plans, stats
+from purlin.torch.cache import Communicators, RecentCalls, lowered, made, release_plans, stats
 from purlin.torch.board import CallBoard, CallMismatchError, header
 
 OPS = tuple(k.value for k in ReduceKind)
@@ -79,8 +79,8 @@ class GroupState:
     nodes: Nodes | None = None
     # The group's communicators by call key (device type, collective, dtype, op, count, counts, ...), LRU-bounded.
     plans: Communicators = field(default_factory=Communicators)
-    # The plans of the regime kernels bound to the sizes called lately (with their decoded form).
-    bindings: Bindings = field(default_factory=Bindings)
+    # The CPU calls made lately through regime kernels: header, communicator key, bound plan.
+    calls: RecentCalls = field(default_factory=RecentCalls)
     board: CallBoard | None = None
 
     def communicator(self, device: torch.device, collective: str, dtype: str, op: str | None, count: int = 0,
@@ -178,37 +178,57 @@ class GroupState:
         """Runs V collective `collective` of `counts` on cpu tensors through the
         kernel of its regime (purlin.torch.regimes), bound to these counts; False
         where no regime holds them (the caller compiles a plan of their own).
-        `called` is the call as the call board names it: (collective, count)."""
+        `called` is the call as the call board names it: (collective, count);
+        the counts follow from it but for the V forms."""
+        call = (called, collective, dtype, op, lowering, _flat(counts) if called[0].endswith("_v") else None)
+        known = self.calls.hit(call)
+        if known is not None and (comm := self.plans.hit(known[1])) is not None:
+            # A call made lately: its header, communicator and bound plan are known.
+            head, _, bound = known
+            self._checked(self.board.check, head)
+            if comm.plan is not bound[0]:
+                comm.rebind(*bound)
+        else:
+            found = self._sized(called, collective, dtype, op, counts, lowering)
+            if found is None:
+                return False
+            head, comm, decoded = found
+            self.calls.keep(call, (head, self.plans.key_of(comm), (comm.plan, decoded)))
+        comm.purlin_header = head
+        self.run(comm, x, y)
+        return True
+
+    def _sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list,
+               lowering: str) -> tuple | None:
+        """(header, communicator bound to `counts`, that plan decoded) of run_sized's
+        call, made or rebound; None where no regime holds the counts."""
+        head = header(called[0], dtype, op, called[1], repr(counts) if called[0].endswith("_v") else repr(None),
+                      lowering, False, False, False)
+        # Checked before anything is imported, lowered or bound, so that ranks whose calls differ learn it first.
+        kind = ("cpu", "regime", collective, dtype, op)
+        if any(k[:5] == kind and k[6] == lowering for k in self.plans):
+            self._checked(self.board.check, head)
+        else:
+            self._checked(self.call_board().agree, head)
         from purlin.compile import CPU_ARCH
+        from purlin.runtime.backend import _runtime
         from purlin.torch.regimes import input_extent, options, regime
 
         rg = regime(collective, self.world, dtype, input_extent(collective, counts), CPU_ARCH)
         if rg is None:
-            return False
-        kernel_key = ("cpu", "regime", collective, dtype, op, rg.name, lowering)
-        head = header(called[0], dtype, op, called[1], repr(counts) if called[0].endswith("_v") else repr(None),
-                      lowering, False, False, False)
+            return None
+        kernel_key = (*kind, rg.name, lowering)
+
         def lower():
-                from purlin.compile import compile_device_counts
+            from purlin.compile import compile_device_counts
 
-                return compile_device_counts(collective, self.world, dtype, op, input_elems=rg.input_elems,
-                                             output_elems=rg.output_elems, arch=CPU_ARCH, lowering=options(lowering, rg))
+            return compile_device_counts(collective, self.world, dtype, op, input_elems=rg.input_elems,
+                                         output_elems=rg.output_elems, arch=CPU_ARCH, lowering=options(lowering, rg))
 
-        # Checked before anything is lowered or bound, so that ranks whose calls differ learn it first.
-        if any(k[:len(kernel_key)] == kernel_key for k in self.plans):
-            self._checked(self.board.check, head)
-        else:
-            self._checked(self.call_board().agree, head)
         kernel = lowered((self.world, CPU_ARCH, *kernel_key), lower)
-        bound = self.bindings.hit((kernel_key, _flat(counts)))
-        if bound is None:
-            from purlin.runtime.backend import _runtime
-
-            plan = kernel.bind(counts)
-            bound = (plan, _runtime.decode(plan.encode()))
-            self.bindings.keep((kernel_key, _flat(counts)), bound)
-        # Bindings of one layout (a chunk count: its epochs advance alike) share a communicator.
-        plan = bound[0]
+        plan = kernel.bind(counts)
+        decoded = _runtime.decode(plan.encode())
+        # Bindings of one layout (a chunk count: their epochs advance alike) share a communicator.
         key = (*kernel_key, plan.advance, tuple((b.kind, b.slots, b.elems) for b in plan.buffers),
                tuple(sig.slots for sig in plan.signals))
         comm = self.plans.hit(key)
@@ -216,11 +236,9 @@ class GroupState:
             # Made by every rank at once: each waits for the others' agreement first.
             self._checked(self.board.agree, head)
             comm = self._keep(key, head, plan, collective, "cpu")
-        elif comm.plan is not plan:
-            comm.rebind(*bound)
-        comm.purlin_header = head
-        self.run(comm, x, y)
-        return True
+        else:
+            comm.rebind(plan, decoded)
+        return head, comm, decoded
 
     def _keep(self, key: tuple, head: tuple, plan: Any, collective: str, backend: str) -> ProcessCommunicator:
         comm = ProcessCommunicator(plan, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
@@ -239,7 +257,7 @@ class GroupState:
     def release(self) -> None:
         """Closes every communicator this group keeps (on cuda, with the group: every rank calls it)."""
         self.plans.release()
-        self.bindings.clear()
+        self.calls.clear()
 
 
 # How long a rank waits for its peers within a purlin call on a group whose backends name no timeout.
