@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from purlin.snac.dialect import Regime, Strategy
+from purlin.snac.vocabulary import Regime, Strategy
 
 
 @dataclass(frozen=True)
