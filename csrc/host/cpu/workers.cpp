@@ -78,7 +78,11 @@ Pool* pool() {
   return p;
 }
 
+// The name `top -H`, gdb and /proc/<pid>/task/*/comm show for a pool thread.
+constexpr const char* kThreadName = "purlin-role";
+
 void serve(Worker* w) {
+  ::pthread_setname_np(::pthread_self(), kThreadName);
   for (;;) {
     await(w->go, 0, [w] { return w->go.load(std::memory_order_acquire) == 1; });
     Call* call = w->call;
