@@ -177,6 +177,25 @@ def test_unknown_backend(group_of_one):
         ProcessCommunicator(ONE, name="ar", backend="tpu")
 
 
+def test_rebind_runs_another_binding_and_refuses_another_layout(group_of_one):
+    from purlin.compile import compile_device_counts
+
+    kernel = compile_device_counts("all_gather_v", 1, "f32", input_elems=64, output_elems=64)
+    comm = ProcessCommunicator(kernel.bind([32]), name="agv")
+    x, y = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    comm.run(x, y)
+    assert np.array_equal(y[:32], x[:32]) and not y[32:].any()
+    comm.rebind(kernel.bind([48]))
+    comm.run(x, y)
+    assert np.array_equal(y[:48], x[:48]) and not y[48:].any()
+    with pytest.raises(ValueError, match="agv: the new plan's memory is not laid out as the current one's"):
+        comm.rebind(compile_plan("all_gather", 1, "f32", None, 48, lowering="regime=throughput chunk-bytes=64"))
+    comm.run(x, y)  # the refused plan left the bound one in place
+    comm.close()
+    with pytest.raises(RuntimeError, match="agv: the communicator is closed"):
+        comm.rebind(kernel.bind([16]))
+
+
 def test_a_symmetric_plan_takes_buffers_of_the_shared_heap(group_of_one):
     # Its peers read and write the buffers in place: they must be where they can map them.
     plan = compile_plan("all_gather", 1, "f32", None, 1 << 10, symmetric=True)
