@@ -11,6 +11,9 @@ costs on the critical path:
     launch only        an empty body with the same launch
     bare launch        that, without the tables' dynamic shared memory
     no waits           the frame and the data movement (puts, pushes, notifies), no waits
+    timeline           as generated, each block's thread 0 stamping the global timer after
+                       every step of one call (the 100th), printed from the device as
+                       `timeline RANK BLOCK ns...`; bench/timeline.py summarises them
 
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
@@ -60,6 +63,35 @@ def _global_tables(text: str, name: str) -> str:
     return re.sub(r"constexpr bool kSharedTables = true;", "constexpr bool kSharedTables = false;", text)
 
 
+STEPS = ("wait_ready<", "wait_free<", "grant<", "drain<", "push<", "reduce_push<", "notify<", "finish<",
+         "put_units(", "poll_consume<", "consume<", "wait_packets<", "stage<", "ack<", "role_barrier<")
+STAMPS = 16
+TIMELINE_CALL = 100
+
+
+def _timeline(text: str, name: str) -> str:
+    """Stamps after the frame and after every protocol or data step; the call
+    printed is the one whose epoch is TIMELINE_CALL advances in."""
+    step = re.search(r"advance\(k, (v\d+)\);", text).group(1)
+    out = []
+    for line in text.splitlines():
+        if line.strip().startswith("advance(k,"):
+            # One printf per block, so that blocks' lines do not interleave.
+            fields = " ".join(["%llu"] * STAMPS)
+            values = ", ".join(f"(unsigned long long)probe_t[{i}]" for i in range(STAMPS))
+            out.append(f"  if (threadIdx.x == 0 && k.epoch == {TIMELINE_CALL}ull * {step})\n"
+                       f'    printf("timeline %d %d %d {fields}\\n", int(k.rank()), int(blockIdx.x), probe_n, {values});')
+        out.append(line)
+        stripped = line.strip()
+        if stripped.startswith("K k("):
+            out.append(f"  u64 probe_t[{STAMPS}] = {{}}; int probe_n = 0;\n"
+                       "  auto stamp = [&] { if (threadIdx.x == 0 && probe_n < "
+                       f"{STAMPS}) probe_t[probe_n++] = globaltimer(); }};\n  stamp();")
+        elif any(stripped.startswith(s) for s in STEPS):
+            out.append("  stamp();")
+    return "\n".join(out)
+
+
 VARIANTS = {
     "as generated": None,
     "global tables": _global_tables,
@@ -67,6 +99,7 @@ VARIANTS = {
     "launch only": _launch_only,
     "bare launch": lambda text, name: _global_tables(_launch_only(text, name), name),
     "no waits": _no_waits,
+    "timeline": _timeline,
 }
 
 
@@ -134,6 +167,8 @@ def _measure(args: argparse.Namespace) -> None:
                     src, text=text, shared_tables=shared)
             comm = Communicator(plan, backend="cuda", devices=[0] * world, name=f"probe {variant}")
             outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
+            # The ranks' streams do not wait for the current one, which made the buffers.
+            torch.cuda.synchronize()
             if edit is None:
                 comm.run(ins, outs, streams)
                 comm.synchronize()

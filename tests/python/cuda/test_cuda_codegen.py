@@ -63,7 +63,9 @@ def test_every_collective_compiles_for_every_generation(arch, name, lowering):
     ("sm_90", "regime=throughput chunk-bytes=65536", "bf16", ["cp.async.bulk.shared::cluster.global", "mbarrier"]),
     ("sm_100", "regime=throughput", "f32", ["ld.global.v8.b32", "add.rn.f32x2"]),
     ("sm_90", "regime=latency", "bf16", ["st.relaxed.sys.global.v2.u64", "ld.relaxed.sys.global.v2.u64"]),
-], ids=["sm80-cp.async", "sm90-bulk", "sm100-wide-and-packed", "packets"])
+    # Signal waits back off (order.cuh's poll_signal), so that many pollers do not flood L2.
+    ("sm_90", "regime=throughput", "bf16", ["nanosleep.u32"]),
+], ids=["sm80-cp.async", "sm90-bulk", "sm100-wide-and-packed", "packets", "poll-backoff"])
 def test_each_generation_s_mechanisms_reach_the_code(arch, lowering, dtype, needles):
     program = plan_of("all_reduce", arch=arch, lowering=lowering, count=1 << 16, dtype=dtype).cuda
     ptx = nvrtc.compile_ptx(program.source().text, arch)

@@ -1,0 +1,68 @@
+"""bench/latency_probe.py's timeline variant and bench/timeline.py without a
+GPU: the stamps go after the frame and after every step of a generated
+kernel, one printf per block for one call, and the summary groups a rank's
+blocks by role and reads the stamps from the earliest frame."""
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from purlin.compile import compile_plan
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def probe():
+    yield _load("latency_probe")
+    del sys.modules["latency_probe"]
+
+
+@pytest.fixture(scope="module")
+def timeline():
+    yield _load("timeline")
+    del sys.modules["timeline"]
+
+
+def test_the_timeline_variant_stamps_every_step_and_prints_one_call(probe):
+    plan = compile_plan("all_reduce", 4, "bf16", "sum", 1 << 20, symmetric=True, ranks_per_device=4, sms=132)
+    src = plan.cuda.source(plan.cuda.blocks_per_sm(4, 132))
+    text = probe._timeline(src.text, src.name)
+    lines = text.splitlines()
+    steps = [i for i, line in enumerate(lines) if line.strip().startswith(probe.STEPS)]
+    assert steps and all(lines[i + 1].strip() == "stamp();" for i in steps)
+    assert text.count("stamp();") == len(steps) + 1  # and one after the frame
+    (printf,) = [line for line in lines if "printf(" in line]
+    assert printf.count("%llu") == probe.STAMPS
+    step = re.search(r"advance\(k, (v\d+)\);", text).group(1)
+    assert f"k.epoch == {probe.TIMELINE_CALL}ull * {step}" in text
+    assert text.index("printf(") < text.index("advance(k,")
+
+
+def test_the_summary_groups_roles_and_counts_from_the_first_frame(timeline):
+    lines = [
+        "noise",
+        "timeline 0 0 3 1000 3000 9000 0 0",
+        "timeline 0 1 2 2000 4000 0",
+        "timeline 0 2 2 2000 6000",
+        "timeline 1 0 3 1500 2500 8000",
+    ]
+    rows = timeline.parse(lines)
+    assert rows[(0, 0)] == [1000, 3000, 9000] and rows[(0, 2)] == [2000, 6000]
+    out = timeline.summary(rows)
+    by_role = {line.split()[0] + ":" + line.split()[1]: line.split()[2:] for line in out[1:]}
+    assert set(by_role) == {"0:0-0", "0:1-2", "1:0-0"}
+    assert by_role["0:1-2"] == ["1.00/1.00", "4.00/5.00"]  # median / latest, us from 1000 ns
+    assert by_role["0:0-0"][-1] == "8.00/8.00"
+    assert timeline.summary({}) == ["no timeline lines (did the probe reach its timed call?)"]
