@@ -23,6 +23,7 @@ import struct
 import time
 import uuid
 import zlib
+from datetime import timedelta
 
 from purlin.runtime.backend import fence
 
@@ -35,6 +36,9 @@ _SLOT_BYTES = 8 + _HEADER.size
 RING = 64
 
 
+# Boards made per (group name, rank): every rank makes a group's boards in the same order.
+_BOARDS: dict[tuple[str, int], int] = {}
+
 # What a header's flags say, bit by bit.
 FLAGS = ("deterministic", "in place", "on cuda")
 
@@ -43,6 +47,13 @@ def _pause(polls: int) -> float:
     """Seconds to sleep after `polls` polls of a peer not there yet: none at first, then doubling
     from 20 us to 1 ms, so that waiting ranks leave the cores to the late one (ranks outnumber them)."""
     return 0.0 if polls < 16 else min(1e-3, 20e-6 * 2 ** min(polls - 16, 6))
+
+
+def group_store(group):
+    """The c10d store a group torch.distributed made was set up through (None: the default group)."""
+    import torch.distributed.distributed_c10d as c10d
+
+    return c10d._get_process_group_store(group if group is not None else c10d._get_default_group())
 
 
 class CallMismatchError(RuntimeError):
@@ -69,28 +80,53 @@ def header(collective: str, dtype: str, op: str | None, count: int, counts: str,
 
 
 class CallBoard:
-    def __init__(self, group, rank: int, world: int, timeout_s: float, name: str) -> None:
-        import torch.distributed as dist
-
+    def __init__(self, store, rank: int, world: int, timeout_s: float, name: str) -> None:
         self.rank, self.world, self.timeout_s, self.name = rank, world, timeout_s, name
         self.seq = 0
         size = world * RING * _SLOT_BYTES
-        path = f"/dev/shm/purlin-board-{os.getpid()}-{uuid.uuid4().hex}" if rank == 0 else None
-        if path is not None:
+        # Through the group's store (group_store), not a collective: on an NCCL group those allocate
+        # CUDA tensors (kept alive a while by its watchdog), and a first call inside torch.compile's
+        # CUDA-graph warm-up would leave them in the graph's memory pool.
+        _BOARDS[name, rank] = key = _BOARDS.get((name, rank), 0) + 1
+        name_key, mapped_key = f"purlin-board/{name}/{key}", f"purlin-board/{name}/{key}/mapped"
+        if rank == 0:
+            path = f"/dev/shm/purlin-board-{os.getpid()}-{uuid.uuid4().hex}"
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
             os.ftruncate(fd, size)
             os.close(fd)
-        names: list = [None] * world
-        dist.all_gather_object(names, path, group=group)
-        fd = os.open(names[0], os.O_RDWR)
+            store.set(name_key, path)
+        else:
+            try:
+                store.wait([name_key], timedelta(seconds=timeout_s))
+            except RuntimeError as e:
+                raise CallMismatchError(
+                    f"purlin.torch: group {name!r}: rank 0 did not make its first purlin call within "
+                    f"{timeout_s:g} s of rank {rank}'s; every rank must make the same purlin calls") from e
+            path = store.get(name_key).decode()
+        fd = os.open(path, os.O_RDWR)
         try:
             self._mem = mmap.mmap(fd, size)
         finally:
             os.close(fd)
-        # Once every rank has mapped it the name can go: no crash leaks it afterwards.
-        dist.barrier(group=group)
-        if path is not None:
-            os.unlink(path)
+        store.add(mapped_key, 1)
+        if rank == 0:
+            # Once every rank has mapped it the name can go: no crash leaks it afterwards.
+            try:
+                self._await_mapped(store, mapped_key)
+            finally:
+                os.unlink(path)
+
+    def _await_mapped(self, store, key: str) -> None:
+        deadline = time.monotonic() + self.timeout_s
+        polls = 0
+        while (mapped := store.add(key, 0)) < self.world:
+            if time.monotonic() > deadline:
+                raise CallMismatchError(
+                    f"purlin.torch: group {self.name!r}: {self.world - mapped} of its {self.world} ranks did "
+                    f"not map the call board within {self.timeout_s:g} s of rank 0's first purlin call; "
+                    "every rank must make the same purlin calls")
+            polls += 1
+            time.sleep(_pause(polls))
 
     def _slot(self, rank: int, seq: int) -> int:
         return (rank * RING + seq % RING) * _SLOT_BYTES

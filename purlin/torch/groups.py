@@ -20,7 +20,7 @@ import torch.distributed as dist
 from purlin.dtypes import ReduceKind
 from purlin.runtime.process import ProcessCommunicator
 from purlin.torch.cache import Communicators, RecentCalls, lowered, made, release_plans, stats
-from purlin.torch.board import CallBoard, CallMismatchError, header
+from purlin.torch.board import CallBoard, CallMismatchError, group_store, header
 
 OPS = tuple(k.value for k in ReduceKind)
 TORCH_OPS = {
@@ -82,6 +82,8 @@ class GroupState:
     # The CPU calls made lately through regime kernels: header, communicator key, bound plan.
     calls: RecentCalls = field(default_factory=RecentCalls)
     board: CallBoard | None = None
+    # The store its call board is set up through; None: the one torch made the group with.
+    store: Any = None
 
     def communicator(self, device: torch.device, collective: str, dtype: str, op: str | None, count: int = 0,
                      counts: list | None = None, lowering: str = "", deterministic: bool = False,
@@ -251,7 +253,8 @@ class GroupState:
     def call_board(self) -> CallBoard:
         """The group's call board, made on its first call (collective)."""
         if self.board is None:
-            self.board = CallBoard(self.group, self.rank, self.world, self.timeout_s, self.name)
+            store = self.store if self.store is not None else group_store(self.group)
+            self.board = CallBoard(store, self.rank, self.world, self.timeout_s, self.name)
         return self.board
 
     def release(self) -> None:

@@ -254,7 +254,8 @@ def _create(opts, backend_options) -> PurlinProcessGroup:
     ranks = list(opts.global_ranks_in_group) or range(size)  # none given for the world
     spans = local is not None and len({r // local for r in ranks}) > 1
     # Its waits as long as the group's own (torch's collectives on it wait opts.timeout).
-    st = None if spans else GroupState(underlying, "", rank, size, default_arch(), opts.timeout.total_seconds())
+    st = None if spans else GroupState(underlying, "", rank, size, default_arch(), opts.timeout.total_seconds(),
+                                       store=dist.PrefixStore("purlin/", opts.store))
     return PurlinProcessGroup(rank, size, underlying, st)
 
 
