@@ -536,4 +536,31 @@ void Executor::run_ranks(const std::vector<int64_t>& ranks, const std::vector<co
   }
 }
 
+void Executor::run_rank(int64_t rank, const void* input, void* output) {
+  std::vector<const void*> inputs(plan_.world, nullptr);
+  std::vector<void*> outputs(plan_.world, nullptr);
+  inputs[rank] = input;
+  outputs[rank] = output;
+  try {
+    run_ranks({rank}, inputs, outputs, &memory_[rank].header->failed);
+  } catch (const CollectiveTimeout&) {
+    flag_failure(rank, true);
+    throw;
+  } catch (const std::exception&) {
+    flag_failure(rank, false);
+    throw;
+  }
+}
+
+void Executor::flag_failure(int64_t rank, bool timed_out) {
+  const uint64_t flag = 2 * uint64_t(rank + 1) + (timed_out ? 1 : 0);
+  for (int64_t r = 0; r < plan_.world; ++r) {
+    uint64_t none = 0;
+    if (r != rank && memory_[r].header) {
+      memory_[r].header->failed.compare_exchange_strong(none, flag, std::memory_order_release);
+      memory_[r].header->bell.ring();
+    }
+  }
+}
+
 }  // namespace purlin::cpu

@@ -102,6 +102,12 @@ class Executor {
   // Throws CollectiveTimeout when a spin times out; nothing can run after a failure.
   void run_ranks(const std::vector<int64_t>& ranks, const std::vector<const void*>& inputs,
                  const std::vector<void*>& outputs, const std::atomic<uint64_t>* failed);
+  // One call of rank `rank` alone, its peers run by other executors: a call
+  // that fails is flagged in every peer's region (flag_failure) before it throws.
+  void run_rank(int64_t rank, const void* input, void* output);
+  // Marks in every mapped peer's region that rank `rank` failed (timed out or
+  // not) and wakes it, so that a peer waiting on it stops at once.
+  void flag_failure(int64_t rank, bool timed_out);
 
   Plan plan_;
   Options options_;

@@ -115,17 +115,6 @@ void ProcessCommunicator::unlink() {
   linked_ = false;
 }
 
-void ProcessCommunicator::flag_failure(bool timed_out) {
-  const uint64_t flag = 2 * uint64_t(rank_ + 1) + (timed_out ? 1 : 0);
-  for (int64_t r = 0; r < plan_.world; ++r) {
-    uint64_t none = 0;
-    if (r != rank_ && memory_[r].header) {
-      memory_[r].header->failed.compare_exchange_strong(none, flag, std::memory_order_release);
-      memory_[r].header->bell.ring();
-    }
-  }
-}
-
 void ProcessCommunicator::run(const void* input, void* output) {
   if (!maps_[rank_].addr) throw std::runtime_error(options_.name + ": the communicator is closed");
   if (!connected_)
@@ -137,19 +126,7 @@ void ProcessCommunicator::run(const void* input, void* output) {
     h.input_offset.store(heap_offset(input, input_bytes(rank_), "input"), std::memory_order_relaxed);
     h.output_offset.store(heap_offset(output, output_bytes(rank_), "output"), std::memory_order_relaxed);
   }
-  std::vector<const void*> inputs(plan_.world, nullptr);
-  std::vector<void*> outputs(plan_.world, nullptr);
-  inputs[rank_] = input;
-  outputs[rank_] = output;
-  try {
-    run_ranks({rank_}, inputs, outputs, &memory_[rank_].header->failed);
-  } catch (const CollectiveTimeout&) {
-    flag_failure(true);
-    throw;
-  } catch (const std::exception&) {
-    flag_failure(false);
-    throw;
-  }
+  run_rank(rank_, input, output);
 }
 
 uint64_t ProcessCommunicator::heap_offset(const void* p, int64_t bytes, const char* what) const {

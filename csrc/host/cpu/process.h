@@ -45,7 +45,7 @@ class ProcessCommunicator : public Executor {
   // Flags a failed call of this rank in every peer's region, so that a peer
   // waiting in a call of this communicator stops at once (as when this rank's
   // own call fails): how a rank that finds its peers made another call stops them.
-  void stop() { flag_failure(false); }
+  void stop() { flag_failure(rank_, false); }
   // Unmaps every region (and unlinks this one); run refuses afterwards.
   void close();
 
@@ -56,7 +56,6 @@ class ProcessCommunicator : public Executor {
     void* addr = nullptr;
     size_t bytes = 0;
   };
-  void flag_failure(bool timed_out);
   // Where `p` (bytes of it) sits in this rank's heap; invalid_argument naming `what` when outside.
   uint64_t heap_offset(const void* p, int64_t bytes, const char* what) const;
 

@@ -25,33 +25,9 @@ class RankCommunicator::Rank : public Executor {
     for (int64_t r = 0; r < world(); ++r) memory_[r] = region(bases[r], r, r == rank_);
   }
 
-  void run(const void* input, void* output) {
-    std::vector<const void*> inputs(plan_.world, nullptr);
-    std::vector<void*> outputs(plan_.world, nullptr);
-    inputs[rank_] = input;
-    outputs[rank_] = output;
-    try {
-      run_ranks({rank_}, inputs, outputs, &memory_[rank_].header->failed);
-    } catch (const CollectiveTimeout&) {
-      flag_failure(true);
-      throw;
-    } catch (const std::exception&) {
-      flag_failure(false);
-      throw;
-    }
-  }
+  void run(const void* input, void* output) { run_rank(rank_, input, output); }
 
  private:
-  void flag_failure(bool timed_out) {
-    const uint64_t flag = 2 * uint64_t(rank_ + 1) + (timed_out ? 1 : 0);
-    for (int64_t r = 0; r < world(); ++r) {
-      uint64_t none = 0;
-      if (r == rank_) continue;
-      memory_[r].header->failed.compare_exchange_strong(none, flag, std::memory_order_release);
-      memory_[r].header->bell.ring();
-    }
-  }
-
   int64_t rank_;
 };
 
