@@ -344,16 +344,6 @@ def _file_world(module: ModuleOp, requested: int | None) -> int:
     return world
 
 
-def _file_reduction(module: ModuleOp) -> str | None:
-    """The first reduction in the module, to shape the random inputs."""
-    for op in module.walk():
-        if isinstance(op, NamedCollective) and op.op is not None:
-            return op.op.data.value
-        if isinstance(op, CollectiveOp) and op.consume.kind is not None:
-            return op.consume.kind.value
-    return None
-
-
 def _counts_arguments(func) -> set[int]:
     """The arguments of `func` that collectives take as dynamic counts."""
     found = set()
@@ -390,7 +380,7 @@ def _run_file(args: argparse.Namespace) -> int:
     except (EntryError, SimError) as e:
         raise UsageError(str(e)) from None
     world = _file_world(module, args.world)
-    op = _file_reduction(module)
+    op = run_imported.first_reduction(module)
     levels.get_level(args.level)
     rng = np.random.default_rng(args.seed)
     dtypes = []

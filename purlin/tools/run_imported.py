@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
 
 from purlin.coll.dialect import CollectiveOp, NamedCollective
@@ -199,7 +200,7 @@ class _Calls:
         if expected is not None:
             levels.get_level("coll")(module, expected, world=self.world, seed=0,
                                      options={"entry": func.sym_name.data})
-            op = _reduction(func)
+            op = first_reduction(func)
             for k in range(n_in, n_in + n_out):
                 got, want = buffers[k], expected[k]
                 mismatch = compare(got, want, dtype_of_array(got[0]), op, self.world, _scale(ins),
@@ -209,8 +210,9 @@ class _Calls:
         return buffers[n_in:n_in + n_out]
 
 
-def _reduction(func: FuncOp) -> str | None:
-    for op in func.walk():
+def first_reduction(root: Operation) -> str | None:
+    """The reduction of the first reducing collective under `root`, to shape random inputs."""
+    for op in root.walk():
         if isinstance(op, NamedCollective) and op.op is not None:
             return op.op.data.value
         if isinstance(op, CollectiveOp) and op.consume.kind is not None:
@@ -323,7 +325,7 @@ def program_inputs(program: Program, seed: int) -> list:
     """Random inputs of the entry: global arrays, or per input every rank's."""
     rng = np.random.default_rng(seed)
     func = program.entry
-    op = next((r for f in program.module.body.ops if isinstance(f, FuncOp) and (r := _reduction(f))), None)
+    op = next((r for f in program.module.body.ops if isinstance(f, FuncOp) and (r := first_reduction(f))), None)
     if counts(func) is not None:
         n_in = counts(func)[0]  # type: ignore[index]
         types = [(tuple(t.get_shape()), t.element_type) for t in arg_types(func)[:n_in]]
@@ -349,7 +351,7 @@ def run_plain(chunk: Chunk, filename: str, world: int | None, seed: int, run: Ru
     result = run_program(program, inputs, run)
     arrays = [a for a in inputs] if program.global_inputs else [a for per_rank in inputs for a in per_rank[:1]]
     dtype = next((_dtype_name(a) for a in arrays), "-")
-    op = next((r for f in program.module.body.ops if isinstance(f, FuncOp) and (r := _reduction(f))), None)
+    op = next((r for f in program.module.body.ops if isinstance(f, FuncOp) and (r := first_reduction(f))), None)
     nbytes = max((a.nbytes for a in arrays), default=0)
     fields = f"dtype={dtype} op={op or '-'} bytes={nbytes}"
     return Outcome(f"{Path(filename).name}@{program.entry.sym_name.data}", program.world, result.calls,
