@@ -5,14 +5,12 @@ partitioners, pretty and generic form): each imports, and its run by purlin
 equals JAX's own outputs. purlin-run runs such a file, and no mutant of one
 gives a traceback."""
 
-import importlib.util
 import random
 import re
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from bench_scripts import bench_script
 
 jax = pytest.importorskip("jax")
 
@@ -26,19 +24,14 @@ try:
 except RuntimeError:  # a backend started already: the fixture says whether it has the devices
     pass
 
-SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "jax_corpus.py"
 
 
 @pytest.fixture(scope="module")
 def corpus():
     if len(jax.devices("cpu")) < 8:
         pytest.skip("needs 8 CPU devices; JAX started with fewer before this module set jax_num_cpu_devices")
-    spec = importlib.util.spec_from_file_location("jax_corpus", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["jax_corpus"] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["jax_corpus"]
+    with bench_script("jax_corpus") as module:
+        yield module
 
 
 # (name prefix, mesh): the first case of the corpus of each. Every collective,

@@ -2,30 +2,23 @@
 sections, the no-collapse check, and a whole run against a stand-in floor
 program, least-traffic module and purlin-bench."""
 
-import importlib.util
 import json
 import os
 import stat
-import sys
 from dataclasses import asdict
-from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 
 from purlin.tools import bench
 
 MiB = 1 << 20
-SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "one_gpu.py"
 
 
 @pytest.fixture(scope="module")
 def one_gpu():
-    spec = importlib.util.spec_from_file_location("one_gpu", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["one_gpu"] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules["one_gpu"]
+    with bench_script("one_gpu") as module:
+        yield module
 
 
 # Stand-in least traffic: microseconds per MiB by fixed collective; a V form has none of its own.
