@@ -5,6 +5,8 @@ and the rotation quotient is what proves the symmetric programs."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr
@@ -66,22 +68,24 @@ def which(ranks: str, world: int) -> set[int]:
 RANKS = ["rank 0", "last rank", "odd ranks"]
 
 
+def plant(monkeypatch, name: str, bad: set[int], rewrite) -> None:
+    """protocol.NAME (rank_units or rank_groups) as it is, but on the ranks in
+    `bad` its tuple goes through `rewrite`: a bug only those ranks have."""
+    real = getattr(protocol, name)
+    monkeypatch.setattr(protocol, name, lambda plan, rank: rewrite(real(plan, rank)) if rank in bad
+                        else real(plan, rank))
+
+
+def without_last_consumer(units: tuple) -> tuple:
+    return tuple(dataclasses.replace(u, consumers=u.consumers[:-1]) for u in units)
+
+
 @pytest.mark.parametrize("ranks", RANKS)
 @pytest.mark.parametrize("world", [4, 7])
 def test_a_consumer_dropped_on_some_ranks_is_caught(monkeypatch, ranks, world):
     """Those ranks' units forget their last consumer: no notify reaches it
     (the search deadlocks; the obligations find the read no store covers)."""
-    rank_units = protocol.rank_units
-    bad = which(ranks, world)
-
-    def units(plan, rank):
-        got = rank_units(plan, rank)
-        if rank not in bad:
-            return got
-        return tuple(protocol.Unit(u.producer, u.index, u.name, u.lo, u.hi, u.src_offset, u.consumers[:-1])
-                     for u in got)
-
-    monkeypatch.setattr(protocol, "rank_units", units)
+    plant(monkeypatch, "rank_units", which(ranks, world), without_last_consumer)
     prog = program("all_gather", None, world, 256, "regime=throughput chunk-bytes=64 slots=2")
     mine, search = verdicts(prog)
     assert search == "Deadlock" and mine in ("ProtocolViolation", "Deadlock")
@@ -91,18 +95,9 @@ def test_a_consumer_dropped_on_some_ranks_is_caught(monkeypatch, ranks, world):
 @pytest.mark.parametrize("world", [4, 7])
 def test_a_group_reading_the_wrong_unit_on_some_ranks_is_caught(monkeypatch, ranks, world):
     """Those ranks' groups read their sources' next unit, which the wait does not cover."""
-    rank_groups = protocol.rank_groups
-    bad = which(ranks, world)
-
-    def groups(plan, rank):
-        got = rank_groups(plan, rank)
-        if rank not in bad:
-            return got
-        return tuple(protocol.Group(g.consumer, g.index, g.name, g.lo, g.hi, g.dst_offset, tuple(
-            protocol.Source(s.rank, s.offset, None if s.unit is None else s.unit ^ 1) for s in g.sources))
-            for g in got)
-
-    monkeypatch.setattr(protocol, "rank_groups", groups)
+    plant(monkeypatch, "rank_groups", which(ranks, world), lambda groups: tuple(
+        dataclasses.replace(g, sources=tuple(dataclasses.replace(s, unit=None if s.unit is None else s.unit ^ 1)
+                                             for s in g.sources)) for g in groups))
     prog = program("all_gather", None, world, 256, "regime=throughput chunk-bytes=64 slots=2")
     mine, search = verdicts(prog)
     assert mine is not None and search is not None
@@ -112,10 +107,7 @@ def test_a_group_reading_the_wrong_unit_on_some_ranks_is_caught(monkeypatch, ran
 def test_a_group_dropped_on_some_ranks_is_caught(monkeypatch, ranks):
     """Those ranks never write their last destination chunk: the output is not covered."""
     world = 6
-    rank_groups = protocol.rank_groups
-    bad = which(ranks, world)
-    monkeypatch.setattr(protocol, "rank_groups",
-                        lambda plan, rank: rank_groups(plan, rank)[:-1] if rank in bad else rank_groups(plan, rank))
+    plant(monkeypatch, "rank_groups", which(ranks, world), lambda groups: groups[:-1])
     prog = program("all_reduce", "sum", world, 1024, "regime=throughput strategy=direct")
     with pytest.raises(SnacExecutionError, match="output is not written exactly where"):
         verify_obligations(prog, 3)
@@ -167,17 +159,8 @@ def test_failures_are_pass_failures():
 def test_a_reduction_missing_a_source_on_some_ranks_is_caught(monkeypatch, ranks):
     """Those ranks reduce their groups without their last source: the reduction is incomplete."""
     world = 5
-    rank_groups = protocol.rank_groups
-    bad = which(ranks, world)
-
-    def groups(plan, rank):
-        got = rank_groups(plan, rank)
-        if rank not in bad:
-            return got
-        return tuple(protocol.Group(g.consumer, g.index, g.name, g.lo, g.hi, g.dst_offset, g.sources[:-1])
-                     for g in got)
-
-    monkeypatch.setattr(protocol, "rank_groups", groups)
+    plant(monkeypatch, "rank_groups", which(ranks, world),
+          lambda groups: tuple(dataclasses.replace(g, sources=g.sources[:-1]) for g in groups))
     prog = program("all_reduce", "sum", world, 1024, "regime=throughput strategy=direct")
     with pytest.raises(SnacExecutionError, match="reads 4 sources of slice"):
         verify_obligations(prog, 3)
@@ -302,16 +285,7 @@ def test_a_flag_or_epoch_off_by_one_on_one_rank_is_caught(case, ranks, bug):
 def test_a_bug_on_a_single_middle_rank_is_caught(monkeypatch, case):
     """The middle rank's units forget their last consumer."""
     world = 7
-    rank_units = protocol.rank_units
-
-    def units(plan, rank):
-        got = rank_units(plan, rank)
-        if rank != world // 2:
-            return got
-        return tuple(protocol.Unit(u.producer, u.index, u.name, u.lo, u.hi, u.src_offset, u.consumers[:-1])
-                     for u in got)
-
-    monkeypatch.setattr(protocol, "rank_units", units)
+    plant(monkeypatch, "rank_units", {world // 2}, without_last_consumer)
     prog = program(case[0], case[1], world, case[2], case[3])
     mine = array_verdict(prog)
     assert mine is not None and mine == per_item_verdict(prog)
@@ -321,21 +295,17 @@ def test_a_bug_on_a_single_middle_rank_is_caught(monkeypatch, case):
 def test_a_bug_on_the_last_peer_of_one_rank_is_caught(monkeypatch, case):
     """Rank 2's last group reads its last peer's unit one past the right one."""
     world = 7
-    rank_groups = protocol.rank_groups
 
-    def groups(plan, rank):
-        got = rank_groups(plan, rank)
-        if rank != 2 or not any(g.remote for g in got):
-            return got
-        last = max(i for i, g in enumerate(got) if g.remote)
-        g = got[last]
+    def last_peer_off_by_one(groups: tuple) -> tuple:
+        if not any(g.remote for g in groups):
+            return groups
+        last = max(i for i, g in enumerate(groups) if g.remote)
+        g = groups[last]
         peer = g.sources.index(g.remote[-1])
-        sources = tuple(protocol.Source(s.rank, s.offset, s.unit + 1) if i == peer else s
-                        for i, s in enumerate(g.sources))
-        return got[:last] + (protocol.Group(g.consumer, g.index, g.name, g.lo, g.hi, g.dst_offset, sources),) \
-            + got[last + 1:]
+        sources = tuple(dataclasses.replace(s, unit=s.unit + 1) if i == peer else s for i, s in enumerate(g.sources))
+        return groups[:last] + (dataclasses.replace(g, sources=sources),) + groups[last + 1:]
 
-    monkeypatch.setattr(protocol, "rank_groups", groups)
+    plant(monkeypatch, "rank_groups", {2}, last_peer_off_by_one)
     prog = program(case[0], case[1], world, case[2], case[3])
     mine = array_verdict(prog)
     assert mine is not None and mine == per_item_verdict(prog)
