@@ -167,14 +167,14 @@ PYBIND11_MODULE(_runtime, m) {
       "One rank of a plan in this process, its peers' memory mapped from POSIX shared memory")
       .def(py::init([](const purlin::Plan& plan, int64_t rank, double timeout_s, std::string name,
                        std::vector<std::string> signal_names, std::vector<std::string> buffer_names,
-                       size_t heap_bytes) {
+                       size_t heap_bytes, bool buffers_anywhere) {
              return new purlin::cpu::ProcessCommunicator(
                  plan, rank, {timeout_s, std::move(name), std::move(signal_names), std::move(buffer_names)},
-                 heap_bytes);
+                 heap_bytes, buffers_anywhere);
            }),
            py::arg("plan"), py::arg("rank"), py::arg("timeout_s") = 10.0, py::arg("name") = "collective",
            py::arg("signal_names") = std::vector<std::string>{}, py::arg("buffer_names") = std::vector<std::string>{},
-           py::arg("heap_bytes") = 0)
+           py::arg("heap_bytes") = 0, py::arg("buffers_anywhere") = false)
       .def_property_readonly("shm_name", &purlin::cpu::ProcessCommunicator::shm_name)
       .def_property_readonly(
           "heap", [](const purlin::cpu::ProcessCommunicator& c) { return reinterpret_cast<uintptr_t>(c.heap()); },

@@ -1,8 +1,12 @@
 #include "cpu/communicator.h"
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -81,6 +85,9 @@ class RoleThread {
     unsigned char* bytes = nullptr;
     Packet* packets = nullptr;
     int64_t first = 0;  // element index inside the window slot
+    // A peer's buffer reached by cross-memory attach: its process and the address there.
+    pid_t pid = 0;
+    uint64_t remote = 0;
   };
 
   std::string here() const {
@@ -98,9 +105,9 @@ class RoleThread {
     switch (r.space) {
       // A symmetric plan names other ranks' buffers (check_programs allows no other).
       case Space::Input:
-        return {user_buffer(r.rank, inputs_[r.rank], &RegionHeader::input_offset) + r.offset * eb_};
+        return user_place(r.rank, inputs_[r.rank], &RegionHeader::input_offset, r.offset);
       case Space::Output:
-        return {user_buffer(r.rank, outputs_[r.rank], &RegionHeader::output_offset) + r.offset * eb_};
+        return user_place(r.rank, outputs_[r.rank], &RegionHeader::output_offset, r.offset);
       case Space::Staging: {
         const Buffer& b = p_.buffers[r.buf];
         return {c_.memory_[r.rank].staging[r.buf] + ((half_ * b.slots + r.slot) * b.elems + r.offset) * eb_};
@@ -111,13 +118,37 @@ class RoleThread {
     return {};
   }
 
-  // Rank `rank`'s buffer: given to this call, or (a peer in another process)
-  // where that rank's header says this call's sits in its heap; read after
-  // one of its signals, which it stored after the offset.
-  unsigned char* user_buffer(int64_t rank, const void* given, std::atomic<uint64_t> RegionHeader::*offset) const {
-    if (given) return static_cast<unsigned char*>(const_cast<void*>(given));
+  // Element `elem` of rank `rank`'s buffer: given to this call, or (a peer in
+  // another process) where that rank's header says this call's sits, in its
+  // heap or its process; read after one of its signals, stored after the place.
+  Place user_place(int64_t rank, const void* given, std::atomic<uint64_t> RegionHeader::*at, int64_t elem) const {
+    if (given) return {static_cast<unsigned char*>(const_cast<void*>(given)) + elem * eb_};
     const RankMemory& m = c_.memory_[rank];
-    return m.heap + (m.header->*offset).load(std::memory_order_relaxed);
+    const uint64_t where = (m.header->*at).load(std::memory_order_relaxed);
+    if (c_.anywhere_) {
+      Place p;
+      p.pid = static_cast<pid_t>(m.header->pid);
+      p.remote = where + uint64_t(elem * eb_);
+      return p;
+    }
+    return {m.heap + where + elem * eb_};
+  }
+
+  // `bytes` between this process's `local` and `remote` in process `pid`: one
+  // copy by the kernel, repeated where it moved less.
+  void cross(pid_t pid, unsigned char* local, uint64_t remote, int64_t bytes, bool to_peer) const {
+    while (bytes > 0) {
+      const iovec mine{local, size_t(bytes)}, theirs{reinterpret_cast<void*>(remote), size_t(bytes)};
+      const ssize_t moved = to_peer ? ::process_vm_writev(pid, &mine, 1, &theirs, 1, 0)
+                                    : ::process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
+      if (moved <= 0)
+        throw std::runtime_error(std::string("cannot ") + (to_peer ? "write into" : "read from") +
+                                 " the buffer of process " + std::to_string(pid) + " by cross-memory attach: " +
+                                 (moved < 0 ? std::strerror(errno) : "nothing moved"));
+      local += moved;
+      remote += uint64_t(moved);
+      bytes -= moved;
+    }
   }
 
   // Elements [at, at + n) of `src` into contiguous `out`: a packet's data
@@ -125,6 +156,10 @@ class RoleThread {
   void read(const Place& src, int64_t at, int64_t n, unsigned char* out) const {
     if (src.bytes) {
       std::memcpy(out, src.bytes + at * eb_, n * eb_);
+      return;
+    }
+    if (src.pid) {
+      cross(src.pid, out, src.remote + uint64_t(at * eb_), n * eb_, false);
       return;
     }
     const int64_t e = src.first + at, within = e % pe_;
@@ -150,6 +185,10 @@ class RoleThread {
   void write(const Place& dst, int64_t at, int64_t n, const unsigned char* in) const {
     if (dst.bytes) {
       std::memmove(dst.bytes + at * eb_, in, n * eb_);
+      return;
+    }
+    if (dst.pid) {
+      cross(dst.pid, const_cast<unsigned char*>(in), dst.remote + uint64_t(at * eb_), n * eb_, true);
       return;
     }
     const int64_t e = dst.first + at, within = e % pe_;
@@ -256,6 +295,10 @@ class RoleThread {
           read(src, 0, in.elems, dst.bytes);
           return;
         }
+        if (src.bytes) {
+          write(dst, 0, in.elems, src.bytes);
+          return;
+        }
         unsigned char* chunk = scratch().bytes(kChunk * eb_);
         for (int64_t at = 0; at < in.elems; at += kChunk) {
           const int64_t n = std::min(kChunk, in.elems - at);
@@ -318,9 +361,15 @@ class RoleThread {
     Scratch& s = scratch();
     s.places.resize(count);
     s.from.resize(count);
-    for (int64_t k = 0; k < count; ++k) s.places[k] = place(p_.refs[in.src_first + k]);
-    // Chunks small enough that every source's gathered packets fit in scratch at once.
-    const int64_t chunk = std::clamp<int64_t>(kGatherBytes / (count * eb_), 64, kChunk);
+    bool remote = dst.pid != 0;
+    for (int64_t k = 0; k < count; ++k) {
+      s.places[k] = place(p_.refs[in.src_first + k]);
+      remote |= s.places[k].pid != 0;
+    }
+    // Chunks small enough that every source's gathered packets fit in scratch
+    // at once; with peers reached by cross-memory attach, as large as that
+    // allows, since each chunk of theirs is a system call.
+    const int64_t chunk = std::clamp<int64_t>(kGatherBytes / (count * eb_), 64, remote ? kGatherBytes : kChunk);
     unsigned char* base = s.bytes(chunk * (sizeof(Acc) + eb_ * (1 + count)));
     Acc* acc = reinterpret_cast<Acc*>(base);
     unsigned char* result = base + chunk * sizeof(Acc);
@@ -411,7 +460,7 @@ RankMemory Executor::region(unsigned char* base, int64_t rank, bool construct) c
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "signals need lock-free 64-bit atomics");
   RankMemory m;
   m.header = construct ? new (base) RegionHeader{RegionHeader::kMagic, uint64_t(plan_.world), uint64_t(rank),
-                                                 region_bytes()}
+                                                 region_bytes(), uint64_t(::getpid()), reinterpret_cast<uint64_t>(base)}
                        : reinterpret_cast<RegionHeader*>(base);
   unsigned char* at = base + aligned(sizeof(RegionHeader));
   for (const Buffer& b : plan_.buffers) {

@@ -47,9 +47,13 @@ static_assert(sizeof(Packet) == kPacketBytes && sizeof(uint64_t) == kPacketDataB
 struct RegionHeader {
   static constexpr uint64_t kMagic = 0x7075726c696e3031;  // "purlin01"
   uint64_t magic, world, rank, bytes;
+  // The process that made the region and the region's address in it: where a
+  // peer reaches this rank's buffers by cross-memory attach (buffers anywhere).
+  uint64_t pid, self;
   std::atomic<uint64_t> failed{0};  // 2 * (failing rank + 1) + (1 if it timed out), 0 while none failed
-  // A symmetric plan's call: where this rank's input and output sit in its
-  // heap, stored before the call's first signal (peers read them after one).
+  // A symmetric plan's call: where this rank's input and output sit, as
+  // offsets in its heap or (buffers anywhere) addresses in its process,
+  // stored before the call's first signal (peers read them after one).
   std::atomic<uint64_t> input_offset{0}, output_offset{0};
   // What this rank's waiters sleep on: rung by whoever stores a signal or
   // packets into this region, or flags a failure in it. A line of its own:
@@ -112,6 +116,9 @@ class Executor {
   Plan plan_;
   Options options_;
   size_t heap_bytes_ = 0;  // after the signals, where a ProcessCommunicator's buffers may live
+  // A symmetric plan's buffers anywhere in each rank's process, the peers'
+  // read and written with process_vm_readv / process_vm_writev (one copy).
+  bool anywhere_ = false;
   int64_t packet_elems_;  // elements per 8-byte packet
   std::vector<RankMemory> memory_;
   std::vector<int64_t> epoch_, prev_;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,12 +33,17 @@ std::string unique_name(int64_t rank) {
 
 }  // namespace
 
-ProcessCommunicator::ProcessCommunicator(Plan plan, int64_t rank, Options options, size_t heap_bytes)
+ProcessCommunicator::ProcessCommunicator(Plan plan, int64_t rank, Options options, size_t heap_bytes,
+                                         bool buffers_anywhere)
     : Executor(std::move(plan), std::move(options)), rank_(rank), maps_(plan_.world) {
   if (rank < 0 || rank >= plan_.world)
     throw std::out_of_range(options_.name + ": rank " + std::to_string(rank) + " is outside world " +
                             std::to_string(plan_.world));
-  if (plan_.symmetric && heap_bytes < size_t(std::max(input_bytes(rank), output_bytes(rank))))
+  if (buffers_anywhere && !plan_.symmetric)
+    throw std::invalid_argument(options_.name + ": buffers anywhere are for a symmetric plan (whose peers read and "
+                                "write the ranks' buffers in place); this one stages its data");
+  anywhere_ = buffers_anywhere;
+  if (plan_.symmetric && !anywhere_ && heap_bytes < size_t(std::max(input_bytes(rank), output_bytes(rank))))
     throw std::invalid_argument(options_.name + ": the plan reads and writes other ranks' buffers in place "
                                 "(symmetric), so rank " + std::to_string(rank) + "'s buffers must live in its "
                                 "shared heap, but the heap of " + std::to_string(heap_bytes) +
@@ -106,8 +112,23 @@ void ProcessCommunicator::connect(const std::vector<std::string>& names) {
                                std::to_string(plan_.world) + " (it holds world " + std::to_string(h.world) +
                                ", rank " + std::to_string(h.rank) + ")");
     memory_[r] = m;
+    if (anywhere_) check_attach(r, peer);
   }
   connected_ = true;
+}
+
+void ProcessCommunicator::check_attach(int64_t r, const std::string& peer) const {
+  const RegionHeader& h = *memory_[r].header;
+  uint64_t magic = 0;
+  const iovec mine{&magic, sizeof(magic)}, theirs{reinterpret_cast<void*>(h.self), sizeof(magic)};
+  const ssize_t got = ::process_vm_readv(static_cast<pid_t>(h.pid), &mine, 1, &theirs, 1, 0);
+  if (got != ssize_t(sizeof(magic)) || magic != RegionHeader::kMagic)
+    throw std::runtime_error(
+        (got < 0 ? os_error(peer + ": cross-memory attach to its process " + std::to_string(h.pid) + " is refused")
+                 : peer + ": cross-memory attach to its process " + std::to_string(h.pid) +
+                       " did not read its region") +
+        "; buffers anywhere need process_vm_readv between the ranks' processes (the same user, and ptrace "
+        "allowed: see /proc/sys/kernel/yama/ptrace_scope), else pass buffers from the shared heap (alloc)");
 }
 
 void ProcessCommunicator::unlink() {
@@ -123,8 +144,11 @@ void ProcessCommunicator::run(const void* input, void* output) {
   if (plan_.symmetric) {
     // Before any signal of the call: the peers read these after one of them.
     RegionHeader& h = *memory_[rank_].header;
-    h.input_offset.store(heap_offset(input, input_bytes(rank_), "input"), std::memory_order_relaxed);
-    h.output_offset.store(heap_offset(output, output_bytes(rank_), "output"), std::memory_order_relaxed);
+    h.input_offset.store(anywhere_ ? reinterpret_cast<uint64_t>(input) : heap_offset(input, input_bytes(rank_), "input"),
+                         std::memory_order_relaxed);
+    h.output_offset.store(
+        anywhere_ ? reinterpret_cast<uint64_t>(output) : heap_offset(output, output_bytes(rank_), "output"),
+        std::memory_order_relaxed);
   }
   run_rank(rank_, input, output);
 }

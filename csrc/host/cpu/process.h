@@ -23,8 +23,12 @@ class ProcessCommunicator : public Executor {
  public:
   // `heap_bytes`: room after this rank's region for the buffers of a
   // symmetric plan, whose peers read and write them in place (every rank's
-  // the same size).
-  ProcessCommunicator(Plan plan, int64_t rank, Options options, size_t heap_bytes = 0);
+  // the same size). `buffers_anywhere`: a symmetric plan's buffers are any
+  // memory of each rank's process instead, which its peers reach by
+  // cross-memory attach (process_vm_readv / process_vm_writev: one copy, by
+  // the kernel); connect checks that the system lets them.
+  ProcessCommunicator(Plan plan, int64_t rank, Options options, size_t heap_bytes = 0,
+                      bool buffers_anywhere = false);
   ~ProcessCommunicator();
   ProcessCommunicator(const ProcessCommunicator&) = delete;
   ProcessCommunicator& operator=(const ProcessCommunicator&) = delete;
@@ -36,7 +40,8 @@ class ProcessCommunicator : public Executor {
   // Removes this region's name: mappings outlive it, and no crash leaks it afterwards.
   void unlink();
   // One call of this rank: `input` / `output` hold at least input_bytes(rank) /
-  // output_bytes(rank) bytes, inside the heap for a symmetric plan. Throws
+  // output_bytes(rank) bytes, inside the heap for a symmetric plan (unless its
+  // buffers are anywhere). Throws
   // CollectiveTimeout as Communicator::run does.
   void run(const void* input, void* output);
   // This rank's heap, where a symmetric plan's buffers go.
@@ -56,6 +61,8 @@ class ProcessCommunicator : public Executor {
     void* addr = nullptr;
     size_t bytes = 0;
   };
+  // Buffers anywhere: that this process may read rank r's (`peer` names it in errors).
+  void check_attach(int64_t r, const std::string& peer) const;
   // Where `p` (bytes of it) sits in this rank's heap; invalid_argument naming `what` when outside.
   uint64_t heap_offset(const void* p, int64_t bytes, const char* what) const;
 
