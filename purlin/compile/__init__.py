@@ -1,26 +1,33 @@
-"""One named collective compiled to the plan the runtime executes.
+"""One named collective compiled to what the runtime executes.
 
     plan = compile_plan("all_reduce", world=4, dtype="bf16", op="sum", count=1024)
     Communicator(plan, backend="cpu").run(inputs, outputs)
 
+    compiled = compile_collective("all_reduce", world=4, dtype="bf16", op="sum", count=1024, arch="sm_90")
+    Communicator(compiled.plan, backend="cuda", kernel=compiled.cuda).run(inputs, outputs)
+
 The path is the pipeline's: CollectiveSpec -> coll module -> coll-expand,
-convert-coll-to-snac{lowering}, convert-snac-to-atom{arch} -> build_plan.
-Counts are static (V forms take `counts`), so the plan is built at once.
+convert-coll-to-snac{lowering}, convert-snac-to-atom{arch} -> atom.kernel,
+then build_plan (the plan: the runtime contract, all the CPU backend and
+the simulator run) and, for `compile_collective`, the CUDA program of the
+same kernel beside it (built lazily: nothing is generated until a backend
+asks). Counts are static (V forms take `counts`), so the plan is built at once.
 
     coll = compile_device_counts("all_to_all_v", world=8, dtype="bf16", input_elems=n, output_elems=m)
 
 is a V collective whose counts are known only when it is called: its buffers
 are bounds, its CUDA kernel (`coll.cuda`) reads every call's counts on the
 device, and `coll.bind(counts)` is the plan of one set of counts (what the CPU
-backend runs).
+backend runs; `coll.bind_collective(counts)` that plan and its kernel).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import cached_property, partial
+from dataclasses import dataclass, field
+from functools import partial
 
+import numpy as np
 from xdsl.dialects.builtin import UnitAttr
 
 # The passes every compile runs, loaded with this module rather than by the
@@ -29,10 +36,8 @@ import purlin.coll.expand  # noqa: F401
 import purlin.conversion.coll_to_snac  # noqa: F401
 import purlin.conversion.snac_to_atom  # noqa: F401
 from purlin.atom import dialect as atom
-from purlin.coll.attributes import element_bytes
 from purlin.coll.builder import COLLECTIVES, CollectiveSpec, SpecError
 from purlin.conversion.atom_to_plan import build_plan, build_rank_plan
-from purlin.cuda.codegen import count_words
 from purlin.cuda.program import CudaProgram
 from purlin.diagnostics import verify_located
 from purlin.compile.pipeline import check_step, entry_function, lower, make_context, pipeline, pipeline_spec
@@ -57,12 +62,32 @@ def arch_of_device(device: int | None = None) -> str:
     raise RuntimeError(f"purlin needs an sm_80 or newer GPU, this one is sm_{major}{minor}")
 
 
-def compile_plan(collective: str, world: int, dtype: str, op: str | None, count: int = 0,
-                 counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
-                 deterministic: bool = False, in_place: bool = False, symmetric: bool = False,
-                 ranks_per_device: int = 1, sms: int = 0) -> Plan:
-    """The plan of `collective` on `world` ranks; CollectiveSpec's rules for sizes
-    and ops (SpecError on a bad combination), `lowering` the options of convert-coll-to-snac.
+@dataclass(frozen=True)
+class Compiled:
+    """A collective compiled for every backend: its plan (the runtime contract:
+    what the CPU backend and the simulator run) and, beside it, the CUDA
+    program of the same atom.kernel (what the CUDA backend launches)."""
+
+    plan: Plan
+    cuda: CudaProgram
+
+
+@dataclass(frozen=True)
+class CompiledRank:
+    """One rank's part of a `Compiled`: its part of the plan and its kernel
+    tables (int64 words, laid out as abi.h says; the kernel is every rank's)."""
+
+    plan: RankPlan
+    tables: np.ndarray = field(repr=False)
+
+
+def compile_collective(collective: str, world: int, dtype: str, op: str | None, count: int = 0,
+                       counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
+                       deterministic: bool = False, in_place: bool = False, symmetric: bool = False,
+                       ranks_per_device: int = 1, sms: int = 0) -> Compiled:
+    """The plan of `collective` on `world` ranks and its CUDA program;
+    CollectiveSpec's rules for sizes and ops (SpecError on a bad combination),
+    `lowering` the options of convert-coll-to-snac.
     `in_place`: the collective's input and output are one buffer (all_reduce).
     `symmetric`: every rank's buffers are addressable by its peers (a
     Communicator's ranks share one process), so large calls move data in place
@@ -79,21 +104,48 @@ def compile_plan(collective: str, world: int, dtype: str, op: str | None, count:
                         "its own input slice, pass that slice and lower as usual")
     module = spec.build_module()
     lowering = placement_options(lowering, symmetric, ranks_per_device, sms)
-    return build_plan(_kernel(collective, module, arch, lowering, deterministic, in_place))
+    kernel = _kernel(collective, module, arch, lowering, deterministic, in_place)
+    return Compiled(build_plan(kernel), CudaProgram(kernel))
+
+
+def compile_plan(collective: str, world: int, dtype: str, op: str | None, count: int = 0,
+                 counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
+                 deterministic: bool = False, in_place: bool = False, symmetric: bool = False,
+                 ranks_per_device: int = 1, sms: int = 0) -> Plan:
+    """`compile_collective`'s plan alone: what the CPU backend, the simulator
+    and the tools run (its CUDA program, unused, is never generated)."""
+    return compile_collective(collective, world, dtype, op, count, counts, arch, lowering, deterministic, in_place,
+                              symmetric, ranks_per_device, sms).plan
 
 
 def compile_rank_plan(collective: str, world: int, dtype: str, op: str | None, rank: int, count: int = 0,
                       counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
                       deterministic: bool = False, in_place: bool = False) -> RankPlan:
-    """Rank `rank`'s part of `compile_plan`'s plan (its programs and kernel
-    tables), built without the other ranks': what one process of a rank needs."""
+    """Rank `rank`'s part of `compile_plan`'s plan, built without the other
+    ranks': what one process of a rank needs."""
+    return build_rank_plan(_rank_kernel(collective, world, dtype, op, rank, count, counts, arch, lowering,
+                                        deterministic, in_place), rank)
+
+
+def compile_rank_collective(collective: str, world: int, dtype: str, op: str | None, rank: int, count: int = 0,
+                            counts: Sequence | None = None, arch: str = CPU_ARCH, lowering: str = "",
+                            deterministic: bool = False, in_place: bool = False) -> CompiledRank:
+    """`compile_rank_plan`'s part of the plan and that rank's kernel tables side
+    by side, neither built from the other ranks' records."""
+    kernel = _rank_kernel(collective, world, dtype, op, rank, count, counts, arch, lowering, deterministic, in_place)
+    return CompiledRank(build_rank_plan(kernel, rank), CudaProgram(kernel).rank_tables(rank))
+
+
+def _rank_kernel(collective: str, world: int, dtype: str, op: str | None, rank: int, count: int,
+                 counts: Sequence | None, arch: str, lowering: str, deterministic: bool,
+                 in_place: bool) -> atom.KernelOp:
+    """The atom.kernel of `compile_rank_plan`'s arguments."""
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
     if not 0 <= rank < world:
         raise SpecError(f"{collective}: rank {rank} is outside world {world}")
     spec = CollectiveSpec(collective, world, dtype, op, count, counts=counts)
-    kernel = _kernel(collective, spec.build_module(), arch, lowering, deterministic, in_place, verify_steps=False)
-    return build_rank_plan(kernel, rank)
+    return _kernel(collective, spec.build_module(), arch, lowering, deterministic, in_place, verify_steps=False)
 
 
 def placement_options(lowering: str, symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0) -> str:
@@ -137,7 +189,9 @@ def _kernel(collective: str, module, arch: str, lowering: str, deterministic: bo
 
 @dataclass(frozen=True)
 class DeviceCountsCollective:
-    """A V collective lowered with dynamic counts over buffers of fixed size."""
+    """A V collective lowered with dynamic counts over buffers of fixed size:
+    the atom.kernel and, beside it, its CUDA program, which reads every
+    call's counts on the device."""
 
     collective: str
     world: int
@@ -145,25 +199,25 @@ class DeviceCountsCollective:
     kernel: atom.KernelOp
     input_elems: int
     output_elems: int
+    cuda: CudaProgram = field(repr=False)
 
     @property
     def elem_bytes(self) -> int:
-        return element_bytes(self.kernel.input.type.element_type)
+        return self.cuda.elem_bytes
 
     @property
     def count_words(self) -> int:
         """Counts each rank passes per call: its row of the matrix (all_to_all_v's
         sends), or its own count (all_gather_v, reduce_scatter_v)."""
-        return count_words(self.kernel)
-
-    @cached_property
-    def cuda(self) -> CudaProgram:
-        """The kernel that reads every call's counts on the device."""
-        return CudaProgram(self.kernel)
+        return self.cuda.count_words
 
     def bind(self, counts: Sequence) -> Plan:
         """The plan for `counts`: the full list, or matrix (row = sender)."""
         return build_plan(self.kernel, counts)
+
+    def bind_collective(self, counts: Sequence) -> Compiled:
+        """`bind`'s plan and the kernel with these counts bound on the host, side by side."""
+        return Compiled(self.bind(counts), CudaProgram(self.kernel, counts))
 
     def full_counts(self, rows: Sequence[Sequence[int]]) -> list:
         """The collective's counts from every rank's own (what each passes)."""
@@ -191,4 +245,4 @@ def compile_device_counts(collective: str, world: int, dtype: str, op: str | Non
     zeros = [[0] * world for _ in range(world)] if info.matrix else [0] * world
     spec = CollectiveSpec(collective, world, dtype, op, counts=zeros, dynamic=True)
     kernel = _kernel(collective, spec.build_module((input_elems, output_elems)), arch, lowering)
-    return DeviceCountsCollective(collective, world, spec.dtype, kernel, input_elems, output_elems)
+    return DeviceCountsCollective(collective, world, spec.dtype, kernel, input_elems, output_elems, CudaProgram(kernel))

@@ -20,8 +20,6 @@ from purlin import plan as P
 from purlin.atom import dialect as atom
 from purlin.coll.attributes import ReduceKind, dtype_name
 from purlin.conversion.runtime_convention import convention_error
-from purlin.cuda.program import CudaProgram
-from purlin.cuda.tables import TableError, build_rank_tables
 from purlin.diagnostics import LocatedError
 from purlin.snac import dialect as snac
 from purlin.snac.errors import SnacExecutionError
@@ -74,8 +72,8 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
 
 
 def build_rank_plan(kernel: atom.KernelOp, rank: int, counts: Sequence | None = None) -> P.RankPlan:
-    """Rank `rank`'s part of the plan of `kernel` and its kernel tables, built
-    without the other ranks' programs: what one process running that rank needs."""
+    """Rank `rank`'s part of the plan of `kernel`, built without the other
+    ranks' programs: what one process running that rank needs."""
     if not 0 <= rank < kernel.world_size:
         raise PlanBuildError(kernel, f"rank {rank} is outside world {kernel.world_size}")
     plan = _build(kernel, counts, rank)
@@ -129,18 +127,12 @@ def _build(kernel: atom.KernelOp, counts: Sequence | None, only: int | None) -> 
         if only is None:
             plan = P.Plan(**shared, programs=programs)
             P.validate(plan)
-            plan.cuda = CudaProgram(kernel, counts)
             return plan
         part = P.RankPlan(**shared, rank=only, program=programs[0])
         P.validate_rank(part)
+        return part
     except P.PlanError as e:
         raise PlanBuildError(kernel, f"the expanded plan is invalid: {e}") from None
-    if kernel.counts is None or counts is not None:
-        try:
-            part.cuda_tables = build_rank_tables(kernel, phases, only).ranks[0]
-        except TableError as e:
-            raise PlanBuildError(kernel, str(e)) from None
-    return part
 
 
 def _extent(t: MemRefType, phases: dict[str, PhaseState], which: str) -> int:

@@ -4,21 +4,26 @@ first use from the atom.kernel and the call's counts. A kernel with dynamic
 counts and none bound here reads them on the device at every call
 (`device_counts`): its tables hold only what no count changes.
 
-`purlin.conversion.atom_to_plan.build_plan` attaches one to every plan it builds
-(`plan.cuda`); `purlin.runtime.Communicator(plan, backend="cuda")` runs it.
+`purlin.compile.compile_collective` builds one beside the plan of the same
+atom.kernel; `purlin.runtime.Communicator(plan, backend="cuda", kernel=...)`
+launches it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType
 
 from purlin.atom import dialect as atom
 from purlin.cuda.abi import SHARED_TABLE_WORDS
 from purlin.cuda.codegen import CodegenError, KernelSource, count_words, emit_cuda, grid_of
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
-from purlin.cuda.tables import TableError, Tables, build_counts_tables, build_tables
+from purlin.cuda.tables import TableError, Tables, build_counts_tables, build_rank_tables, build_tables
 from purlin.diagnostics import op_error
+from purlin.dtypes import DTYPE_BYTES, dtype_of_element_type
 from purlin.snac.errors import SnacExecutionError
 from purlin.snac.phase_binding import phase_states
 
@@ -44,12 +49,43 @@ class CudaProgram:
         """Whether the kernel reads its counts on the device at each call."""
         return self.kernel.counts is not None and self.counts is None
 
+    @property
+    def count_words(self) -> int:
+        """Counts each rank passes per call (0 unless `device_counts`)."""
+        return count_words(self.kernel) if self.device_counts else 0
+
+    @property
+    def dtype(self) -> str:
+        return dtype_of_element_type(self.kernel.input.type.element_type)
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def buffer_elems(self) -> tuple[int, int]:
+        """Elements of the input and output the kernel was built for: the
+        bounds of a device-counts kernel (-1: a size set by bound counts)."""
+        ins, outs = self.kernel.input.type, self.kernel.output.type
+        assert isinstance(ins, MemRefType) and isinstance(outs, MemRefType)
+        return ins.get_shape()[0], outs.get_shape()[0]
+
     @cached_property
     def tables(self) -> Tables:
+        if self.device_counts:
+            return self._laid_out(lambda: build_counts_tables(self.kernel, count_words(self.kernel)))
+        return self._laid_out(lambda: build_tables(self.kernel, phase_states(self.kernel, self.world, self.counts)))
+
+    def rank_tables(self, rank: int) -> np.ndarray:
+        """Rank `rank`'s row of `tables`, laid out without the other ranks'
+        records: what one process running that rank launches with."""
+        return self._laid_out(
+            lambda: build_rank_tables(self.kernel, phase_states(self.kernel, self.world, self.counts), rank)).ranks[0]
+
+    def _laid_out(self, build: Callable[[], Tables]) -> Tables:
+        """`build()`, its errors as ProgramError naming the kernel."""
         try:
-            if self.device_counts:
-                return build_counts_tables(self.kernel, count_words(self.kernel))
-            return build_tables(self.kernel, phase_states(self.kernel, self.world, self.counts))
+            return build()
         except SnacExecutionError as e:
             raise ProgramError(str(e)) from None
         except TableError as e:

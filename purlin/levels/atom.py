@@ -39,8 +39,9 @@ def run_plan(func: FuncOp, args: list[list[np.ndarray]], world: int, seed: int, 
             return
         if not isinstance(op, atom.KernelOp):
             raise SimError(f"the plan level cannot execute '{op.name}'")
+        counts = counts_of(func, op, args)
         try:
-            plan = build_plan(op, counts_of(func, op, args))
+            plan = build_plan(op, counts)
         except PlanBuildError as e:
             raise SimError(str(e)) from None
         if plan.world != world:
@@ -49,7 +50,7 @@ def run_plan(func: FuncOp, args: list[list[np.ndarray]], world: int, seed: int, 
         outputs = args[arg_index(func, op.output, op)]
         backend = options.get("backend", "sim")
         if backend != "sim":
-            _run_backend(plan, backend, inputs, outputs, options)
+            _run_backend(plan, op, counts, backend, inputs, outputs, options)
             continue
         machine = PlanMachine(plan)
         try:
@@ -64,10 +65,11 @@ class RuntimeRefused(SimError):
     generated, compiled or placed on the devices, or the buffers cannot reach them."""
 
 
-def _run_backend(plan, backend: str, inputs: list[np.ndarray], outputs: list[np.ndarray],
-                 options: dict[str, Any]) -> None:
+def _run_backend(plan, kernel: atom.KernelOp, counts, backend: str, inputs: list[np.ndarray],
+                 outputs: list[np.ndarray], options: dict[str, Any]) -> None:
+    """`plan` of `kernel` (its counts bound to `counts`) on runtime backend `backend`."""
     from purlin import runtime
-    from purlin.cuda.program import ProgramError
+    from purlin.cuda.program import CudaProgram, ProgramError
 
     devices = options.get("devices") or list(range(plan.world))
     if len(devices) != plan.world:
@@ -77,7 +79,8 @@ def _run_backend(plan, backend: str, inputs: list[np.ndarray], outputs: list[np.
     try:
         comm = runtime.Communicator(plan, backend, timeout_s=options.get("timeout_s", 10.0),
                                     name=options.get("name", "collective"),
-                                    devices=devices if backend == "cuda" else None)
+                                    devices=devices if backend == "cuda" else None,
+                                    kernel=CudaProgram(kernel, counts) if backend == "cuda" else None)
         if backend == "cuda":
             device_in = [runtime.to_device(a, d) for a, d in zip(inputs, devices)]
             device_out = [runtime.to_device(a, d) for a, d in zip(outputs, devices)]

@@ -41,8 +41,10 @@ rank owning it, buffer index, slot (window: source rank) and element offset.
 
 One process runs one rank: `RankPlan` is a rank's part of a plan (the header
 every rank shares, and that rank's role programs), built without the other
-ranks' (`build_plan(kernel, rank=r)`, `compile_plan(..., rank=r)`); `Plan`
-holds every rank's, for the simulator, the CPU backend and the tools.
+ranks' (`build_rank_plan(kernel, r)`, `compile_rank_plan(..., rank=r)`); `Plan`
+holds every rank's, for the simulator, the CPU backend and the tools. A plan
+is the whole contract with the CPU backend; the CUDA backend launches the
+kernel compiled from the same atom.kernel beside it (purlin.compile.Compiled).
 
 Modules: `model` (constants, enums, records), `validate`, `binary` and
 `json_form` (the two forms); this one holds `Plan` and `RankPlan` and
@@ -77,9 +79,6 @@ class Plan(PlanHeader, JsonForm, BinaryForm):
     # Instructions read and write other ranks' inputs and outputs in place:
     # every rank's user buffers must be addressable by every rank.
     symmetric: bool = False
-    # The same atom.kernel compiled for the CUDA backend (purlin.cuda.program.
-    # CudaProgram), attached by build_plan; JSON and binary plans carry none.
-    cuda: object = field(default=None, compare=False, repr=False)
 
     def rank_plan(self, rank: int) -> RankPlan:
         """Rank `rank`'s part of this plan."""
@@ -135,9 +134,6 @@ class RankPlan(PlanHeader):
     version: int = VERSION
     in_place: bool = False
     symmetric: bool = False
-    # The rank's kernel tables (int64 words, laid out as abi.h says), attached
-    # by build_plan; the kernel itself is the same for every rank.
-    cuda_tables: object = field(default=None, compare=False, repr=False)
 
     @property
     def instructions(self) -> int:

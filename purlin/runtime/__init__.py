@@ -3,9 +3,13 @@
     comm = Communicator(plan, backend="cpu", timeout_s=10.0, name="all_gather")
     comm.run(inputs, outputs)   # one array per rank
 
+    compiled = purlin.compile.compile_collective(...)
+    comm = Communicator(compiled.plan, backend="cuda", kernel=compiled.cuda)
+
 "cpu" executes the plan's instructions on threads, one per (rank, role).
-"cuda" launches the compiled kernel of the same atom.kernel (`plan.cuda`,
-purlin.cuda: generated, NVRTC-compiled and cached on first use), one launch
+"cuda" launches `kernel`, the CUDA program compiled from the same atom.kernel
+beside the plan (purlin.cuda.program: generated, NVRTC-compiled and cached on
+first use; a plan alone, as read from JSON or binary, has none), one launch
 per rank on that rank's stream; `devices[r]` is rank r's GPU and a GPU may
 host several ranks (each then runs on a stream of its own), as long as all
 their blocks fit on it at once (refused up front otherwise).
@@ -39,6 +43,7 @@ shared memory (cpu).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +55,7 @@ from purlin.runtime.backend import (
     CollectiveTimeout,
     _runtime,
     available_backends,
+    checked_kernel,
     cuda_synchronize,
     current_stream,
     default_backend,
@@ -61,11 +67,15 @@ from purlin.runtime.backend import (
 )
 from purlin.runtime.process import ProcessCommunicator
 
+if TYPE_CHECKING:
+    from purlin.cuda.program import CudaProgram
+
 __all__ = ["BACKENDS", "CollectiveTimeout", "Communicator", "ProcessCommunicator", "available_backends",
            "default_backend", "kernel_spec", "to_device", "to_host"]
 
 class Communicator:
-    """A plan bound to a backend's symmetric memory, epochs kept across calls."""
+    """A plan bound to a backend's symmetric memory, epochs kept across calls;
+    on "cuda" with `kernel`, the plan's CUDA program (purlin.compile.Compiled.cuda)."""
 
     def __init__(
         self,
@@ -74,6 +84,7 @@ class Communicator:
         timeout_s: float = 10.0,
         name: str = "collective",
         devices: Sequence[int] | None = None,
+        kernel: CudaProgram | None = None,
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
@@ -101,7 +112,7 @@ class Communicator:
             if len(self.devices) != plan.world:
                 raise ValueError(f"{name}: the plan is for world {plan.world}, got {len(self.devices)} devices "
                                  "(one per rank; a device may be listed several times)")
-            spec = kernel_spec(plan, name, self.devices, self._extents)
+            spec = kernel_spec(checked_kernel(kernel, plan, name), self.devices, self._extents)
             self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
 
     @property
@@ -124,9 +135,9 @@ class Communicator:
             self._check_overlaps([a.ctypes.data for a in ins], [a.ctypes.data for a in outs])
             self._impl.run(ins, outs)
         else:
-            ins = [device_buffer(a, r, "input", self.plan, self.name, d, self._extents[r][0]) for r, (a, d) in
+            ins = [device_buffer(a, r, "input", self.plan.dtype, self.name, d, self._extents[r][0]) for r, (a, d) in
                    enumerate(zip(inputs, self.devices))]
-            outs = [device_buffer(a, r, "output", self.plan, self.name, d, self._extents[r][1]) for r, (a, d) in
+            outs = [device_buffer(a, r, "output", self.plan.dtype, self.name, d, self._extents[r][1]) for r, (a, d) in
                     enumerate(zip(outputs, self.devices))]
             self._check_overlaps([b[0] for b in ins], [b[0] for b in outs])
             if streams is None:
@@ -159,5 +170,5 @@ class Communicator:
         if not isinstance(a, np.ndarray):
             raise TypeError(f"{self.name}: {what} of rank {rank} is a {type(a).__name__}, the cpu backend takes "
                             "numpy arrays")
-        host_buffer(a, rank, what, self.plan, self.name, elems)
+        host_buffer(a, rank, what, self.plan.dtype, self.name, elems)
         return a

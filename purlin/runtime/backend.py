@@ -1,16 +1,20 @@
 """What both communicators stand on: the C++ runtime module, the CUDA
-kernel description of a plan, host buffers (numpy arrays, CPU tensors), and
-device buffers, streams and copies (torch tensors, or cupy arrays where
-torch is not installed)."""
+kernel of a plan (checked against it, and described for the runtime), host
+buffers (numpy arrays, CPU tensors), and device buffers, streams and copies
+(torch tensors, or cupy arrays where torch is not installed)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from purlin.dtypes import DTYPES, numpy_dtype
+from purlin.dtypes import DTYPE_BYTES, DTYPES, numpy_dtype
 from purlin.plan import Plan
+
+if TYPE_CHECKING:
+    from purlin.cuda.program import CudaProgram
 
 try:
     from purlin import _runtime
@@ -43,42 +47,72 @@ def default_backend() -> str:
 # -- CUDA ---------------------------------------------------------------------
 
 
-def kernel_spec(plan: Plan, name: str, devices: Sequence[int], extents: Sequence[tuple[int, int]]):
-    """The compiled kernel of `plan` for ranks on `devices`: registers sized so
+def checked_kernel(kernel: CudaProgram | None, plan: Plan | None, name: str) -> CudaProgram:
+    """`kernel`, the CUDA program (purlin.cuda.program.CudaProgram) a cuda
+    communicator launches, checked to be `plan`'s: a program of its world,
+    generation, dtype and buffers (a plan holds no kernel: the compiler
+    gives it beside the plan). `plan` None: a device-counts kernel, whose
+    counts come with every call."""
+    if kernel is None:
+        raise ValueError(f"{name}: the cuda backend launches the plan's compiled kernel, and none was given; pass "
+                         "kernel=, the CUDA program compiled beside the plan (purlin.compile.compile_collective(...)"
+                         ".cuda)")
+    # Loaded already: a kernel was made from it.
+    from purlin.cuda.program import CudaProgram
+
+    if not isinstance(kernel, CudaProgram):
+        raise TypeError(f"{name}: kernel= takes a purlin.cuda.program.CudaProgram (compile_collective(...).cuda), "
+                        f"got a {type(kernel).__name__}")
+    if plan is None:
+        if not kernel.device_counts:
+            raise ValueError(f"{name}: without a plan the kernel must read its counts on the device "
+                             "(purlin.compile.compile_device_counts(...).cuda); give this one's plan")
+        return kernel
+    if kernel.device_counts:
+        raise ValueError(f"{name}: the kernel reads its counts on the device at every call, the plan's are fixed; "
+                         "give the kernel of the plan's counts (DeviceCountsCollective.bind_collective) or the "
+                         "kernel without a plan")
+    ins, outs = kernel.buffer_elems
+    have = (kernel.world, kernel.arch, kernel.dtype, plan.input_elems if ins < 0 else ins,
+            plan.output_elems if outs < 0 else outs)
+    want = (plan.world, plan.arch, plan.dtype, plan.input_elems, plan.output_elems)
+    if have != want:
+        raise ValueError(f"{name}: the kernel is not the plan's: it is for world {have[0]}, {have[1]}, {have[2]}, "
+                         f"buffers of {have[3]} and {have[4]} elements; the plan for world {want[0]}, {want[1]}, "
+                         f"{want[2]}, {want[3]} and {want[4]}")
+    return kernel
+
+
+def kernel_spec(kernel: CudaProgram, devices: Sequence[int], extents: Sequence[tuple[int, int]]):
+    """The runtime's description of CUDA program `kernel` for ranks on
+    `devices`, each given its (input, output) elements: registers sized so
     that the grids of all ranks sharing a GPU fit on it at once."""
     from collections import Counter
 
-    program = plan.cuda
-    if program is None:
-        raise ValueError(
-            f"{name}: this plan carries no compiled kernel (plans read from JSON or binary have none); "
-            "build it from the IR (purlin.compile.compile_plan or purlin.conversion.atom_to_plan.build_plan)"
-        )
-    per_sm = max(program.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
-    eb = plan.elem_bytes
-    return program.spec(per_sm, [i * eb for i, _ in extents], [o * eb for _, o in extents])
-
+    per_sm = max(kernel.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
+    eb = kernel.elem_bytes
+    return kernel.spec(per_sm, [i * eb for i, _ in extents], [o * eb for _, o in extents])
 
 
 _TORCH_DTYPES = {d.name: d.array_name for d in DTYPES}
 
 
-def device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, elems: int) -> tuple[int, int]:
+def device_buffer(a, rank: int, what: str, dtype: str, name: str, device: int, elems: int) -> tuple[int, int]:
     """(device pointer, elements) of rank `rank`'s `what` ("input" or "output"), a torch tensor
-    or a __cuda_array_interface__ array on `device` holding at least `elems` elements."""
+    or a __cuda_array_interface__ array of `dtype` on `device` holding at least `elems` elements."""
     where = f"{name}: {what} of rank {rank}"
     if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
         if not a.is_cuda:
             raise TypeError(f"{where} is a CPU tensor; the cuda backend takes CUDA tensors")
-        _check_tensor(a, where, plan)
+        _check_tensor(a, where, dtype)
         if a.device.index != device:
             raise ValueError(f"{where} is on cuda:{a.device.index}, rank {rank} runs on cuda:{device}")
         ptr, n = a.data_ptr(), a.numel()
     elif hasattr(a, "__cuda_array_interface__"):
         iface = a.__cuda_array_interface__
         itemsize = int(iface["typestr"][2:])
-        if itemsize != plan.elem_bytes:
-            raise TypeError(f"{where} has {itemsize}-byte elements, the plan's {plan.dtype} has {plan.elem_bytes}")
+        if itemsize != DTYPE_BYTES[dtype]:
+            raise TypeError(f"{where} has {itemsize}-byte elements, the plan's {dtype} has {DTYPE_BYTES[dtype]}")
         if iface.get("strides") not in (None, (itemsize,)):
             raise ValueError(f"{where} is not contiguous")
         ptr, n = iface["data"][0], int(np.prod(iface["shape"]))
@@ -88,14 +122,14 @@ def device_buffer(a, rank: int, what: str, plan: Plan, name: str, device: int, e
     return ptr, n
 
 
-def host_buffer(a, rank: int, what: str, plan: Plan, name: str, elems: int) -> tuple[int, int]:
+def host_buffer(a, rank: int, what: str, dtype: str, name: str, elems: int) -> tuple[int, int]:
     """(address, elements) of rank `rank`'s `what` ("input" or "output"), a C-contiguous numpy
-    array or a contiguous CPU torch tensor of the plan's dtype holding at least `elems` elements."""
+    array or a contiguous CPU torch tensor of `dtype` holding at least `elems` elements."""
     where = f"{name}: {what} of rank {rank}"
     if isinstance(a, np.ndarray):
-        want = numpy_dtype(plan.dtype)
+        want = numpy_dtype(dtype)
         if a.dtype != want:
-            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {plan.dtype} ({want})")
+            raise TypeError(f"{where} has dtype {a.dtype}, the plan is {dtype} ({want})")
         if not a.flags.c_contiguous:
             raise ValueError(f"{where} is not C-contiguous")
         _check_elems(a.size, elems, where, rank)
@@ -105,16 +139,16 @@ def host_buffer(a, rank: int, what: str, plan: Plan, name: str, elems: int) -> t
     if hasattr(a, "data_ptr") and hasattr(a, "is_cuda"):
         if a.device.type != "cpu":
             raise TypeError(f"{where} is on {a.device}; the cpu backend takes CPU tensors")
-        _check_tensor(a, where, plan)
+        _check_tensor(a, where, dtype)
         _check_elems(a.numel(), elems, where, rank)
         return a.data_ptr(), a.numel()
     raise TypeError(f"{where} is a {type(a).__name__}, the cpu backend takes numpy arrays or CPU torch tensors")
 
 
-def _check_tensor(a, where: str, plan: Plan) -> None:
-    want = _TORCH_DTYPES[plan.dtype]
+def _check_tensor(a, where: str, dtype: str) -> None:
+    want = _TORCH_DTYPES[dtype]
     if str(a.dtype).removeprefix("torch.") != want:
-        raise TypeError(f"{where} has dtype {a.dtype}, the plan is {plan.dtype} (torch.{want})")
+        raise TypeError(f"{where} has dtype {a.dtype}, the plan is {dtype} (torch.{want})")
     if not a.is_contiguous():
         raise ValueError(f"{where} is not contiguous")
 

@@ -58,7 +58,7 @@ class CountsCommunicator:
                 raise ValueError(f"{self.name}: the collective is for world {self.world}, got {len(self.devices)} "
                                  "devices (one per rank; a device may be listed several times)")
             extents = [(coll.input_elems, coll.output_elems)] * self.world
-            spec = rt.kernel_spec(coll, self.name, self.devices, extents)
+            spec = rt.kernel_spec(coll.cuda, self.devices, extents)
             self._impl = rt._runtime.CudaCommunicator(spec, self.devices, timeout_s, self.name)
 
     def run(self, inputs: Sequence, outputs: Sequence, counts: Sequence, recv_counts: Sequence | None = None,
@@ -71,9 +71,9 @@ class CountsCommunicator:
         if self.backend == "cpu":
             self._run_cpu(inputs, outputs, counts, recv_counts)
             return
-        ins = [rt.device_buffer(a, r, "input", self.coll, self.name, d, self.coll.input_elems)
+        ins = [rt.device_buffer(a, r, "input", self.coll.dtype, self.name, d, self.coll.input_elems)
                for r, (a, d) in enumerate(zip(inputs, self.devices))]
-        outs = [rt.device_buffer(a, r, "output", self.coll, self.name, d, self.coll.output_elems)
+        outs = [rt.device_buffer(a, r, "output", self.coll.dtype, self.name, d, self.coll.output_elems)
                 for r, (a, d) in enumerate(zip(outputs, self.devices))]
         self._check_apart([b[0] for b in ins], [b[0] for b in outs])
         cs = [rt.counts_pointer(c, r, "counts", self.coll.count_words, d, self.name)
@@ -114,8 +114,8 @@ class CountsCommunicator:
                 self._plans.popitem(last=False)
         self._plans[key] = comm
         for r, (a, b) in enumerate(zip(inputs, outputs)):
-            rt.host_buffer(a, r, "input", self.coll, self.name, self.coll.input_elems)
-            rt.host_buffer(b, r, "output", self.coll, self.name, self.coll.output_elems)
+            rt.host_buffer(a, r, "input", self.coll.dtype, self.name, self.coll.input_elems)
+            rt.host_buffer(b, r, "output", self.coll.dtype, self.name, self.coll.output_elems)
         comm.run(inputs, outputs)
         if recv_counts is not None:
             matrix = np.asarray(full, dtype=np.int64)

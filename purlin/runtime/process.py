@@ -1,7 +1,8 @@
 """One rank per process (as under torchrun), on the CUDA or the CPU backend:
 
     dist.init_process_group("nccl", ...); torch.cuda.set_device(local_rank)
-    comm = ProcessCommunicator(plan, name="all_reduce")   # collective over the group
+    compiled = purlin.compile.compile_collective(...)
+    comm = ProcessCommunicator(compiled.plan, name="all_reduce", kernel=compiled.cuda)  # collective over the group
     comm.run(input, output)                               # this rank's tensors, current stream
     comm.synchronize()
 
@@ -19,9 +20,11 @@ share a node. On cuda `run` only launches (capturable in CUDA graphs); on cpu
 it runs this rank's role threads and returns when the rank is done. Buffers
 follow the rules of `purlin.runtime.Communicator`.
 
-A device-counts collective (purlin.compile.compile_device_counts) in place
-of the plan runs on cuda with each call's counts given to `run` as device
-tensors (see purlin.runtime.device_counts); its buffers are the bounds.
+On cuda `kernel` is the plan's CUDA program, compiled beside it. A
+device-counts collective's kernel (purlin.compile.compile_device_counts(...)
+.cuda), given without a plan, runs on cuda with each call's counts given to
+`run` as device tensors (see purlin.runtime.device_counts); its buffers are
+the bounds.
 
 A symmetric plan (compile_plan(symmetric=True)) reads and writes the peers'
 buffers in place. On cpu each rank's buffers then live in its shared heap,
@@ -36,16 +39,18 @@ and output), which `alloc` hands out:
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from purlin.dtypes import numpy_dtype
+from purlin.dtypes import DTYPE_BYTES, numpy_dtype
 from purlin.plan import Plan, decode, validate
 from purlin.runtime.aliasing import AliasingError, Buffers
 from purlin.runtime.backend import (
     BACKENDS,
     _runtime,
     available_backends,
+    checked_kernel,
     counts_pointer,
     cuda_synchronize,
     current_stream,
@@ -54,15 +59,20 @@ from purlin.runtime.backend import (
     kernel_spec,
 )
 
+if TYPE_CHECKING:
+    from purlin.cuda.program import CudaProgram
+
 
 class ProcessCommunicator:
-    """This process's rank of a plan; peers are the other processes of `group`.
+    """This process's rank of a plan (on cuda, with `kernel`, its CUDA
+    program), or of a device-counts kernel without a plan (`plan` None);
+    peers are the other processes of `group`.
 
     `backend` "cuda" or "cpu"; by default "cpu" when the group's backend is gloo, else "cuda"."""
 
     def __init__(
         self,
-        plan: Plan | np.ndarray,
+        plan: Plan | np.ndarray | None,
         rank: int | None = None,
         group=None,
         device: int | None = None,
@@ -70,12 +80,11 @@ class ProcessCommunicator:
         name: str = "collective",
         backend: str | None = None,
         heap_bytes: int | None = None,
+        kernel: CudaProgram | None = None,
     ) -> None:
-        # A device-counts collective carries its kernel, not a plan.
-        self.count_words = getattr(plan, "count_words", 0) if not isinstance(plan, (Plan, np.ndarray)) else 0
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
-        elif not self.count_words:
+        elif plan is not None:
             validate(plan)
         import torch
         import torch.distributed as dist
@@ -91,31 +100,39 @@ class ProcessCommunicator:
             raise ValueError(f"{name}: unknown backend {backend!r}, expected one of {', '.join(BACKENDS)}")
         if backend not in available_backends():
             raise RuntimeError(f"purlin was built without {backend.upper()}")
-        if self.count_words and backend != "cuda":
-            raise ValueError(f"{name}: device counts run on cuda; on cpu give the counts to compile_plan")
+        if plan is None and backend != "cuda":
+            raise ValueError(f"{name}: no plan given: only a device-counts kernel runs without one, on cuda; on cpu "
+                             "give the counts to compile_plan")
+        if backend == "cuda":
+            kernel = checked_kernel(kernel, plan, name)
         size = dist.get_world_size(group)
-        if size != plan.world:
-            raise ValueError(f"{name}: the plan is for world {plan.world}, the process group has {size} ranks")
+        # Without a plan (device counts) the kernel's world, dtype and buffers stand for its header.
+        self.world = kernel.world if plan is None else plan.world
+        self.dtype = kernel.dtype if plan is None else plan.dtype
+        self.elem_bytes = DTYPE_BYTES[self.dtype]
+        if size != self.world:
+            raise ValueError(f"{name}: the plan is for world {self.world}, the process group has {size} ranks")
         self.plan = plan
         self.name = name
         self.group = group
         self.backend = backend
         self.rank = dist.get_rank(group) if rank is None else rank
-        if self.count_words:
-            extents = [(plan.input_elems, plan.output_elems)] * plan.world
+        self.count_words = kernel.count_words if plan is None else 0
+        if plan is None:
+            extents = [kernel.buffer_elems] * self.world
             self._overlaps = None
         else:
             extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
             self._overlaps = Buffers(plan, name)
         self._extents = extents[self.rank]
         # A device-counts collective is never symmetric (its counts are known only on the device).
-        symmetric = not self.count_words and plan.symmetric
+        symmetric = plan is not None and plan.symmetric
         if symmetric and backend != "cpu":
             raise ValueError(f"{name}: the plan is symmetric (it reads and writes the peers' buffers in place); "
                              "on cuda one process runs every rank of such a plan (purlin.runtime.Communicator)")
         if heap_bytes is None:
             # Every rank's heap is one size: room for the largest rank's input and output.
-            eb = plan.elem_bytes
+            eb = self.elem_bytes
             heap_bytes = max(_aligned(i * eb) + _aligned(o * eb) for i, o in extents) if symmetric else 0
         if heap_bytes < 0:
             raise ValueError(f"{name}: heap_bytes must be non-negative, got {heap_bytes}")
@@ -126,7 +143,7 @@ class ProcessCommunicator:
             self._connect_cpu(dist, size, timeout_s, heap_bytes)
             return
         self.device = torch.cuda.current_device() if device is None else device
-        spec = kernel_spec(plan, name, [self.device], extents)
+        spec = kernel_spec(kernel, [self.device], extents)
         self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name)
         with torch.cuda.device(self.device):
             gathered = self._gather(dist, size, self._impl.ipc_handle())
@@ -165,10 +182,6 @@ class ProcessCommunicator:
             self._impl.close()
             raise
 
-    @property
-    def world(self) -> int:
-        return self.plan.world
-
     def alloc(self, elems: int) -> np.ndarray:
         """`elems` elements of the plan's dtype in this rank's shared heap (cpu),
         where a symmetric plan's buffers must be: 64-byte aligned, never
@@ -178,7 +191,7 @@ class ProcessCommunicator:
             raise RuntimeError(f"{self.name}: the communicator is closed")
         if self.backend != "cpu":
             raise ValueError(f"{self.name}: alloc gives host memory of the cpu backend's shared heap")
-        nbytes = elems * self.plan.elem_bytes
+        nbytes = elems * self.elem_bytes
         if elems < 0 or self._heap_used + nbytes > self._impl.heap_bytes:
             raise ValueError(f"{self.name}: rank {self.rank}'s shared heap of {self._impl.heap_bytes} bytes has "
                              f"{self._impl.heap_bytes - self._heap_used} left, {nbytes} asked for; construct the "
@@ -187,7 +200,7 @@ class ProcessCommunicator:
 
         raw = (ctypes.c_char * nbytes).from_address(self._impl.heap + self._heap_used)
         self._heap_used = _aligned(self._heap_used + nbytes)
-        return np.frombuffer(raw, dtype=numpy_dtype(self.plan.dtype), count=elems)
+        return np.frombuffer(raw, dtype=numpy_dtype(self.dtype), count=elems)
 
     def epoch(self) -> int:
         """This rank's epoch at the next call (on cuda, waits for the GPU)."""
@@ -209,14 +222,14 @@ class ProcessCommunicator:
         if self.backend == "cpu":
             if stream is not None:
                 raise ValueError(f"{self.name}: the cpu backend runs on no stream, got stream={stream!r}")
-            ins = host_buffer(input, self.rank, "input", self.plan, self.name, self._extents[0])
-            outs = host_buffer(output, self.rank, "output", self.plan, self.name, self._extents[1])
+            ins = host_buffer(input, self.rank, "input", self.dtype, self.name, self._extents[0])
+            outs = host_buffer(output, self.rank, "output", self.dtype, self.name, self._extents[1])
         else:
-            ins = device_buffer(input, self.rank, "input", self.plan, self.name, self.device, self._extents[0])
-            outs = device_buffer(output, self.rank, "output", self.plan, self.name, self.device, self._extents[1])
-        eb = self.plan.elem_bytes
+            ins = device_buffer(input, self.rank, "input", self.dtype, self.name, self.device, self._extents[0])
+            outs = device_buffer(output, self.rank, "output", self.dtype, self.name, self.device, self._extents[1])
+        eb = self.elem_bytes
         # Only this rank's buffers are here: its own overlap is what can be checked.
-        buffers = [(0, 0, 0, 0)] * self.plan.world
+        buffers = [(0, 0, 0, 0)] * self.world
         buffers[self.rank] = (ins[0], self._extents[0] * eb, outs[0], self._extents[1] * eb)
         if self._overlaps is not None:
             self._overlaps.check(buffers)
@@ -248,7 +261,7 @@ class ProcessCommunicator:
             self.run(input, output)
             self._checked.add((kind, i == o))
             return
-        eb = self.plan.elem_bytes
+        eb = self.elem_bytes
         if i != o and i < o + self._extents[1] * eb and o < i + self._extents[0] * eb:
             self.run(input, output)  # a partial overlap: the full check decides
             return

@@ -671,14 +671,15 @@ class _SingleBench(_Recorder):
 
     def purlin(self, case, impl: str, nbytes: int, lowering: str, ins: list, before: list,
                expected: list) -> None:
-        from purlin.compile import compile_plan
+        from purlin.compile import compile_collective
         from purlin.runtime import Communicator
 
         coll, w = case.collective, self.world
         try:
-            plan = compile_plan(coll, w, "bf16", case.op, case.count, case.counts, arch=self.arch,
-                                lowering=lowering, **self.placement)
-            comm = Communicator(plan, backend=self.backend, devices=self.devices, name=f"{coll} {impl}")
+            compiled = compile_collective(coll, w, "bf16", case.op, case.count, case.counts, arch=self.arch,
+                                          lowering=lowering, **self.placement)
+            comm = Communicator(compiled.plan, backend=self.backend, devices=self.devices, name=f"{coll} {impl}",
+                                kernel=compiled.cuda)
         except Exception as e:  # a strategy that does not lower is a failure, not a crash
             self.fail(coll, impl, nbytes, e)
             return

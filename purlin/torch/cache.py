@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from purlin.plan import Plan
 
 
 @dataclass
@@ -98,11 +101,12 @@ class RecentCalls(OrderedDict):
             self.popitem(last=False)
 
 
-def region_bytes(plan: Any) -> int:
+def region_bytes(plan: Plan | None) -> int:
     """About the shared memory a communicator of `plan` holds per rank: both
     halves of its buffers (packets carry 8 data bytes in 16) and its signals;
-    0 for a device-counts kernel (its tables size themselves on the device)."""
-    if not hasattr(plan, "buffers"):
+    0 for a device-counts kernel, which has no plan (its tables size
+    themselves on the device)."""
+    if plan is None:
         return 0
     eb = plan.elem_bytes
     data = sum(2 * b.slots * b.elems * eb * (2 if b.kind.name == "PACKETS" else 1) for b in plan.buffers)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
@@ -21,6 +21,10 @@ from purlin.dtypes import ReduceKind
 from purlin.runtime.process import ProcessCommunicator
 from purlin.torch.cache import Communicators, RecentCalls, lowered, made, release_plans, stats
 from purlin.torch.board import CallBoard, CallMismatchError, group_store, header
+
+if TYPE_CHECKING:
+    from purlin.cuda.program import CudaProgram
+    from purlin.plan import Plan
 
 OPS = tuple(k.value for k in ReduceKind)
 TORCH_OPS = {
@@ -107,16 +111,17 @@ class GroupState:
         if op is not None and op not in OPS:
             raise ValueError(f"purlin.torch: unknown reduction {op!r}, expected one of {', '.join(OPS)}")
         # The compiler (xDSL, the pipeline) is imported on the first miss, not with purlin.torch.
-        from purlin.compile import CPU_ARCH, compile_plan
+        from purlin.compile import CPU_ARCH, compile_collective
 
         arch = self.arch if device.type == "cuda" else CPU_ARCH
 
         def lower():
-            return compile_plan(collective, self.world, dtype, op, count, counts=counts, arch=arch,
-                                lowering=lowering, deterministic=deterministic, in_place=in_place)
+            # The plan and its CUDA program, generated only if the cuda backend launches it.
+            return compile_collective(collective, self.world, dtype, op, count, counts=counts, arch=arch,
+                                      lowering=lowering, deterministic=deterministic, in_place=in_place)
 
-        plan = lowered((self.world, arch, *key[1:]), lower)
-        return self._keep(key, head, plan, collective, device.type)
+        compiled = lowered((self.world, arch, *key[1:]), lower)
+        return self._keep(key, head, compiled.plan, collective, device.type, compiled.cuda)
 
     def agree(self, device: torch.device, collective: str, dtype: str, op: str | None) -> None:
         """A call that moves nothing (zero elements) still takes its turn on the call board on cpu."""
@@ -173,7 +178,7 @@ class GroupState:
                                          output_elems=output_elems, arch=self.arch, lowering=lowering)
 
         coll = lowered((self.world, self.arch, *key), lower)
-        return self._keep(key, head, coll, collective, "cuda")
+        return self._keep(key, head, None, collective, "cuda", coll.cuda)
 
     def run_sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list,
                   x: torch.Tensor, y: torch.Tensor, lowering: str = "") -> bool:
@@ -242,9 +247,11 @@ class GroupState:
             comm.rebind(plan, decoded)
         return head, comm, decoded
 
-    def _keep(self, key: tuple, head: tuple, plan: Any, collective: str, backend: str) -> ProcessCommunicator:
+    def _keep(self, key: tuple, head: tuple, plan: Plan | None, collective: str, backend: str,
+              kernel: CudaProgram | None = None) -> ProcessCommunicator:
+        """A communicator of `plan` and, on cuda, `kernel` (a device-counts kernel without a plan)."""
         comm = ProcessCommunicator(plan, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
-                                   name=collective, backend=backend)
+                                   name=collective, backend=backend, kernel=kernel)
         comm.purlin_header = head
         made()
         self.plans.keep(key, comm)

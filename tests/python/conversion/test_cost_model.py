@@ -74,12 +74,12 @@ def test_in_place_throughput_composes_whole_slices():
 @pytest.mark.parametrize("symmetric", [True, False])
 def test_every_lowering_fits_the_gpu_its_ranks_share(world, symmetric):
     # The grids of `world` ranks on one 132-SM GPU: at most two 512-thread blocks per SM.
-    from purlin.compile import compile_plan
+    from purlin.compile import compile_collective
 
     for name, count in (("all_reduce", 1 << 20), ("all_gather", 1 << 18), ("reduce_scatter", 1 << 18),
                         ("all_to_all", 1 << 16)):
-        plan = compile_plan(name, world, "bf16", "sum" if "reduce" in name else None, count, symmetric=symmetric,
-                            ranks_per_device=world)
-        grid = sum(r.blocks for r in plan.roles)
-        assert world * grid <= 2 * 132, (name, [r.blocks for r in plan.roles])
-        assert plan.cuda.blocks_per_sm(world, 132) <= 2
+        compiled = compile_collective(name, world, "bf16", "sum" if "reduce" in name else None, count,
+                                      symmetric=symmetric, ranks_per_device=world)
+        roles = compiled.plan.roles
+        assert world * sum(r.blocks for r in roles) <= 2 * 132, (name, [r.blocks for r in roles])
+        assert compiled.cuda.blocks_per_sm(world, 132) <= 2

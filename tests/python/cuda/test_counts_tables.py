@@ -13,7 +13,7 @@ import random
 import pytest
 
 from purlin import _runtime
-from purlin.compile import compile_device_counts, compile_plan
+from purlin.compile import compile_collective, compile_device_counts
 from purlin.cuda import abi
 from purlin.cuda.codegen import CodegenError, counts_shape, emit_cuda
 from purlin.cuda.program import ProgramError
@@ -123,10 +123,11 @@ def test_device_counts_kernels_compile_for_every_generation(arch, name, lowering
 
 def test_a_kernel_with_static_counts_has_no_counts_prologue():
     coll = compile_device_counts("all_gather_v", 2, "f32", input_elems=8, output_elems=16)
-    bound = coll.bind([3, 5])
-    assert bound.cuda is not None and bound.cuda.source().count_words == 0
+    bound = coll.bind_collective([3, 5])
+    assert bound.plan == coll.bind([3, 5])
+    assert bound.cuda.source().count_words == 0 and bound.cuda.count_words == 0
     assert "device_counts" not in bound.cuda.source().text
-    assert coll.cuda.source().count_words == 1 and "device_counts<1>" in coll.cuda.source().text
+    assert coll.cuda.source().count_words == coll.count_words == 1 and "device_counts<1>" in coll.cuda.source().text
 
 
 def test_device_counts_need_bounded_buffers_and_direct_phases():
@@ -138,7 +139,7 @@ def test_device_counts_need_bounded_buffers_and_direct_phases():
     with pytest.raises(CodegenError, match="device counts need a static input size"):
         emit_cuda(unbounded)
     with pytest.raises(CodegenError, match="device counts need a kernel with a counts operand"):
-        emit_cuda(compile_plan("all_gather_v", 2, "f32", None, counts=[1, 2]).cuda.kernel, device_counts=True)
+        emit_cuda(compile_collective("all_gather_v", 2, "f32", None, counts=[1, 2]).cuda.kernel, device_counts=True)
     with pytest.raises(ValueError, match="not a V collective"):
         compile_device_counts("all_reduce", 2, "f32", "sum", input_elems=4, output_elems=4)
 

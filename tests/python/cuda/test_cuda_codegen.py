@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IndexType
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from purlin.coll.builder import COLLECTIVES
-from purlin.compile import compile_plan
+from purlin.compile import compile_collective
 from purlin.cuda import nvrtc
 from purlin.cuda.codegen import CodegenError, emit_cuda
 from purlin.cuda.program import ProgramError
@@ -42,19 +42,20 @@ def shared_cache(tmp_path_factory):
         os.environ["PURLIN_CACHE_DIR"] = old
 
 
-def plan_of(name: str, world: int = 4, arch: str = "sm_90", lowering: str = "regime=latency", count: int = 64,
-            dtype: str = "bf16"):
+def compiled_of(name: str, world: int = 4, arch: str = "sm_90", lowering: str = "regime=latency", count: int = 64,
+                dtype: str = "bf16"):
     info = COLLECTIVES[name]
     op = "sum" if info.reduces else None
     counts = counts_for(name, world, count, seed=3) if info.variable else None
-    return compile_plan(name, world, dtype, op, 0 if counts else count, counts=counts, arch=arch, lowering=lowering)
+    return compile_collective(name, world, dtype, op, 0 if counts else count, counts=counts, arch=arch,
+                              lowering=lowering)
 
 
 @pytest.mark.parametrize("lowering", REGIMES)
 @pytest.mark.parametrize("name", list(COLLECTIVES))
 @pytest.mark.parametrize("arch", ARCHS)
 def test_every_collective_compiles_for_every_generation(arch, name, lowering):
-    program = plan_of(name, arch=arch, lowering=lowering).cuda
+    program = compiled_of(name, arch=arch, lowering=lowering).cuda
     assert program.cubin()[:4] == b"\x7fELF"
 
 
@@ -67,7 +68,7 @@ def test_every_collective_compiles_for_every_generation(arch, name, lowering):
     ("sm_90", "regime=throughput", "bf16", ["nanosleep.u32"]),
 ], ids=["sm80-cp.async", "sm90-bulk", "sm100-wide-and-packed", "packets", "poll-backoff"])
 def test_each_generation_s_mechanisms_reach_the_code(arch, lowering, dtype, needles):
-    program = plan_of("all_reduce", arch=arch, lowering=lowering, count=1 << 16, dtype=dtype).cuda
+    program = compiled_of("all_reduce", arch=arch, lowering=lowering, count=1 << 16, dtype=dtype).cuda
     ptx = nvrtc.compile_ptx(program.source().text, arch)
     for needle in needles:
         assert needle in ptx, f"{arch}: no {needle} in the PTX"
@@ -75,22 +76,22 @@ def test_each_generation_s_mechanisms_reach_the_code(arch, lowering, dtype, need
 
 def test_multimem_reductions_compile_on_sm90():
     from purlin.atom.dialect import KernelOp
-    from purlin.conversion.atom_to_plan import build_plan
     from purlin.compile.pipeline import entry_function, lower, pipeline_spec
+    from purlin.cuda.program import CudaProgram
     from purlin.testing.cases import Case
 
     case = Case("reduce_scatter", 2, "bf16", "sum", 1 << 16)
     module = lower(case.build_module(),
                    pipeline_spec("atom", lowering="regime=throughput", arch="sm_90", multimem=True, verify=False))
     (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, KernelOp)]
-    program = build_plan(kernel).cuda
+    program = CudaProgram(kernel)
     assert program.source().multimem
     assert "multimem.ld_reduce" in nvrtc.compile_ptx(program.source().text, "sm_90")
 
 
 @pytest.mark.parametrize("name", ["all_reduce", "all_gather"])
 def test_latency_kernels_do_not_spill(name):
-    source = plan_of(name, world=8).cuda.source().text
+    source = compiled_of(name, world=8).cuda.source().text
     log = nvrtc.compile_cubin(source, "sm_90", verbose=True).log
     entry = log[log.index("Function properties for purlin_"):]
     assert re.search(r"0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", entry), entry
@@ -100,7 +101,7 @@ def test_sizes_of_one_structure_share_a_kernel(tmp_path, monkeypatch):
     monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(nvrtc, "_memory", {})
     # Sizes whose packets need the same threads per block (THREAD_STEPS).
-    programs = [plan_of("all_reduce", count=kib * 512).cuda for kib in (2, 3, 4)]
+    programs = [compiled_of("all_reduce", count=kib * 512).cuda for kib in (2, 3, 4)]
     assert len({p.source().text for p in programs}) == 1
     assert [nvrtc.compile_cubin(p.source().text, "sm_90").cached for p in programs] == [False, True, True]
     # ... while what differs lives in the tables.
@@ -122,7 +123,7 @@ def test_one_kernel_serves_every_rank_and_world_is_one_constant():
     sources = {}
     for world in (2, 4, 8):
         # 2 KiB: enough packets for the full block at every world (snac_to_atom.THREAD_STEPS).
-        program = plan_of("all_reduce", world=world, count=1024).cuda
+        program = compiled_of("all_reduce", world=world, count=1024).cuda
         assert len({tuple(t) for t in program.tables.ranks}) == world
         sources[world] = program.source().text
     strip = lambda text: [ln for ln in text.splitlines() if "kWorld =" not in ln and not ln.startswith("// purlin:")]  # noqa: E731
@@ -132,7 +133,7 @@ def test_one_kernel_serves_every_rank_and_world_is_one_constant():
 def test_disk_cache_serves_a_second_process(tmp_path, monkeypatch):
     monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(nvrtc, "_memory", {})
-    source = plan_of("all_gather").cuda.source().text
+    source = compiled_of("all_gather").cuda.source().text
     first = nvrtc.compile_cubin(source, "sm_90")
     assert not first.cached and list(tmp_path.glob("*.cubin"))
     script = ("import sys; from purlin.cuda import nvrtc; c = nvrtc.compile_cubin(sys.stdin.read(), 'sm_90'); "
@@ -142,7 +143,7 @@ def test_disk_cache_serves_a_second_process(tmp_path, monkeypatch):
 
 
 def test_cache_key_covers_source_and_target():
-    source = plan_of("all_gather").cuda.source().text
+    source = compiled_of("all_gather").cuda.source().text
     keys = {nvrtc.cache_key(source, "sm_90"), nvrtc.cache_key(source, "sm_80"),
             nvrtc.cache_key(source + "\n", "sm_90"), nvrtc.cache_key(source, "sm_90", verbose=True)}
     assert len(keys) == 4
@@ -153,14 +154,14 @@ def test_an_unwritable_cache_only_costs_recompiles(tmp_path, monkeypatch):
     blocker.write_text("")
     monkeypatch.setenv("PURLIN_CACHE_DIR", str(blocker))
     monkeypatch.setattr(nvrtc, "_memory", {})
-    source = plan_of("all_gather").cuda.source().text
+    source = compiled_of("all_gather").cuda.source().text
     assert not nvrtc.compile_cubin(source, "sm_90").cached
     assert nvrtc.compile_cubin(source, "sm_90").cached  # in memory
 
 
 def test_a_kernel_that_does_not_compile_is_a_diagnostic_naming_the_op(monkeypatch):
     monkeypatch.setattr(nvrtc, "_memory", {})
-    program = plan_of("all_gather").cuda
+    program = compiled_of("all_gather").cuda
     src = program.source()
     program._sources[1] = replace(src, text=src.text + "\nnot C++\n")
     with pytest.raises(ProgramError, match=r"error: 'atom.kernel': NVRTC could not compile .* for sm_90"):
@@ -168,7 +169,7 @@ def test_a_kernel_that_does_not_compile_is_a_diagnostic_naming_the_op(monkeypatc
 
 
 def test_queries_of_another_rank_are_refused():
-    program = plan_of("all_gather").cuda
+    program = compiled_of("all_gather").cuda
     kernel = program.kernel
     units = next(op for op in kernel.walk() if isinstance(op, snac.UnitsOp))
     two = arith.ConstantOp.from_int_and_width(2, IndexType())
@@ -179,7 +180,7 @@ def test_queries_of_another_rank_are_refused():
 
 
 def test_more_blocks_per_sm_than_threads_allow_is_refused():
-    kernel = plan_of("all_reduce", count=1024).cuda.kernel
+    kernel = compiled_of("all_reduce", count=1024).cuda.kernel
     with pytest.raises(CodegenError, match="5 blocks of 512 threads per SM exceed the 2048 threads an SM holds"):
         emit_cuda(kernel, True, 5)
 
@@ -246,8 +247,8 @@ def test_opt_without_cuda_headers_is_a_diagnostic(tmp_path, capsys, monkeypatch)
 ])
 @pytest.mark.parametrize("arch,lowering", [("sm_90", "regime=throughput"), ("sm_100", "regime=latency")])
 def test_exact_dtypes_compile_and_combine_in_their_type(arch, lowering, dtype, op, needle):
-    plan = compile_plan("all_reduce", 4, dtype, op, 1 << 12, arch=arch, lowering=lowering)
-    ptx = nvrtc.compile_ptx(plan.cuda.source().text, arch)
+    compiled = compile_collective("all_reduce", 4, dtype, op, 1 << 12, arch=arch, lowering=lowering)
+    ptx = nvrtc.compile_ptx(compiled.cuda.source().text, arch)
     assert needle in ptx, f"{dtype} {op}: no {needle} in the PTX"
     assert "cvt.rn.f32" not in ptx and "add.rn.f32 " not in ptx, f"{dtype} goes through f32"
 
@@ -259,6 +260,6 @@ def test_exact_dtypes_compile_and_combine_in_their_type(arch, lowering, dtype, o
 @pytest.mark.parametrize("arch", ARCHS)
 def test_averages_compile_and_divide_once(arch, lowering, dtype, needle):
     for name in ("all_reduce", "reduce_scatter"):
-        plan = compile_plan(name, 4, dtype, "avg", 1 << 12, arch=arch, lowering=lowering)
-        ptx = nvrtc.compile_ptx(plan.cuda.source().text, arch)
+        compiled = compile_collective(name, 4, dtype, "avg", 1 << 12, arch=arch, lowering=lowering)
+        ptx = nvrtc.compile_ptx(compiled.cuda.source().text, arch)
         assert needle in ptx, f"{name} {dtype} avg: no {needle} in the PTX"

@@ -12,7 +12,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 import purlin.jax as pj
-from purlin.compile import compile_plan
+from purlin.compile import compile_collective
 from purlin.runtime import available_backends
 from purlin.runtime.backend import _runtime, kernel_spec
 
@@ -39,9 +39,11 @@ def test_ranks_launched_one_by_one_from_their_own_threads():
     from purlin.compile import arch_of_device
 
     world, count = 2, 4096
-    plan = compile_plan("all_reduce", world=world, dtype="f32", op="sum", count=count, arch=arch_of_device(0))
+    compiled = compile_collective("all_reduce", world=world, dtype="f32", op="sum", count=count,
+                                  arch=arch_of_device(0))
+    plan = compiled.plan
     extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(world)]
-    comm = _runtime.CudaCommunicator(kernel_spec(plan, "run_rank", [0, 0], extents), [0, 0], 10.0, "run_rank")
+    comm = _runtime.CudaCommunicator(kernel_spec(compiled.cuda, [0, 0], extents), [0, 0], 10.0, "run_rank")
     streams = [torch.cuda.Stream(0) for _ in range(world)]
     for call in range(5):
         ins = [torch.full((count,), float(r + 1 + call), device="cuda:0") for r in range(world)]

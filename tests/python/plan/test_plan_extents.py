@@ -143,10 +143,10 @@ class FakeTensor:
 
 def test_cuda_buffers_are_checked_against_their_ranks_extent():
     plan = lowered(Case("reduce_scatter_v", 3, "f32", "sum", counts=(2, 7, 0)), "latency")
-    assert backend.device_buffer(FakeTensor(9), 2, "input", plan, "rsv", 0, plan.input_extent(2)) == (0x1000, 9)
-    assert backend.device_buffer(FakeTensor(0), 2, "output", plan, "rsv", 0, plan.output_extent(2)) == (0x1000, 0)
+    assert backend.device_buffer(FakeTensor(9), 2, "input", plan.dtype, "rsv", 0, plan.input_extent(2)) == (0x1000, 9)
+    assert backend.device_buffer(FakeTensor(0), 2, "output", plan.dtype, "rsv", 0, plan.output_extent(2)) == (0x1000, 0)
     with pytest.raises(ValueError, match="rsv: output of rank 1 has 6 elements, the plan needs at least 7 for rank 1"):
-        backend.device_buffer(FakeTensor(6), 1, "output", plan, "rsv", 0, plan.output_extent(1))
+        backend.device_buffer(FakeTensor(6), 1, "output", plan.dtype, "rsv", 0, plan.output_extent(1))
 
 
 # -- hand-built plans: which instructions count ---------------------------------

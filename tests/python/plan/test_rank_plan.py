@@ -1,11 +1,12 @@
 """One rank's part of a plan (build_rank_plan, compile_rank_plan) is the
-same as that rank's part of the whole plan, tables included, and is built
+same as that rank's part of the whole plan, and its kernel tables
+(compile_rank_collective) that rank's of the whole kernel's; both are built
 without expanding the other ranks' programs."""
 
 import pytest
 
 from purlin.coll.builder import SpecError
-from purlin.compile import compile_plan, compile_rank_plan
+from purlin.compile import compile_collective, compile_rank_collective, compile_rank_plan
 from purlin.conversion import atom_to_plan
 from purlin.plan import PlanError, validate_rank
 
@@ -22,11 +23,12 @@ CASES = [
 
 @pytest.mark.parametrize("collective, world, dtype, op, count, lowering", CASES)
 def test_every_rank_part_equals_the_whole_plans(collective, world, dtype, op, count, lowering):
-    whole = compile_plan(collective, world, dtype, op, count, lowering=lowering)
+    whole = compile_collective(collective, world, dtype, op, count, lowering=lowering)
     for rank in range(world):
-        part = compile_rank_plan(collective, world, dtype, op, rank, count, lowering=lowering)
-        assert part == whole.rank_plan(rank)
-        assert part.cuda_tables.tolist() == whole.cuda.tables.ranks[rank].tolist()
+        part = compile_rank_collective(collective, world, dtype, op, rank, count, lowering=lowering)
+        assert part.plan == whole.plan.rank_plan(rank)
+        assert part.plan == compile_rank_plan(collective, world, dtype, op, rank, count, lowering=lowering)
+        assert part.tables.tolist() == whole.cuda.tables.ranks[rank].tolist()
 
 
 def test_a_rank_part_expands_only_its_rank(monkeypatch):

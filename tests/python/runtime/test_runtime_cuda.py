@@ -12,8 +12,10 @@ import pytest
 
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES
+from purlin.compile import Compiled, compile_collective
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
+from purlin.cuda.program import CudaProgram
 from purlin.dtypes import numpy_dtype
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare
@@ -66,9 +68,19 @@ def lowered_kernel(case: Case, lowering: str) -> atom.KernelOp:
     return kernel
 
 
-def lowered(case: Case, lowering: str):
-    """The plan of `case` (its compiled kernel attached) in `lowering`."""
-    return build_plan(lowered_kernel(case, lowering))
+def compiled(kernel: atom.KernelOp) -> Compiled:
+    """The plan of `kernel` and its CUDA program."""
+    return Compiled(build_plan(kernel), CudaProgram(kernel))
+
+
+def lowered(case: Case, lowering: str) -> Compiled:
+    """The plan of `case` in `lowering` and its CUDA program."""
+    return compiled(lowered_kernel(case, lowering))
+
+
+def communicator(c: Compiled, **options) -> runtime.Communicator:
+    """A CUDA communicator of `c`'s plan launching its kernel."""
+    return runtime.Communicator(c.plan, "cuda", kernel=c.cuda, **options)
 
 
 def without_notifies(kernel: atom.KernelOp) -> atom.KernelOp:
@@ -102,15 +114,15 @@ def check(case: Case, outs: list, args, lowering: str) -> None:
 
 
 def run_case(case: Case, lowering: str, devices: list[int], calls: int = 1, large: bool = False) -> None:
-    plan = lowered(case, lowering)
+    c = lowered(case, lowering)
     args = large_args(case) if large else case.make_args(seed=7)
-    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=case.collective, devices=devices)
+    comm = communicator(c, timeout_s=20.0, name=case.collective, devices=devices)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     for _ in range(calls):
         comm.run(ins, outs)
     comm.synchronize()
     check(case, outs, args, lowering)
-    assert {comm.epoch(r) for r in range(case.world)} == {calls * plan.advance}
+    assert {comm.epoch(r) for r in range(case.world)} == {calls * c.plan.advance}
 
 
 SIZES = [16, 4096, 1 << 20, 16 << 20]
@@ -136,12 +148,11 @@ def test_worlds_sharing_one_gpu(name, regime, world):
     run_case(make_case(name, 4096, world), lowering, [0] * world, calls=3)
 
 
-def placed_plan(case: Case, symmetric: bool):
-    """`case`'s plan in the cost model's own lowering for all its ranks on GPU 0."""
-    from purlin.compile import compile_plan
-
-    return compile_plan(case.collective, case.world, case.dtype, case.op, case.count, case.counts, arch="sm_90",
-                        symmetric=symmetric, ranks_per_device=case.world, sms=runtime._runtime.cuda_device_sms(0))
+def placed(case: Case, symmetric: bool) -> Compiled:
+    """`case` compiled in the cost model's own lowering for all its ranks on GPU 0."""
+    return compile_collective(case.collective, case.world, case.dtype, case.op, case.count, case.counts,
+                              arch="sm_90", symmetric=symmetric, ranks_per_device=case.world,
+                              sms=runtime._runtime.cuda_device_sms(0))
 
 
 # The cost model's lowering knows how many ranks share the GPU: it always fits.
@@ -150,11 +161,11 @@ def placed_plan(case: Case, symmetric: bool):
 @pytest.mark.parametrize("name", list(COLLECTIVES))
 def test_default_lowering_runs_at_every_world_on_one_gpu(name, world, size):
     case = make_case(name, size, world)
-    plan = placed_plan(case, symmetric=True)
-    assert plan.symmetric
+    c = placed(case, symmetric=True)
+    assert c.plan.symmetric
     args = large_args(case)
     devices = [0] * world
-    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=name, devices=devices)
+    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     for _ in range(2):
         comm.run(ins, outs)
@@ -166,11 +177,11 @@ def test_default_lowering_runs_at_every_world_on_one_gpu(name, world, size):
 @pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all_v"])
 def test_staged_default_lowering_fits_ranks_sharing_one_gpu(name, world):
     case = make_case(name, 1 << 20, world)
-    plan = placed_plan(case, symmetric=False)
-    assert not plan.symmetric
+    c = placed(case, symmetric=False)
+    assert not c.plan.symmetric
     args = large_args(case)
     devices = [0] * world
-    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=name, devices=devices)
+    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     comm.run(ins, outs)
     comm.synchronize()
@@ -194,8 +205,7 @@ def test_hundred_repeated_calls(name, regime):
 
 def test_symmetric_kernels_need_every_rank_in_the_process():
     case = make_case("all_gather", 4096)
-    plan = lowered(case, REGIMES["symmetric"])
-    spec = runtime.kernel_spec(plan, "all_gather", [0], [(case.buffer_sizes()[0], case.buffer_sizes()[1])] * WORLD)
+    spec = runtime.kernel_spec(lowered(case, REGIMES["symmetric"]).cuda, [0], [case.buffer_sizes()] * WORLD)
     assert spec.symmetric
     with pytest.raises(ValueError, match="reads and writes the peers' buffers in place"):
         runtime._runtime.CudaProcessCommunicator(spec, 0, 0, 1.0, "all_gather")
@@ -205,9 +215,9 @@ def test_symmetric_kernels_need_every_rank_in_the_process():
 def test_cuda_graph_capture_and_replay(regime):
     case = make_case("all_reduce", 1 << 16)
     devices = PLACEMENTS["shared"]
-    plan = build_plan(lowered_kernel(case, REGIMES[regime]))
+    c = lowered(case, REGIMES[regime])
     args = case.make_args(seed=3)
-    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name="all_reduce", devices=devices)
+    comm = communicator(c, timeout_s=20.0, name="all_reduce", devices=devices)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     stream = torch.cuda.Stream(device=0)
     graph = torch.cuda.CUDAGraph()
@@ -222,20 +232,18 @@ def test_cuda_graph_capture_and_replay(regime):
     comm.synchronize()
     check(case, outs, args, regime)
     # Epochs live on the device: every replay advanced them.
-    assert {comm.epoch(r) for r in range(WORLD)} == {replays * plan.advance}
+    assert {comm.epoch(r) for r in range(WORLD)} == {replays * c.plan.advance}
 
 
 @pytest.mark.parametrize("lowering", ["regime=latency", "regime=throughput blocks=8 chunk-bytes=4096 slots=2",
                                       "regime=throughput strategy=composed blocks=8 chunk-bytes=4096 slots=2",
                                       f"regime=throughput strategy=composed symmetric=true ranks-per-device={WORLD}"])
 def test_in_place_forms(lowering):
-    from purlin.compile import compile_plan
-
     devices, n = PLACEMENTS["shared"], 4096
     vals = lambda r, k: ((torch.arange(k, device="cuda:0") * 7 + r * 5) % 9 - 4).float()  # noqa: E731
     # all_reduce lowered in place, three calls on the same buffers.
-    plan = compile_plan("all_reduce", WORLD, "f32", "sum", n, lowering=lowering, in_place=True)
-    comm = runtime.Communicator(plan, "cuda", name="all_reduce", devices=devices)
+    comm = communicator(compile_collective("all_reduce", WORLD, "f32", "sum", n, lowering=lowering, in_place=True),
+                        name="all_reduce", devices=devices)
     bufs = [vals(r, n) for r in range(WORLD)]
     expected = sum(bufs)
     for _ in range(3):
@@ -245,15 +253,15 @@ def test_in_place_forms(lowering):
         expected = expected * WORLD
     # all_gather into the rank's own output slice; reduce_scatter into its own input slice.
     k, lowering = n // WORLD, lowering.replace("strategy=composed ", "")
-    gather = runtime.Communicator(compile_plan("all_gather", WORLD, "f32", None, k, lowering=lowering),
-                                  "cuda", name="all_gather", devices=devices)
+    gather = communicator(compile_collective("all_gather", WORLD, "f32", None, k, lowering=lowering),
+                          name="all_gather", devices=devices)
     outs = [torch.cat([vals(s, k) if s == r else torch.full((k,), float("nan"), device="cuda:0")
                        for s in range(WORLD)]) for r in range(WORLD)]
     gather.run([o[r * k:(r + 1) * k] for r, o in enumerate(outs)], outs)
     gather.synchronize()
     assert all(torch.equal(o, torch.cat([vals(s, k) for s in range(WORLD)])) for o in outs)
-    scatter = runtime.Communicator(compile_plan("reduce_scatter", WORLD, "f32", "sum", k, lowering=lowering),
-                                   "cuda", name="reduce_scatter", devices=devices)
+    scatter = communicator(compile_collective("reduce_scatter", WORLD, "f32", "sum", k, lowering=lowering),
+                           name="reduce_scatter", devices=devices)
     ins = [vals(r, n) for r in range(WORLD)]
     total = sum(ins)
     scatter.run(ins, [x[r * k:(r + 1) * k] for r, x in enumerate(ins)])
@@ -265,8 +273,7 @@ def test_missing_notify_times_out_naming_rank_site_and_epoch():
     case = make_case("all_gather", 4096)
     # No producer ever signals: every consumer waits forever.
     kernel = without_notifies(lowered_kernel(case, REGIMES["throughput"]))
-    comm = runtime.Communicator(build_plan(kernel), "cuda", timeout_s=0.5, name="all_gather",
-                                devices=PLACEMENTS["shared"])
+    comm = communicator(compiled(kernel), timeout_s=0.5, name="all_gather", devices=PLACEMENTS["shared"])
     args = case.make_args(seed=0)
     ins, outs = on_devices(args[0], PLACEMENTS["shared"]), on_devices(args[1], PLACEMENTS["shared"])
     comm.run(ins, outs)
@@ -282,7 +289,7 @@ def test_cupy_arrays_are_device_buffers_too():
     cupy = pytest.importorskip("cupy")
     case = make_case("all_reduce", 4096, dtype="f32")
     devices = PLACEMENTS["shared"]
-    comm = runtime.Communicator(lowered(case, REGIMES["latency"]), "cuda", name="all_reduce", devices=devices)
+    comm = communicator(lowered(case, REGIMES["latency"]), name="all_reduce", devices=devices)
     args = case.make_args(seed=5)
     with cupy.cuda.Device(0):
         ins = [cupy.asarray(a) for a in args[0]]
@@ -296,9 +303,9 @@ def test_cupy_arrays_are_device_buffers_too():
 def test_grids_that_do_not_fit_one_gpu_are_refused():
     # Eight ranks of the cost model's throughput kernel (64 blocks per role) on one GPU.
     case = make_case("all_reduce", 1 << 20, world=8)
-    plan = build_plan(lowered_kernel(case, "regime=throughput"))
+    c = lowered(case, "regime=throughput")
     with pytest.raises(Exception, match="co-resident|threads an SM holds"):
-        runtime.Communicator(plan, "cuda", name="all_reduce", devices=[0] * 8)
+        communicator(c, name="all_reduce", devices=[0] * 8)
 
 
 def test_kernel_for_another_generation_is_refused():
@@ -306,14 +313,13 @@ def test_kernel_for_another_generation_is_refused():
     func = entry_function(lower(case.build_module(), pipeline_spec("atom", arch="sm_100", verify=False)))
     (kernel,) = [op for op in func.body.ops if isinstance(op, atom.KernelOp)]
     with pytest.raises(Exception, match="sm_100"):
-        runtime.Communicator(build_plan(kernel), "cuda", name="all_gather", devices=PLACEMENTS["shared"])
+        communicator(compiled(kernel), name="all_gather", devices=PLACEMENTS["shared"])
 
 
 @pytest.mark.skipif(GPUS < WORLD, reason="needs two GPUs")
 def test_arrays_on_the_wrong_device_are_refused():
     case = make_case("all_gather", 4096)
-    comm = runtime.Communicator(build_plan(lowered_kernel(case, REGIMES["throughput"])), "cuda",
-                                name="all_gather")
+    comm = communicator(lowered(case, REGIMES["throughput"]), name="all_gather")
     args = case.make_args(seed=0)
     ins = [runtime.to_device(a, 0) for a in args[0]]
     outs = [runtime.to_device(a, r) for r, a in enumerate(args[1])]
@@ -359,11 +365,11 @@ def test_misaligned_slices_match_reference_exactly(name, op, dtype, offset, regi
                   else (512 + k, 512 - k + 3))
         case = Case(name, WORLD, dtype, op, counts=counts)
     devices = PLACEMENTS["shared"]
-    plan = build_plan(lowered_kernel(case, REGIMES[regime]))
+    c = lowered(case, REGIMES[regime])
     # Sums of these inputs are exact in f32 and in the dtype, so every result is exact.
     args = case.make_args(seed=11)
     expected = case.expected(args)
-    comm = runtime.Communicator(plan, "cuda", timeout_s=20.0, name=case.collective, devices=devices)
+    comm = communicator(c, timeout_s=20.0, name=case.collective, devices=devices)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     comm.run(ins, outs)
     comm.synchronize()

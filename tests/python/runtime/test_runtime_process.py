@@ -12,25 +12,31 @@ import pytest
 
 from purlin import _runtime
 from purlin.atom import dialect as atom
+from purlin.compile import Compiled
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
+from purlin.cuda.program import CudaProgram
 from purlin.runtime import CollectiveTimeout, available_backends, default_backend, process
 from purlin.testing.cases import Case
 
 needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason="purlin built without CUDA")
 
 
-def all_reduce_plan(multimem: bool = False, latency: bool = False):
-    # Composed with multimem: the switch reduces each slice at its owner.
-    case = Case("all_reduce", 2, "bf16", "sum", 64)
-    lowering = "regime=latency" if latency else "regime=throughput" + (" strategy=composed" if multimem else "")
+def compiled(case: Case, lowering: str, multimem: bool = False) -> Compiled:
     module = lower(case.build_module(),
                    pipeline_spec("atom", lowering=lowering, arch="sm_90", multimem=multimem, verify=False))
     (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, atom.KernelOp)]
-    return build_plan(kernel)
+    return Compiled(build_plan(kernel), CudaProgram(kernel))
 
 
-PLAN = all_reduce_plan()
+def all_reduce(multimem: bool = False, latency: bool = False) -> Compiled:
+    # Composed with multimem: the switch reduces each slice at its owner.
+    lowering = "regime=latency" if latency else "regime=throughput" + (" strategy=composed" if multimem else "")
+    return compiled(Case("all_reduce", 2, "bf16", "sum", 64), lowering, multimem)
+
+
+COMPILED = all_reduce()
+PLAN, KERNEL = COMPILED.plan, COMPILED.cuda
 
 
 class FakeImpl:
@@ -102,7 +108,7 @@ def torch_of(monkeypatch):
     monkeypatch.setattr(process._runtime, "CudaProcessCommunicator", FakeImpl, raising=False)
     monkeypatch.setattr(process, "available_backends", lambda: ("cpu", "cuda"))
     # The kernel is compiled for a GPU's SM count: none here.
-    monkeypatch.setattr(process, "kernel_spec", lambda plan, name, devices, extents: plan)
+    monkeypatch.setattr(process, "kernel_spec", lambda kernel, devices, extents: kernel)
     monkeypatch.setattr(FakeImpl, "timeout", None)
 
     def install(*args, **kwargs):
@@ -116,38 +122,38 @@ def torch_of(monkeypatch):
 
 def test_handles_are_gathered_and_connected_in_rank_order(torch_of):
     torch_of(2, 1)
-    comm = process.ProcessCommunicator(PLAN, name="ar")
+    comm = process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar")
     assert (comm.rank, comm.device, comm.world) == (1, 1, 2)
     assert comm._impl.calls == [("connect", [b"handle-0", b"handle-1"])]
 
 
 def test_explicit_rank_other_than_the_group_rank(torch_of):
     torch_of(2, 0, claimed=[1, 0])
-    comm = process.ProcessCommunicator(PLAN, rank=1, device=0)
+    comm = process.ProcessCommunicator(PLAN, kernel=KERNEL, rank=1, device=0)
     assert comm._impl.calls == [("connect", [b"handle-0", b"handle-1"])]
 
 
 def test_ranks_claimed_twice_are_refused(torch_of):
     torch_of(2, 0, claimed=[0, 0])
     with pytest.raises(ValueError, match=r"claim ranks \[0, 0\]"):
-        process.ProcessCommunicator(PLAN, name="ar")
+        process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar")
 
 
 def test_needs_an_initialised_process_group(torch_of):
     torch_of(2, 0, initialised=False)
     with pytest.raises(RuntimeError, match="ar: torch.distributed is not initialised"):
-        process.ProcessCommunicator(PLAN, name="ar")
+        process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar")
 
 
 def test_group_size_must_match_the_plan(torch_of):
     torch_of(4, 0)
     with pytest.raises(ValueError, match="plan is for world 2, the process group has 4 ranks"):
-        process.ProcessCommunicator(PLAN, name="ar")
+        process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar")
 
 
 def test_run_passes_pointers_and_the_current_stream(torch_of):
     torch_of(2, 0)
-    comm = process.ProcessCommunicator(PLAN, device=0)
+    comm = process.ProcessCommunicator(PLAN, kernel=KERNEL, device=0)
     ins, outs = FakeTensor(PLAN.input_elems), FakeTensor(PLAN.output_elems + 5)
     comm.run(ins, outs)
     comm.run(ins, outs, stream=types.SimpleNamespace(cuda_stream=0x55))
@@ -162,10 +168,30 @@ def test_a_device_counts_collective_connects(torch_of):
     from purlin.compile import compile_device_counts
 
     torch_of(2, 0)
-    coll = compile_device_counts("all_to_all_v", 2, "bf16", input_elems=64, output_elems=64, arch="sm_90")
-    comm = process.ProcessCommunicator(coll, device=0, name="a2av")
-    assert comm.count_words == 2
+    coll = compile_device_counts("all_to_all_v", 2, "bf16", input_elems=64, output_elems=96, arch="sm_90")
+    comm = process.ProcessCommunicator(None, device=0, name="a2av", kernel=coll.cuda)
+    assert (comm.count_words, comm._extents, comm.world, comm.dtype) == (2, (64, 96), 2, "bf16")
     assert comm._impl.calls == [("connect", [b"handle-0", b"handle-1"])]
+
+
+def test_a_cuda_communicator_needs_the_plan_s_own_kernel(torch_of):
+    from purlin.compile import compile_collective, compile_device_counts
+
+    torch_of(2, 0)
+    with pytest.raises(ValueError, match="ar: the cuda backend launches the plan's compiled kernel, and none was "
+                                         "given"):
+        process.ProcessCommunicator(PLAN, device=0, name="ar")
+    with pytest.raises(TypeError, match="ar: kernel= takes a purlin.cuda.program.CudaProgram .*got a Plan"):
+        process.ProcessCommunicator(PLAN, device=0, name="ar", kernel=PLAN)
+    other = compile_collective("all_reduce", 2, "bf16", "sum", 128, arch="sm_90").cuda
+    with pytest.raises(ValueError, match="ar: the kernel is not the plan's: .*buffers of 128 and 128 elements; "
+                                         "the plan for world 2, sm_90, bf16, 64 and 64"):
+        process.ProcessCommunicator(PLAN, device=0, name="ar", kernel=other)
+    counts = compile_device_counts("all_to_all_v", 2, "bf16", input_elems=64, output_elems=64, arch="sm_90").cuda
+    with pytest.raises(ValueError, match="reads its counts on the device at every call, the plan's are fixed"):
+        process.ProcessCommunicator(PLAN, device=0, name="ar", kernel=counts)
+    with pytest.raises(ValueError, match="without a plan the kernel must read its counts on the device"):
+        process.ProcessCommunicator(None, device=0, name="ar", kernel=KERNEL)
 
 
 @pytest.mark.parametrize("tensor,error,match", [
@@ -178,7 +204,7 @@ def test_a_device_counts_collective_connects(torch_of):
 ], ids=["dtype", "cpu", "strided", "device", "small", "not-a-tensor"])
 def test_run_refuses_bad_inputs(torch_of, tensor, error, match):
     torch_of(2, 0)
-    comm = process.ProcessCommunicator(PLAN, device=0, name="ar")
+    comm = process.ProcessCommunicator(PLAN, kernel=KERNEL, device=0, name="ar")
     with pytest.raises(error, match=match):
         comm.run(tensor, FakeTensor(PLAN.output_elems))
     assert not [c for c in comm._impl.calls if c[0] == "run"]
@@ -187,7 +213,7 @@ def test_run_refuses_bad_inputs(torch_of, tensor, error, match):
 @needs_cuda_build
 def test_timeouts_surface_as_collective_timeout(torch_of, monkeypatch):
     torch_of(2, 0)
-    comm = process.ProcessCommunicator(PLAN, device=0)
+    comm = process.ProcessCommunicator(PLAN, kernel=KERNEL, device=0)
     monkeypatch.setattr(FakeImpl, "timeout", "ar: rank 0 (GPU 0) timed out")
     with pytest.raises(CollectiveTimeout, match="rank 0 .GPU 0. timed out"):
         comm.synchronize()
@@ -200,11 +226,12 @@ def test_timeouts_surface_as_collective_timeout(torch_of, monkeypatch):
 # -- the C++ communicator's checks before any CUDA call ------------------------------------
 
 
-def spec_of(plan, **changes):
-    """The runtime's description of `plan`'s kernel (compiled by NVRTC, no GPU needed)."""
+def spec_of(compiled: Compiled, **changes):
+    """The runtime's description of `compiled`'s kernel (compiled by NVRTC, no GPU needed)."""
+    plan = compiled.plan
     eb = plan.elem_bytes
-    spec = plan.cuda.spec(1, [plan.input_extent(r) * eb for r in range(plan.world)],
-                          [plan.output_extent(r) * eb for r in range(plan.world)])
+    spec = compiled.cuda.spec(1, [plan.input_extent(r) * eb for r in range(plan.world)],
+                              [plan.output_extent(r) * eb for r in range(plan.world)])
     for k, v in changes.items():
         setattr(spec, k, v)
     return spec
@@ -213,18 +240,15 @@ def spec_of(plan, **changes):
 @needs_cuda_build
 def test_multimem_kernels_are_refused():
     with pytest.raises(ValueError, match="uses multimem.*lower without multimem"):
-        _runtime.CudaProcessCommunicator(spec_of(all_reduce_plan(multimem=True)), 0, 0, 1.0, "ar")
+        _runtime.CudaProcessCommunicator(spec_of(all_reduce(multimem=True)), 0, 0, 1.0, "ar")
 
 
 @needs_cuda_build
 def test_gpu_scope_kernels_are_refused_where_another_process_has_ranks():
     with pytest.raises(ValueError, match="ar: the kernel signals at GPU scope.*lower it with scope=system"):
-        _runtime.CudaProcessCommunicator(spec_of(PLAN, gpu_scope=True), 0, 0, 1.0, "ar")
+        _runtime.CudaProcessCommunicator(spec_of(COMPILED, gpu_scope=True), 0, 0, 1.0, "ar")
     # A world of one (a process group of one GPU) has no other process to order for.
-    case = Case("all_reduce", 1, "bf16", "sum", 8)
-    module = lower(case.build_module(), pipeline_spec("atom", lowering="regime=latency", arch="sm_90", verify=False))
-    (kernel,) = [op for op in entry_function(module).body.ops if isinstance(op, atom.KernelOp)]
-    one = spec_of(build_plan(kernel))
+    one = spec_of(compiled(Case("all_reduce", 1, "bf16", "sum", 8), "regime=latency"))
     assert one.gpu_scope
     if default_backend() == "cuda":
         _runtime.CudaProcessCommunicator(one, 0, 0, 1.0, "ar")
@@ -242,9 +266,8 @@ def test_gpu_scope_kernels_are_refused_where_another_process_has_ranks():
     ({"tables": [[0], [0]]}, "rank 0's tables are shorter than their header"),
 ], ids=["threads", "grid", "tables", "sites", "short-tables"])
 def test_malformed_kernel_descriptions_are_refused(changes, match):
-    plan = all_reduce_plan(latency=True)
     with pytest.raises(ValueError, match=f"ar: .*{match}"):
-        _runtime.CudaProcessCommunicator(spec_of(plan, **changes), 0, 0, 1.0, "ar")
+        _runtime.CudaProcessCommunicator(spec_of(all_reduce(latency=True), **changes), 0, 0, 1.0, "ar")
 
 
 @needs_cuda_build
@@ -252,11 +275,11 @@ def test_malformed_kernel_descriptions_are_refused(changes, match):
                                                  (0, 0.0, "the timeout must be positive")])
 def test_rank_and_timeout_are_checked(rank, timeout, match):
     with pytest.raises(ValueError, match=f"ar: {match}"):
-        _runtime.CudaProcessCommunicator(spec_of(PLAN), rank, 0, timeout, "ar")
+        _runtime.CudaProcessCommunicator(spec_of(COMPILED), rank, 0, timeout, "ar")
 
 
 @needs_cuda_build
 @pytest.mark.skipif(default_backend() == "cuda", reason="checks the error without GPUs")
 def test_no_gpu_is_a_clear_error():
     with pytest.raises(RuntimeError, match="cudaGetDeviceCount: "):
-        _runtime.CudaProcessCommunicator(spec_of(PLAN), 0, 0, 1.0, "ar")
+        _runtime.CudaProcessCommunicator(spec_of(COMPILED), 0, 0, 1.0, "ar")

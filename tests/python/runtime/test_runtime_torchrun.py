@@ -14,7 +14,7 @@ import os
 # The single-process tests' skips (no torch, no CUDA build, fewer than two
 # GPUs), marks, cases and lowerings; spawned workers import this module by
 # name too (spawn hands them the parent's sys.path). First: it skips without torch.
-from test_runtime_cuda import GPUS, REGIMES, WORLD, lowered, lowered_kernel, make_case, without_notifies
+from test_runtime_cuda import GPUS, REGIMES, WORLD, compiled, lowered, lowered_kernel, make_case, without_notifies
 
 import pytest
 import torch
@@ -22,7 +22,6 @@ from process_group import run_group
 
 from purlin import runtime
 from purlin.coll.builder import COLLECTIVES
-from purlin.conversion.atom_to_plan import build_plan
 from purlin.dtypes import numpy_dtype
 from purlin.testing.data import compare
 
@@ -66,9 +65,9 @@ def torch_result(case, inp):
 
 def check_case(rank: int, name: str, regime: str, size: int, calls: int = 1, graph_replays: int = 0) -> None:
     case = make_case(name, size)
-    plan = lowered(case, REGIMES[regime])
+    c = lowered(case, REGIMES[regime])
     args = case.make_args(seed=7)  # the same on every rank
-    comm = runtime.ProcessCommunicator(plan, timeout_s=20.0, name=name)
+    comm = runtime.ProcessCommunicator(c.plan, timeout_s=20.0, name=name, kernel=c.cuda)
     assert (comm.rank, comm.world) == (rank, WORLD)
     inp = runtime.to_device(args[0][rank], rank)
     out = runtime.to_device(args[1][rank], rank)
@@ -82,7 +81,7 @@ def check_case(rank: int, name: str, regime: str, size: int, calls: int = 1, gra
         comm.run(inp, out)
     comm.synchronize()
     # Epochs live on the device: every call and replay advanced them.
-    assert comm.epoch() == (calls + graph_replays) * plan.advance
+    assert comm.epoch() == (calls + graph_replays) * c.plan.advance
     got = runtime.to_host(out, numpy_dtype(case.dtype))
     expected = case.expected(args)[rank] if COLLECTIVES[name].variable else torch_result(case, inp)
     mismatch = compare([got], [expected], case.dtype, case.op, case.contributions, 8.0, "%out")
@@ -108,8 +107,8 @@ def missing_notify(rank: int) -> None:
     case = make_case("all_gather", 4096)
     args = case.make_args(seed=0)
     # No rank ever signals, so each waits until its deadline.
-    plan = build_plan(without_notifies(lowered_kernel(case, REGIMES["throughput"])))
-    comm = runtime.ProcessCommunicator(plan, timeout_s=0.5, name="all_gather")
+    c = compiled(without_notifies(lowered_kernel(case, REGIMES["throughput"])))
+    comm = runtime.ProcessCommunicator(c.plan, timeout_s=0.5, name="all_gather", kernel=c.cuda)
     comm.run(runtime.to_device(args[0][rank], rank), runtime.to_device(args[1][rank], rank))
     with pytest.raises(runtime.CollectiveTimeout,
                        match=rf"all_gather: rank {rank} \(GPU {rank}\) timed out .*'atom.wait_ready' .*\(epoch 0\)"):
@@ -134,9 +133,9 @@ def test_exchanged_handles_are_checked():
     """connect's checks come before any handle is opened: one process can hold both ranks."""
     plan = lowered(make_case("all_gather", 4096), REGIMES["throughput"])
     other = lowered(make_case("all_gather", 8192), REGIMES["throughput"])
-    specs = {id(p): runtime.kernel_spec(p, "ag", list(range(WORLD)),
-                                        [(p.input_extent(r), p.output_extent(r)) for r in range(WORLD)])
-             for p in (plan, other)}
+    specs = {id(c): runtime.kernel_spec(c.cuda, list(range(WORLD)),
+                                        [(c.plan.input_extent(r), c.plan.output_extent(r)) for r in range(WORLD)])
+             for c in (plan, other)}
     new = lambda p, rank: runtime._runtime.CudaProcessCommunicator(specs[id(p)], rank, rank, 1.0, "ag")  # noqa: E731
     ranks = [new(plan, r) for r in range(WORLD)]
     h0, h1 = (c.ipc_handle() for c in ranks)

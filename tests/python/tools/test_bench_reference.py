@@ -86,13 +86,13 @@ def test_purlin_is_compiled_for_the_placement(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "PER_GRAPH", 1)
     monkeypatch.setattr(bench, "REPS", 1)
     calls = []
-    real = purlin.compile.compile_plan
+    real = purlin.compile.compile_collective
 
     def recorded(*args, **kwargs):
         calls.append({k: kwargs[k] for k in ("lowering", "symmetric", "ranks_per_device", "sms")})
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(purlin.compile, "compile_plan", recorded)
+    monkeypatch.setattr(purlin.compile, "compile_collective", recorded)
     assert bench.main(["--single-process", "--backend", "cpu", "--sizes", "16", "--collectives", "all_gather",
                        "--lowering", "b1=blocks=1", "--out", str(tmp_path)]) == 0
     cpu = {"symmetric": True, "ranks_per_device": 1, "sms": 0}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from purlin.compile import compile_plan
+from purlin.compile import compile_collective
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 
@@ -36,8 +36,9 @@ def timeline():
 
 
 def test_the_timeline_variant_stamps_every_step_and_prints_one_call(probe):
-    plan = compile_plan("all_reduce", 4, "bf16", "sum", 1 << 20, symmetric=True, ranks_per_device=4, sms=132)
-    src = plan.cuda.source(plan.cuda.blocks_per_sm(4, 132))
+    program = compile_collective("all_reduce", 4, "bf16", "sum", 1 << 20, symmetric=True, ranks_per_device=4,
+                                 sms=132).cuda
+    src = program.source(program.blocks_per_sm(4, 132))
     text = probe._timeline(src.text, src.name)
     lines = text.splitlines()
     steps = [i for i, line in enumerate(lines) if line.strip().startswith(probe.STEPS)]
