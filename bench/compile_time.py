@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from purlin.compile import compile_plan
+from purlin.compile import compile_collective
 from purlin.cuda import nvrtc
 
 FRESH = ("import sys, time; from purlin.cuda import nvrtc; src = sys.stdin.read(); t = time.perf_counter(); "
@@ -38,10 +38,10 @@ def main(argv: list[str] | None = None) -> int:
                 for world in (2, 4, 8, 16, 72):
                     if regime == "latency" and world > 16:
                         continue
-                    plan = compile_plan(coll, world, "bf16", op, count, arch=args.arch,
-                                        lowering=f"regime={regime}")
+                    compiled = compile_collective(coll, world, "bf16", op, count, arch=args.arch,
+                                                  lowering=f"regime={regime}")
                     t = time.perf_counter()
-                    source = plan.cuda.source().text
+                    source = compiled.cuda.source().text
                     codegen = time.perf_counter() - t
                     nvrtc._memory.clear()
                     for f in os.listdir(cache):

@@ -92,8 +92,9 @@ def measure(world: int, per_rank_bytes: int, rng: np.random.Generator) -> dict:
     recv = [torch.zeros(world, dtype=torch.int64, device="cuda") for _ in range(world)]
     row = {"world": world, "bytes": per_rank_bytes, "lowering": low}
     dev = CountsCommunicator(coll, "cuda", timeout_s=30.0, devices=[0] * world)
-    host = Communicator(coll.bind(counts.tolist()), "cuda", timeout_s=30.0, name="all_to_all_v",
-                        devices=[0] * world)
+    bound = coll.bind_collective(counts.tolist())
+    host = Communicator(bound.plan, "cuda", timeout_s=30.0, name="all_to_all_v", devices=[0] * world,
+                        kernel=bound.cuda)
     for impl, run in (("device", lambda outs: dev.run(ins, outs, device_counts, recv)),
                       ("host", lambda outs: host.run(ins, outs))):
         outs = [torch.zeros(capacity, dtype=torch.bfloat16, device="cuda") for _ in range(world)]

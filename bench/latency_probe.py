@@ -137,7 +137,7 @@ def _measure(args: argparse.Namespace) -> None:
         print("latency_probe: no CUDA device")
         return
     from purlin import _runtime
-    from purlin.compile import arch_of_device, compile_plan
+    from purlin.compile import arch_of_device, compile_collective
     from purlin.coll.builder import CollectiveSpec
     from purlin.runtime import Communicator
     from purlin.tools.bench import _ranks_timer
@@ -156,16 +156,17 @@ def _measure(args: argparse.Namespace) -> None:
         timer, streams = _ranks_timer([0] * world)
         for variant in args.variants.split(","):
             edit = VARIANTS[variant]
-            plan = compile_plan(args.collective, world, "bf16", spec.op, count, arch=arch, symmetric=True,
-                                ranks_per_device=world, sms=sms)
-            program = plan.cuda
+            compiled = compile_collective(args.collective, world, "bf16", spec.op, count, arch=arch, symmetric=True,
+                                          ranks_per_device=world, sms=sms)
+            program = compiled.cuda
             src = program.source(program.blocks_per_sm(world, sms))
             if edit is not None:
                 text = edit(src.text, src.name)
                 shared = src.shared_tables and "kSharedTables = true" in text
                 program._sources[program.blocks_per_sm(world, sms)] = dataclasses.replace(
                     src, text=text, shared_tables=shared)
-            comm = Communicator(plan, backend="cuda", devices=[0] * world, name=f"probe {variant}")
+            comm = Communicator(compiled.plan, backend="cuda", devices=[0] * world, name=f"probe {variant}",
+                                kernel=program)
             outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
             # The ranks' streams do not wait for the current one, which made the buffers.
             torch.cuda.synchronize()

@@ -78,7 +78,7 @@ def main() -> int:
         return 0
 
     import purlin.torch as pt
-    from purlin.compile import arch_of_device, compile_plan
+    from purlin.compile import arch_of_device, compile_collective
     from purlin.runtime import Communicator
     from purlin.torch import collectives, execute
     from purlin.torch.groups import group_name, state
@@ -99,8 +99,9 @@ def main() -> int:
     pt.all_reduce(a)
     dist.all_reduce(b)
     assert torch.equal(a, x) and torch.equal(b, x), "world-1 all_reduce changed its tensor"
-    plan = compile_plan("all_reduce", 2, execute.dtype_name(x), "sum", n, arch=arch_of_device(0), ranks_per_device=2)
-    comm2 = Communicator(plan, backend="cuda", devices=[0, 0])
+    compiled = compile_collective("all_reduce", 2, execute.dtype_name(x), "sum", n, arch=arch_of_device(0),
+                                  ranks_per_device=2)
+    comm2 = Communicator(compiled.plan, backend="cuda", devices=[0, 0], kernel=compiled.cuda)
     ins, outs = [x.clone(), x.clone() + 1], [torch.empty_like(x), torch.empty_like(x)]
     comm2.run(ins, outs)
     comm2.synchronize()
