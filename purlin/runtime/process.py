@@ -34,6 +34,12 @@ and output), which `alloc` hands out:
     comm = ProcessCommunicator(compile_plan(..., symmetric=True), name="all_gather")
     x, y = comm.alloc(n_in), comm.alloc(n_out)   # numpy arrays, every rank alike
     comm.run(x, y)
+
+or, with `buffers="anywhere"`, anywhere in its process: the peers then read
+and write them by cross-memory attach (process_vm_readv / process_vm_writev,
+one copy by the kernel), which the ranks must be allowed (the same user, and
+ptrace permitted between them); where it is not, every rank's constructor
+raises RuntimeError saying so.
 """
 
 from __future__ import annotations
@@ -63,6 +69,11 @@ if TYPE_CHECKING:
     from purlin.cuda.program import CudaProgram
 
 
+# Where a symmetric plan's buffers may be on the cpu backend: in each rank's shared heap (alloc),
+# or anywhere in its process, reached by the peers through cross-memory attach.
+BUFFERS = ("heap", "anywhere")
+
+
 class ProcessCommunicator:
     """This process's rank of a plan (on cuda, with `kernel`, its CUDA
     program), or of a device-counts kernel without a plan (`plan` None);
@@ -81,6 +92,7 @@ class ProcessCommunicator:
         backend: str | None = None,
         heap_bytes: int | None = None,
         kernel: CudaProgram | None = None,
+        buffers: str = "heap",
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
@@ -130,10 +142,17 @@ class ProcessCommunicator:
         if symmetric and backend != "cpu":
             raise ValueError(f"{name}: the plan is symmetric (it reads and writes the peers' buffers in place); "
                              "on cuda one process runs every rank of such a plan (purlin.runtime.Communicator)")
+        if buffers not in BUFFERS:
+            raise ValueError(f"{name}: buffers={buffers!r}, expected one of {', '.join(map(repr, BUFFERS))}")
+        if buffers == "anywhere" and not (symmetric and backend == "cpu"):
+            raise ValueError(f"{name}: buffers='anywhere' is for a symmetric plan on the cpu backend (its peers reach "
+                             "the ranks' buffers in place); this communicator's buffers are its own")
+        self.buffers = buffers
         if heap_bytes is None:
             # Every rank's heap is one size: room for the largest rank's input and output.
             eb = self.elem_bytes
-            heap_bytes = max(_aligned(i * eb) + _aligned(o * eb) for i, o in extents) if symmetric else 0
+            in_heap = symmetric and buffers == "heap"
+            heap_bytes = max(_aligned(i * eb) + _aligned(o * eb) for i, o in extents) if in_heap else 0
         if heap_bytes < 0:
             raise ValueError(f"{name}: heap_bytes must be non-negative, got {heap_bytes}")
         self._heap_used = 0
@@ -164,7 +183,8 @@ class ProcessCommunicator:
         words = self.plan.encode()
         self._impl = _runtime.CpuProcessCommunicator(
             _runtime.decode(words), self.rank, timeout_s, self.name,
-            [s.name for s in self.plan.signals], [b.name for b in self.plan.buffers], heap_bytes)
+            [s.name for s in self.plan.signals], [b.name for b in self.plan.buffers], heap_bytes,
+            buffers_anywhere=self.buffers == "anywhere")
         digest = hashlib.sha256(words.tobytes()).hexdigest()
         try:
             gathered = self._gather(dist, size, self._impl.shm_name, digest)
@@ -174,9 +194,17 @@ class ProcessCommunicator:
                 raise ValueError(
                     f"{self.name}: rank {self.rank}'s plan differs from that of rank(s) {others} (their plan "
                     "digests differ); every rank must construct the communicator from the same plan")
-            self._impl.connect([shm for _, shm, _ in gathered])
+            try:
+                self._impl.connect([shm for _, shm, _ in gathered])
+                refused = ""
+            except RuntimeError as e:  # buffers anywhere that the system does not let this rank reach
+                refused = str(e)
+            # Every rank learns every refusal, so that all of them raise instead of some waiting for the rest.
             # Once every rank has mapped every region the names can go: no crash leaks them afterwards.
-            dist.barrier(group=self.group)
+            outcomes = self._gather(dist, size, refused)
+            why = [f"rank {r}: {e}" for r, e in outcomes if e]
+            if why:
+                raise RuntimeError(f"{self.name}: the ranks could not connect: " + "; ".join(why))
             self._impl.unlink()
         except BaseException:
             self._impl.close()
@@ -191,6 +219,9 @@ class ProcessCommunicator:
             raise RuntimeError(f"{self.name}: the communicator is closed")
         if self.backend != "cpu":
             raise ValueError(f"{self.name}: alloc gives host memory of the cpu backend's shared heap")
+        if self.buffers == "anywhere":
+            raise ValueError(f"{self.name}: alloc gives memory of the shared heap; with buffers='anywhere' this "
+                             "rank's buffers are any arrays of its process")
         nbytes = elems * self.elem_bytes
         if elems < 0 or self._heap_used + nbytes > self._impl.heap_bytes:
             raise ValueError(f"{self.name}: rank {self.rank}'s shared heap of {self._impl.heap_bytes} bytes has "

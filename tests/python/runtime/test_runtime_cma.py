@@ -6,7 +6,6 @@ sizes, worlds 2 and 3, against the reference; the refusals."""
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 
@@ -15,6 +14,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from attach import needs_attach  # noqa: E402
 from collective_cases import make_case  # noqa: E402
 from process_group import fork_gloo  # noqa: E402
 
@@ -22,33 +22,6 @@ from purlin import _runtime  # noqa: E402
 from purlin.coll.builder import COLLECTIVES  # noqa: E402
 from purlin.compile import compile_plan  # noqa: E402
 from purlin.testing.data import compare  # noqa: E402
-
-
-class _Iovec(ctypes.Structure):
-    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
-
-
-def _reads_parent(pid: int, addr: int, out) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    got = ctypes.create_string_buffer(8)
-    mine, theirs = _Iovec(ctypes.addressof(got), 8), _Iovec(addr, 8)
-    out.put(libc.process_vm_readv(pid, ctypes.byref(mine), 1, ctypes.byref(theirs), 1, 0) == 8
-            and got.raw == b"purlin!!")
-
-
-def _attach_allowed() -> bool:
-    """Whether this system lets a process read its parent's memory, as ranks under one launcher must."""
-    buf = ctypes.create_string_buffer(b"purlin!!", 8)
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    p = ctx.Process(target=_reads_parent, args=(os.getpid(), ctypes.addressof(buf), out))
-    p.start()
-    ok = out.get(timeout=30)
-    p.join()
-    return ok
-
-
-needs_attach = pytest.mark.skipif(not _attach_allowed(), reason="process_vm_readv between processes is refused here")
 
 
 def _communicator(words, plan, rank: int, name: str):
@@ -130,3 +103,47 @@ def test_a_peer_whose_process_is_gone_is_refused_at_connect():
     finally:
         mine.close()
         os.unlink(f"/dev/shm{peer}")
+
+
+def _through_process_communicator(rank: int, jobs) -> None:
+    from purlin.runtime import ProcessCommunicator
+
+    for case, words in jobs:
+        comm = ProcessCommunicator(words, name=case.collective, buffers="anywhere")
+        with pytest.raises(ValueError, match="alloc gives memory of the shared heap; with buffers='anywhere'"):
+            comm.alloc(1)
+        args = case.make_args(0)
+        expected = case.expected(args)
+        x, y = args[0][rank], args[1][rank]
+        comm.run(x, y)
+        assert compare([y], [expected[rank]], case.dtype, case.op, case.contributions, 8.0, "%out") is None
+        comm.close()
+
+
+@needs_attach
+def test_a_process_communicator_takes_ordinary_arrays_with_buffers_anywhere():
+    jobs = []
+    for name in ("all_reduce", "all_to_all_v"):
+        case = make_case(name, 3, "f32", count=101, seed=1)
+        plan = compile_plan(name, 3, "f32", case.op, case.count, counts=case.counts,
+                            lowering="regime=throughput symmetric=true")
+        jobs.append((case, plan.encode()))
+    fork_gloo(3, _through_process_communicator, jobs)
+
+
+@pytest.fixture
+def group_of_one(tmp_path):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def test_buffers_anywhere_are_a_symmetric_cpu_plan_s(group_of_one):
+    from purlin.runtime import ProcessCommunicator
+
+    with pytest.raises(ValueError, match="ag: buffers='anywhere' is for a symmetric plan on the cpu backend"):
+        ProcessCommunicator(compile_plan("all_gather", 1, "f32", None, 8), name="ag", buffers="anywhere")
+    with pytest.raises(ValueError, match=r"ag: buffers='shm', expected one of 'heap', 'anywhere'"):
+        ProcessCommunicator(compile_plan("all_gather", 1, "f32", None, 8, symmetric=True), name="ag", buffers="shm")
