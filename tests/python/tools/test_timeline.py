@@ -3,36 +3,23 @@ GPU: the stamps go after the frame and after every step of a generated
 kernel, one printf per block for one call, and the summary groups a rank's
 blocks by role and reads the stamps from the earliest frame."""
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 
 from purlin.compile import compile_collective
 
-BENCH = Path(__file__).resolve().parents[3] / "bench"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def probe():
-    yield _load("latency_probe")
-    del sys.modules["latency_probe"]
+    with bench_script("latency_probe") as module:
+        yield module
 
 
 @pytest.fixture(scope="module")
 def timeline():
-    yield _load("timeline")
-    del sys.modules["timeline"]
+    with bench_script("timeline") as module:
+        yield module
 
 
 def test_the_timeline_variant_stamps_every_step_and_prints_one_call(probe):
