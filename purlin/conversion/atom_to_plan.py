@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -23,7 +23,7 @@ from purlin.conversion.runtime_convention import convention_error
 from purlin.diagnostics import LocatedError
 from purlin.snac import dialect as snac
 from purlin.snac.errors import SnacExecutionError
-from purlin.snac.index_eval import BINARY, BinaryFn, IndexEvaluator
+from purlin.snac.index_eval import BINARY, BinaryFn, IndexEvaluator, block_code
 from purlin.snac.phase_binding import PhaseState, phase_states
 
 
@@ -205,25 +205,18 @@ class _Expander(IndexEvaluator):
     def _compiled(self, block: Block) -> list[tuple[str, Operation, Any]]:
         """`block`'s ops, each classified and its operands read once (IRDL's
         accessors cost more than expanding an op, and loops repeat them)."""
-        code = self._code.get(block)
-        if code is not None:
-            return code
-        code = self._code[block] = []
-        for op in block.ops:
-            if isinstance(op, scf.ForOp):
-                code.append(("for", op, (op.lb, op.ub, op.step, op.body.block.args[0], op.body.block)))
-            elif isinstance(op, (scf.YieldOp, atom.FenceOp)):
-                # A signal instruction fences its role's earlier writes itself.
-                continue
-            elif op.dialect_name() == "atom":
-                code.append(("atom", op, self._op_info(op)))
-            elif isinstance(op, arith.ConstantOp):
-                code.append(("constant", op, (op.result, op.value.value.data)))  # type: ignore[attr-defined]
-            elif (fn := BINARY.get(type(op))) is not None:
-                code.append(("binary", op, (op.result, op.lhs, op.rhs, fn)))  # type: ignore[attr-defined]
-            else:
-                code.append(("value", op, None))
-        return code
+        return block_code(self._code, block, self._classify)
+
+    def _classify(self, op: Operation) -> tuple[str, Operation, Any] | None:
+        if isinstance(op, atom.FenceOp):
+            return None  # a signal instruction fences its role's earlier writes itself
+        if op.dialect_name() == "atom":
+            return ("atom", op, self._op_info(op))
+        if isinstance(op, arith.ConstantOp):
+            return ("constant", op, (op.result, op.value.value.data))  # type: ignore[attr-defined]
+        if (fn := BINARY.get(type(op))) is not None:
+            return ("binary", op, (op.result, op.lhs, op.rhs, fn))  # type: ignore[attr-defined]
+        return ("value", op, None)
 
     def _op_info(self, op: Operation) -> _OpInfo:
         expand = _EXPAND.get(type(op))

@@ -57,12 +57,12 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.snac import dialect as snac
 from purlin.snac.errors import Deadlock, ProtocolViolation, SnacExecutionError
-from purlin.snac.index_eval import BINARY, IndexEvaluator
+from purlin.snac.index_eval import BINARY, IndexEvaluator, block_code
 from purlin.simulator.obligation_arrays import Unsupported, key_text, verify_arrays
 from purlin.snac.phase_binding import PhaseState, phase_states
 
@@ -129,34 +129,26 @@ class _Flattener(IndexEvaluator):
     def _compiled(self, block: Block) -> list[tuple[str, Any, Any]]:
         """`block`'s ops, each classified once (reading operands through IRDL
         at every step costs more than the step)."""
-        code = self._code.get(block)
-        if code is not None:
-            return code
-        code = self._code[block] = []
-        for op in block.ops:
-            if isinstance(op, scf.ForOp):
-                code.append(("for", op, (op.lb, op.ub, op.step, op.body.block.args[0], op.body.block)))
-            elif isinstance(op, scf.YieldOp):
-                continue
-            elif isinstance(op, snac.FenceOpBase):
-                code.append(("fence", op, None))
-            elif isinstance(op, snac.RoleOpBase):
-                raise SnacExecutionError(op, "roles cannot nest")
-            elif isinstance(op, snac._PhaseStep) and not isinstance(op, (snac._PhaseQuery, snac.MaxUnitsOp)):
-                kind = next((k for cls, k in _KINDS if isinstance(op, cls)), None)
-                if kind is None:
-                    raise SnacExecutionError(op, f"the verifier cannot evaluate '{op.name}'")
-                code.append(("step", _View(op, self._phase(op)), getattr(_Flattener, "_" + kind)))
-            elif isinstance(op, arith.ConstantOp):
-                result, value = op.result, op.value.value.data  # type: ignore[attr-defined]
-                code.append(("arith", op, lambda env, r=result, v=value: env.__setitem__(r, v)))
-            elif (fn := BINARY.get(type(op))) is not None:
-                res, lhs, rhs = op.result, op.lhs, op.rhs  # type: ignore[attr-defined]
-                code.append(("arith", op, lambda env, res=res, lhs=lhs, rhs=rhs, fn=fn:
-                             env.__setitem__(res, fn(env[lhs], env[rhs]))))
-            else:
-                code.append(("index", op, None))
-        return code
+        return block_code(self._code, block, self._classify)
+
+    def _classify(self, op: Operation) -> tuple[str, Any, Any]:
+        if isinstance(op, snac.FenceOpBase):
+            return ("fence", op, None)
+        if isinstance(op, snac.RoleOpBase):
+            raise SnacExecutionError(op, "roles cannot nest")
+        if isinstance(op, snac._PhaseStep) and not isinstance(op, (snac._PhaseQuery, snac.MaxUnitsOp)):
+            kind = next((k for cls, k in _KINDS if isinstance(op, cls)), None)
+            if kind is None:
+                raise SnacExecutionError(op, f"the verifier cannot evaluate '{op.name}'")
+            return ("step", _View(op, self._phase(op)), getattr(_Flattener, "_" + kind))
+        if isinstance(op, arith.ConstantOp):
+            result, value = op.result, op.value.value.data  # type: ignore[attr-defined]
+            return ("arith", op, lambda env, r=result, v=value: env.__setitem__(r, v))
+        if (fn := BINARY.get(type(op))) is not None:
+            res, lhs, rhs = op.result, op.lhs, op.rhs  # type: ignore[attr-defined]
+            return ("arith", op, lambda env, res=res, lhs=lhs, rhs=rhs, fn=fn:
+                    env.__setitem__(res, fn(env[lhs], env[rhs])))
+        return ("index", op, None)
 
     def _reclaim(self, op: Any, env: dict, rank: int) -> Step:
         ph = op.ph

@@ -11,8 +11,8 @@ import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from xdsl.dialects import arith
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import arith, scf
+from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.snac import dialect as snac
 
@@ -29,6 +29,22 @@ BINARY: dict[type[Operation], BinaryFn] = {
     arith.MaxUIOp: max,
     arith.RemUIOp: operator.mod,
 }
+
+
+def block_code(cache: dict, block: Block, classify: Callable[[Operation], tuple | None]) -> list[tuple]:
+    """`block`'s ops classified once (reading operands through IRDL at every
+    step costs more than the step), kept in `cache`: an scf.for as ("for",
+    op, (lower, upper, step, induction variable, body)), an scf.yield left
+    out, any other op as `classify` gives it (None: left out)."""
+    code = cache.get(block)
+    if code is None:
+        code = cache[block] = []
+        for op in block.ops:
+            if isinstance(op, scf.ForOp):
+                code.append(("for", op, (op.lb, op.ub, op.step, op.body.block.args[0], op.body.block)))
+            elif not isinstance(op, scf.YieldOp) and (item := classify(op)) is not None:
+                code.append(item)
+    return code
 
 
 class IndexEvaluator:
