@@ -37,18 +37,18 @@ HELP_RATIO_GOAL = 1.3
 # runs first (here ~20-35 ms on this machine); "first call" includes it.
 RANK_PLAN = """
 import gc, json, sys, time, tracemalloc
-from purlin.compile import compile_rank_plan
+from purlin.compile import compile_rank_collective
 world, count, rank, settled = map(int, sys.argv[1:5])
 if settled:
     gc.collect()
 t = time.perf_counter()
-part = compile_rank_plan("all_reduce", world, "bf16", "sum", rank, count)
+part = compile_rank_collective("all_reduce", world, "bf16", "sum", rank, count)
 seconds = time.perf_counter() - t
 # Memory from a second call, traced (tracing slows the call it watches).
 tracemalloc.start()
-compile_rank_plan("all_reduce", world, "bf16", "sum", rank, count)
+compile_rank_collective("all_reduce", world, "bf16", "sum", rank, count)
 peak = tracemalloc.get_traced_memory()[1]
-print(json.dumps({"seconds": seconds, "peak": peak, "instrs": part.instructions}))
+print(json.dumps({"seconds": seconds, "peak": peak, "instrs": part.plan.instructions}))
 """
 
 VERIFY = """
@@ -112,7 +112,7 @@ def main() -> None:
     ap.add_argument("--worlds", default="8,32,72,128,256,576")
     a = ap.parse_args()
     worlds = [int(w) for w in a.worlds.split(",")]
-    print("one rank's plan of all_reduce bf16 sum (rank 0, fresh process, after imports; medians;")
+    print("one rank's plan and kernel tables of all_reduce bf16 sum (rank 0, fresh process, after imports; medians;")
     print("settled: the imports' deferred full garbage collection paid before timing, first call: not)")
     print(f"{'W':>5} {'N':>8} {'settled':>10} {'first call':>10} {'peak MiB':>9} {'instrs':>7}  goal (settled; first call)")
     for count in (1024, 1 << 20):
