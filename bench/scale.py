@@ -1,5 +1,5 @@
-"""Scale to a rack (issue 25), on the CPU machine: one rank's plan
-(compile_rank_plan) at worlds 8..576, its time in a fresh process after the
+"""Scale to a rack (issue 25), on the CPU machine: one rank's plan and
+kernel tables (compile_rank_collective) at worlds 8..576, its time in a fresh process after the
 imports and its peak Python memory (tracemalloc, on a second call); snac-verify at the largest world; the
 full pipeline at world 128 through purlin-opt, start-up included; and
 purlin-opt --help against xdsl-opt --help; and, with no goal of their own,
