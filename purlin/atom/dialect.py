@@ -18,11 +18,11 @@ Atom ops are snac ops with a mechanism, so the SNAC simulator and
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import I64, IntegerAttr, MemRefType, UnitAttr
+from xdsl.dialects.builtin import I64, IntegerAttr, MemRefType, ModuleOp, UnitAttr
 from xdsl.ir import Dialect, Operation
 from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def, traits_def
 from xdsl.traits import NoTerminator, SymbolTable
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from purlin.coll.attributes import DTYPE_BYTES, ReduceKind, dtype_name
 from purlin.atom.vocabulary import Mechanism, Target  # noqa: F401  (the dialect's vocabulary: atom.Mechanism, ...)
@@ -101,6 +101,19 @@ class KernelOp(snac.ProgramOpBase):
             raise _err(self, f"shared memory must be non-negative, got {self.smem.value.data}")
         if self.multimem is not None and sm(self.arch) < 90:
             raise _err(self, f"multicast objects need sm_90 or newer, the target is {self.arch.value}")
+
+
+def kernels_in(module: ModuleOp) -> list[KernelOp]:
+    return [op for op in module.walk() if isinstance(op, KernelOp)]
+
+
+def required_kernels(module: ModuleOp, purpose: str) -> list[KernelOp]:
+    """The atom.kernels of `module`, or a DiagnosticException saying that
+    `purpose` (what the caller would do with them) needs some."""
+    kernels = kernels_in(module)
+    if not kernels:
+        raise DiagnosticException(f"error: no atom.kernel to {purpose}; lower with convert-snac-to-atom first")
+    return kernels
 
 
 def kernel_of(op: Operation) -> KernelOp:

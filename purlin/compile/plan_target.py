@@ -11,16 +11,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
-from purlin.conversion.atom_to_plan import PlanBuildError, build_plan, kernels_in
+from purlin.atom import dialect as atom
+from purlin.conversion.atom_to_plan import PlanBuildError, build_plan
 from purlin.plan import plans_to_json
 
 
 def _plans(module: ModuleOp):
-    kernels = kernels_in(module)
-    if not kernels:
-        raise DiagnosticException(
-            "error: no atom.kernel to write; lower with convert-snac-to-atom first"
-        )
+    kernels = atom.required_kernels(module, "write")
     try:
         return [build_plan(k) for k in kernels]
     except PlanBuildError as e:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin import plan as P
@@ -58,10 +58,6 @@ _REDOP = {kind: P.RedOp[kind.name] for kind in ReduceKind}
 _ORDER = {o: P.Order[o.name] for o in snac.MemoryOrder}
 _SCOPE = {o: P.Scope[o.name] for o in snac.Scope}
 _ROLE = {kind: P.RoleKind[kind.name] for kind in snac.RoleKind}
-
-
-def kernels_in(module: ModuleOp) -> list[atom.KernelOp]:
-    return [op for op in module.walk() if isinstance(op, atom.KernelOp)]
 
 
 def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:

@@ -22,13 +22,6 @@ from purlin.cuda.program import CudaProgram, ProgramError
 BINARY_ENCODING = "latin-1"
 
 
-def _kernels(module: ModuleOp) -> list[atom.KernelOp]:
-    kernels = [op for op in module.walk() if isinstance(op, atom.KernelOp)]
-    if not kernels:
-        raise DiagnosticException("error: no atom.kernel to compile; lower with convert-snac-to-atom first")
-    return kernels
-
-
 def _source(program: CudaProgram) -> KernelSource:
     try:
         return program.source()
@@ -41,7 +34,7 @@ class CudaTarget(Target):
     name = "cuda"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        for k, kernel in enumerate(_kernels(module)):
+        for k, kernel in enumerate(atom.required_kernels(module, "compile")):
             if k:
                 output.write("\n// -----\n\n")
             output.write(_source(CudaProgram(kernel)).text)
@@ -52,7 +45,7 @@ class CubinTarget(Target):
     name = "cubin"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        kernels = _kernels(module)
+        kernels = atom.required_kernels(module, "compile")
         if len(kernels) > 1:
             raise DiagnosticException(
                 f"error: the module holds {len(kernels)} atom.kernel ops and a cubin holds one; "

@@ -11,7 +11,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from purlin.atom import dialect as atom
 from purlin.compile.pipeline import lower, parse_module
-from purlin.conversion.atom_to_plan import PlanBuildError, build_plan, kernels_in
+from purlin.atom.dialect import kernels_in
+from purlin.conversion.atom_to_plan import PlanBuildError, build_plan
 
 TEXT = """func.func @all_gather(%in: memref<2xf32>, %out: memref<4xf32>) {
   coll.all_gather %in, %out world 2 : memref<2xf32>, memref<4xf32>

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from purlin import plan as P
 from purlin.coll.builder import COLLECTIVES
 from purlin.compile.pipeline import lower, pipeline_spec
-from purlin.conversion.atom_to_plan import build_plan, kernels_in
+from purlin.atom.dialect import kernels_in
+from purlin.conversion.atom_to_plan import build_plan
 from purlin.testing.cases import Case, counts_for
 
 SMALL = "chunk-bytes=16 slots=2"

@@ -131,15 +131,6 @@ def test_a_process_communicator_takes_ordinary_arrays_with_buffers_anywhere():
     fork_gloo(3, _through_process_communicator, jobs)
 
 
-@pytest.fixture
-def group_of_one(tmp_path):
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
 def test_buffers_anywhere_are_a_symmetric_cpu_plan_s(group_of_one):
     from purlin.runtime import ProcessCommunicator
 

@@ -127,13 +127,6 @@ def test_timeout_and_plan_mismatch():
 # -- one rank in this process: the checks before any call ---------------------------
 
 
-@pytest.fixture
-def group_of_one(tmp_path):
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
-
-
 ONE = compile_plan("all_reduce", 1, "f32", "sum", 8)
 
 
