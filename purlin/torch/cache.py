@@ -10,7 +10,9 @@ Two caches, both least-recently-used and bounded:
   most `limits.communicators` of them, mapping about `limits.shared_bytes`
   in all (every rank's region), are kept; the least recently used one beyond either is closed.
   Every rank makes the same calls (the call board checks it), so every rank
-  evicts the same communicator at the same call.
+  evicts the same communicator at the same call. Making one again that the
+  limits closed lately warns once per group: the calls outgrow the limits,
+  and each may then map and connect memory anew.
 
 `release()` closes them all and empties the lowered plans; `stats()` counts
 what was lowered, made, closed and is kept.
@@ -18,6 +20,7 @@ what was lowered, made, closed and is kept.
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,12 +52,19 @@ def set_limits(communicators: int | None = None, shared_bytes: int | None = None
         setattr(limits, name, value)
 
 
+# Communicators closed lately per group, remembered to tell when the calls keep
+# making again what the limits just closed (each making maps and exchanges anew).
+RECENTLY_CLOSED = 8
+
+
 class Communicators(OrderedDict):
     """A group's communicators by call key, least recently used first."""
 
     def __init__(self) -> None:
         super().__init__()
         self.shared_bytes = 0
+        self.closed: OrderedDict[tuple, None] = OrderedDict()
+        self.warned = False
 
     def hit(self, key: tuple) -> Any:
         comm = self.get(key)
@@ -63,11 +73,25 @@ class Communicators(OrderedDict):
         return comm
 
     def keep(self, key: tuple, comm: Any) -> None:
-        """Keeps `comm`, closing the least recently used ones beyond the limits."""
+        """Keeps `comm`, closing the least recently used ones beyond the limits;
+        warns (once per group) when `comm` is one the limits closed lately."""
+        again = key in self.closed
+        self.closed.pop(key, None)
+        if again and not self.warned:
+            self.warned = True
+            warnings.warn(
+                "purlin.torch: a communicator that the cache limits closed lately is made again: the calls "
+                f"use more than the {limits.communicators} communicators or {limits.shared_bytes >> 20} MiB of "
+                "shared memory the limits keep, so each call may map and connect its memory anew (milliseconds "
+                "per call); raise them with purlin.torch.set_cache_limits", RuntimeWarning, stacklevel=5)
         self[key] = comm
         self.shared_bytes += region_bytes(comm.plan) * comm.world
         while len(self) > 1 and (len(self) > limits.communicators or self.shared_bytes > limits.shared_bytes):
-            self._close(next(iter(self)))
+            closed = next(iter(self))
+            self._close(closed)
+            self.closed[closed] = None
+            while len(self.closed) > RECENTLY_CLOSED:
+                self.closed.popitem(last=False)
 
     def key_of(self, comm: Any) -> tuple:
         return next(k for k, c in self.items() if c is comm)

@@ -146,3 +146,33 @@ def _limits(rank: int) -> None:
 
 def test_cache_limits_are_checked():
     spawn(1, _limits)
+
+
+def _thrash(rank: int) -> None:
+    import warnings
+
+    import purlin.torch as pt
+
+    pt.init()
+    pt.set_cache_limits(communicators=2)
+    # Each all_reduce a reduce_scatter_v and an all_gather_v: both latency kernels, then both throughput ones.
+    small, large = torch.ones(8), torch.ones(1 << 17)
+    def told(caught) -> list[str]:
+        return [str(w.message) for w in caught if "closed lately is made again" in str(w.message)]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pt.all_reduce(small)
+        pt.all_reduce(large)
+        assert not told(caught), told(caught)
+        for _ in range(3):
+            pt.all_reduce(small)  # its communicators were closed for the large call's: made again
+            pt.all_reduce(large)
+    said = told(caught)
+    assert len(said) == 1 and "set_cache_limits" in said[0], said
+    assert small.eq(2 ** 4).all() and large.eq(2 ** 4).all()
+    pt.set_cache_limits(communicators=32)
+
+
+def test_calls_that_outgrow_the_cache_limits_are_told_once():
+    spawn(2, _thrash)
