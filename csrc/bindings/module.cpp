@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "cpu/communicator.h"
+#include "cpu/stream.h"
 #include "cpu/process.h"
 #include "jax_ffi.h"
 #include "purlin/counts_tables.h"
@@ -138,12 +139,16 @@ PYBIND11_MODULE(_runtime, m) {
   py::class_<purlin::cpu::Communicator>(m, "CpuCommunicator",
                                         "A plan run by one thread per (rank, role) over shared host memory")
       .def(py::init([](const purlin::Plan& plan, double timeout_s, std::string name,
-                       std::vector<std::string> signal_names, std::vector<std::string> buffer_names) {
-             return new purlin::cpu::Communicator(
-                 plan, {timeout_s, std::move(name), std::move(signal_names), std::move(buffer_names)});
+                       std::vector<std::string> signal_names, std::vector<std::string> buffer_names,
+                       int64_t cache_bypass_bytes) {
+             return new purlin::cpu::Communicator(plan, {timeout_s, std::move(name), std::move(signal_names),
+                                                         std::move(buffer_names), cache_bypass_bytes});
            }),
            py::arg("plan"), py::arg("timeout_s") = 10.0, py::arg("name") = "collective",
-           py::arg("signal_names") = std::vector<std::string>{}, py::arg("buffer_names") = std::vector<std::string>{})
+           py::arg("signal_names") = std::vector<std::string>{}, py::arg("buffer_names") = std::vector<std::string>{},
+           py::arg("cache_bypass_bytes") = -1,
+           "cache_bypass_bytes: from how many bytes of the call's buffers (every rank's) large copies bypass the "
+           "cache; -1, half the last-level cache")
       .def(
           "run",
           [](purlin::cpu::Communicator& c, const py::list& inputs, const py::list& outputs) {
@@ -160,6 +165,7 @@ PYBIND11_MODULE(_runtime, m) {
           py::arg("inputs"), py::arg("outputs"),
           "One call on all ranks: one array per rank, raw bytes (the caller checks the dtype)")
       .def("epoch", &purlin::cpu::Communicator::epoch, py::arg("rank"))
+      .def_property_readonly("bypasses_cache", &purlin::cpu::Communicator::bypasses_cache)
       .def_property_readonly("world", &purlin::cpu::Communicator::world);
 
   py::class_<purlin::cpu::ProcessCommunicator>(
@@ -201,8 +207,11 @@ PYBIND11_MODULE(_runtime, m) {
       .def("input_bytes", &purlin::cpu::ProcessCommunicator::input_bytes, py::arg("rank"))
       .def("output_bytes", &purlin::cpu::ProcessCommunicator::output_bytes, py::arg("rank"))
       .def_property_readonly("rank", &purlin::cpu::ProcessCommunicator::rank)
+      .def_property_readonly("bypasses_cache", &purlin::cpu::ProcessCommunicator::bypasses_cache)
       .def_property_readonly("world", &purlin::cpu::ProcessCommunicator::world);
 
+  m.def("last_level_cache_bytes", &purlin::cpu::last_level_cache_bytes,
+        "The last-level cache the CPU backend sizes its copies by (Linux's report for CPU 0, else 32 MiB)");
   m.def(
       "fence", [] { std::atomic_thread_fence(std::memory_order_seq_cst); },
       "A sequentially consistent fence: this thread's earlier stores are seen before its later loads read");

@@ -14,6 +14,7 @@
 
 #include "cpu/dtype.h"
 #include "cpu/park.h"
+#include "cpu/stream.h"
 #include "cpu/workers.h"
 
 namespace purlin::cpu {
@@ -288,7 +289,12 @@ class RoleThread {
         const Place dst = place(p_.refs[in.dst]), src = place(p_.refs[in.src_first]);
         if (dst.bytes && src.bytes) {
           // A slice copied onto itself (the rank's input is its own output slice) is left alone.
-          if (dst.bytes != src.bytes) std::memmove(dst.bytes, src.bytes, in.elems * eb_);
+          const size_t bytes = in.elems * eb_;
+          if (dst.bytes == src.bytes) return;
+          if (streams(bytes) && (dst.bytes + bytes <= src.bytes || src.bytes + bytes <= dst.bytes))
+            stream_copy(dst.bytes, src.bytes, bytes);
+          else
+            std::memmove(dst.bytes, src.bytes, bytes);
           return;
         }
         if (dst.bytes) {
@@ -376,10 +382,17 @@ class RoleThread {
     for (int64_t at = 0; at < in.elems; at += chunk) {
       const int64_t n = std::min(chunk, in.elems - at);
       for (int64_t k = 0; k < count; ++k) s.from[k] = view(s.places[k], at, n, result + (1 + k) * chunk * eb_);
-      reduce_run<D, op>(acc, s.from.data(), count, n, dst.bytes ? dst.bytes + at * eb_ : result);
-      if (!dst.bytes) write(dst, at, n, result);
+      // Streamed, the result goes through scratch (in cache) to its place.
+      const bool stream = dst.bytes && streams(n * eb_);
+      reduce_run<D, op>(acc, s.from.data(), count, n, dst.bytes && !stream ? dst.bytes + at * eb_ : result);
+      if (stream) stream_copy(dst.bytes + at * eb_, result, n * eb_);
+      else if (!dst.bytes) write(dst, at, n, result);
     }
   }
+
+  // Whether a copy of `bytes` into plain memory bypasses the cache: in a call
+  // whose data outgrow it (Executor::streaming_), and not for a few lines.
+  bool streams(size_t bytes) const { return c_.streaming_ && bytes >= kStreamBytes; }
 
   // Per thread, kept across calls: no allocation in a call once warm.
   struct Scratch {
@@ -404,6 +417,7 @@ class RoleThread {
 
   static constexpr int64_t kChunk = 4096;
   static constexpr int64_t kGatherBytes = 1 << 20;
+  static constexpr size_t kStreamBytes = 4096;
   // Polls of a wait before it sleeps: a few, as ranks outnumber cores here
   // more often than not (measured on 2 cores: 1000 polls cost 2x at 4 KiB).
   static constexpr int kPolls = 64;
@@ -425,6 +439,7 @@ Executor::Executor(Plan plan, Options options)
   if (!(options_.timeout_s > 0))
     throw std::invalid_argument("timeout must be positive, got " + std::to_string(options_.timeout_s) + " s");
   check_programs(plan_);
+  streaming_ = outgrows_cache(plan_);
   memory_.resize(plan_.world);
   epoch_.assign(plan_.world, 0);
   prev_.assign(plan_.world, 0);
@@ -443,7 +458,19 @@ void Executor::rebind(Plan plan) {
                                 "(world, dtype, buffers, signals and epoch advance must be equal): it is not "
                                 "another binding of the same kernel");
   check_programs(plan);
+  streaming_ = outgrows_cache(plan);
   plan_ = std::move(plan);
+}
+
+bool Executor::outgrows_cache(const Plan& p) const {
+  // Every rank's buffers and staging share this machine's cache. Streaming
+  // pays from about three quarters of it (stream.h); half is the safe side.
+  size_t bytes = 0;
+  for (int64_t r = 0; r < p.world; ++r) bytes += size_t(p.input_extent[r] + p.output_extent[r]) * p.elem_bytes();
+  for (const Buffer& b : p.buffers)
+    if (b.kind == BufKind::Staging) bytes += size_t(p.world * b.slots * b.elems) * p.elem_bytes();
+  const int64_t from = options_.cache_bypass_bytes;
+  return bytes >= (from < 0 ? last_level_cache_bytes() / 2 : size_t(from));
 }
 
 size_t Executor::region_bytes() const {

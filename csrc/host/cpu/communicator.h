@@ -30,6 +30,9 @@ struct Options {
   std::string name = "collective";
   std::vector<std::string> signal_names;  // optional, by signal array index
   std::vector<std::string> buffer_names;  // optional, by buffer index
+  // A call whose buffers and staging, every rank's together, reach this many
+  // bytes copies around the cache (cpu/stream.h); -1: half the last-level cache.
+  int64_t cache_bypass_bytes = -1;
 };
 
 // One packet of a window: 8 data bytes and the flag that publishes them.
@@ -82,6 +85,8 @@ class Executor {
   int64_t input_bytes(int64_t rank) const { return plan_.input_extent.at(rank) * plan_.elem_bytes(); }
   int64_t output_bytes(int64_t rank) const { return plan_.output_extent.at(rank) * plan_.elem_bytes(); }
   int64_t epoch(int64_t rank) const;
+  // Whether the current plan's large copies bypass the cache.
+  bool bypasses_cache() const { return streaming_; }
   const std::string& name() const { return options_.name; }
   // Wakes the waiters of every rank whose memory this executor maps.
   void ring_all() const;
@@ -119,6 +124,8 @@ class Executor {
   // A symmetric plan's buffers anywhere in each rank's process, the peers'
   // read and written with process_vm_readv / process_vm_writev (one copy).
   bool anywhere_ = false;
+  // The call's buffers outgrow the cache: large copies bypass it (cpu/stream.h).
+  bool streaming_ = false;
   int64_t packet_elems_;  // elements per 8-byte packet
   std::vector<RankMemory> memory_;
   std::vector<int64_t> epoch_, prev_;
@@ -126,6 +133,7 @@ class Executor {
 
  private:
   friend class RoleThread;
+  bool outgrows_cache(const Plan& p) const;
   std::string signal_name(int64_t sig) const;
   std::string buffer_name(int64_t buf) const;
 };
