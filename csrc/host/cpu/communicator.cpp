@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <new>
 #include <sstream>
+#include <tuple>
 
 #include "cpu/dtype.h"
 #include "cpu/park.h"
@@ -463,12 +465,22 @@ void Executor::rebind(Plan plan) {
 }
 
 bool Executor::outgrows_cache(const Plan& p) const {
-  // Every rank's buffers and staging share this machine's cache. Streaming
-  // pays from about three quarters of it (stream.h); half is the safe side.
-  size_t bytes = 0;
-  for (int64_t r = 0; r < p.world; ++r) bytes += size_t(p.input_extent[r] + p.output_extent[r]) * p.elem_bytes();
-  for (const Buffer& b : p.buffers)
-    if (b.kind == BufKind::Staging) bytes += size_t(p.world * b.slots * b.elems) * p.elem_bytes();
+  // Every rank's buffers and the staging its call writes share this
+  // machine's cache. Streaming pays from about three quarters of it
+  // (stream.h); half is the safe side.
+  int64_t elems = 0;
+  for (int64_t r = 0; r < p.world; ++r) elems += p.input_extent[r] + p.output_extent[r];
+  // Staging as far as written, per (rank, buffer, slot): a kernel's capacity
+  // (a regime's) may be far larger than what a call stages.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> staged;
+  for (const Instr& in : p.instrs) {
+    if (in.dst < 0 || p.refs[in.dst].space != Space::Staging) continue;
+    const Ref& r = p.refs[in.dst];
+    int64_t& end = staged[{r.rank, r.buf, r.slot}];
+    end = std::max(end, r.offset + in.elems);
+  }
+  for (const auto& [where, end] : staged) elems += end;
+  const size_t bytes = size_t(elems) * p.elem_bytes();
   const int64_t from = options_.cache_bypass_bytes;
   return bytes >= (from < 0 ? last_level_cache_bytes() / 2 : size_t(from));
 }
