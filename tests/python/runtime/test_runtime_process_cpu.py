@@ -165,6 +165,30 @@ def test_run_refuses_a_read_only_output_and_a_stream(group_of_one):
     comm.close()
 
 
+def test_run_tensors_checks_each_overlap_and_keeps_refusing_a_wrong_one(group_of_one):
+    """An eager caller's overlap is checked in full once per offset: one the
+    protocol allows runs every time, a wrong one raises every time, also
+    after calls whose buffers were apart."""
+    from purlin.runtime.aliasing import AliasingError
+
+    comm = ProcessCommunicator(ONE, name="ar")
+    buf = torch.arange(16, dtype=torch.float32)
+    comm.run_tensors(buf[:8], torch.zeros(8))
+    for _ in range(2):
+        with pytest.raises(AliasingError, match="rank 0's input and output overlap"):
+            comm.run_tensors(buf[:8], buf[4:12])
+        # One rank's reduction writes only what it reads itself: right in place.
+        comm.run_tensors(buf[:8], buf[:8])
+        assert torch.equal(buf, torch.arange(16, dtype=torch.float32))
+    comm.close()
+    # all_gather into the output whose own slice is the input: that copy is skipped.
+    gather = ProcessCommunicator(compile_plan("all_gather", 1, "f32", None, 8), name="ag")
+    for _ in range(2):
+        gather.run_tensors(buf[:8], buf[:8])
+        assert torch.equal(buf, torch.arange(16, dtype=torch.float32))
+    gather.close()
+
+
 def test_unknown_backend(group_of_one):
     with pytest.raises(ValueError, match="ar: unknown backend 'tpu', expected one of cpu, cuda"):
         ProcessCommunicator(ONE, name="ar", backend="tpu")
