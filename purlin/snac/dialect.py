@@ -62,7 +62,7 @@ from purlin.coll.attributes import (
     element_bytes,
 )
 from purlin.coll.layouts import LayoutError, check_collective, world_problem
-from purlin.declarations import define_op, enum_attribute
+from purlin.declarations import enum_attribute
 from purlin.snac.vocabulary import (  # noqa: F401  (the dialect's vocabulary: snac.MemoryOrder, ...)
     MAX_BUFFER_BYTES,
     MAX_ROLE_BLOCKS,
@@ -639,7 +639,9 @@ class ReclaimOpBase(_Await):
     )
 
 
-ReclaimOp = define_op(ReclaimOpBase, __name__, "ReclaimOp", "snac.reclaim")
+@irdl_op_definition
+class ReclaimOp(ReclaimOpBase):
+    name = "snac.reclaim"
 
 
 class StageOpBase(_PhaseStep):
@@ -653,7 +655,9 @@ class StageOpBase(_PhaseStep):
     MOVES: ClassVar[tuple[str, ...]] = ("staging",)
 
 
-StageOp = define_op(StageOpBase, __name__, "StageOp", "snac.stage")
+@irdl_op_definition
+class StageOp(StageOpBase):
+    name = "snac.stage"
 
 
 class PushOpBase(_PhaseStep):
@@ -687,7 +691,9 @@ class PutOpBase(_Signal):
     MOVES: ClassVar[tuple[str, ...]] = ("packets",)
 
 
-PutOp = define_op(PutOpBase, __name__, "PutOp", "snac.put")
+@irdl_op_definition
+class PutOp(PutOpBase):
+    name = "snac.put"
 
 
 class NotifyOpBase(_Signal):
@@ -703,7 +709,9 @@ class NotifyOpBase(_Signal):
     assembly_format = "$phase `unit` $unit `of` $rank `value` $value $order $scope attr-dict"
 
 
-NotifyOp = define_op(NotifyOpBase, __name__, "NotifyOp", "snac.notify")
+@irdl_op_definition
+class NotifyOp(NotifyOpBase):
+    name = "snac.notify"
 
 
 class WaitOpBase(_Await):
@@ -722,7 +730,9 @@ class WaitOpBase(_Await):
         super().__init__(phase, group, rank, epoch, order=order, scope=scope, result_types=[TokenType()])
 
 
-WaitOp = define_op(WaitOpBase, __name__, "WaitOp", "snac.wait")
+@irdl_op_definition
+class WaitOp(WaitOpBase):
+    name = "snac.wait"
 
 
 class ConsumeOpBase(_PhaseStep):
@@ -738,7 +748,9 @@ class ConsumeOpBase(_PhaseStep):
     assembly_format = "$phase `group` $group `of` $rank `half` $half `after` $token attr-dict"
 
 
-ConsumeOp = define_op(ConsumeOpBase, __name__, "ConsumeOp", "snac.consume")
+@irdl_op_definition
+class ConsumeOp(ConsumeOpBase):
+    name = "snac.consume"
 
 
 class FenceOpBase(IRDLOperation):
@@ -758,7 +770,9 @@ class AckOpBase(_Signal):
     assembly_format = "$phase `group` $group `of` $rank `epoch` $epoch $order $scope attr-dict"
 
 
-AckOp = define_op(AckOpBase, __name__, "AckOp", "snac.ack")
+@irdl_op_definition
+class AckOp(AckOpBase):
+    name = "snac.ack"
 
 
 class FinishOpBase(_Signal):
@@ -772,7 +786,9 @@ class FinishOpBase(_Signal):
     assembly_format = "$phase `of` $rank `value` $value $order $scope attr-dict"
 
 
-FinishOp = define_op(FinishOpBase, __name__, "FinishOp", "snac.finish")
+@irdl_op_definition
+class FinishOp(FinishOpBase):
+    name = "snac.finish"
 
 
 class GrantOpBase(_Signal):
