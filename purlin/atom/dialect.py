@@ -26,7 +26,7 @@ from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from purlin.coll.attributes import DTYPE_BYTES, ReduceKind, dtype_name
 from purlin.atom.vocabulary import Mechanism, Target  # noqa: F401  (the dialect's vocabulary: atom.Mechanism, ...)
-from purlin.declarations import define_op, enum_attribute
+from purlin.declarations import enum_attribute
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import PACKET_BYTES
 
@@ -275,16 +275,40 @@ class FenceOp(snac.FenceOpBase):
 
 
 # The signal ops: snac's protocol steps, lowered as they are.
-NotifyOp = define_op(snac.NotifyOpBase, __name__, "NotifyOp", "atom.notify")
-AckOp = define_op(snac.AckOpBase, __name__, "AckOp", "atom.ack")
-FinishOp = define_op(snac.FinishOpBase, __name__, "FinishOp", "atom.finish")
-WaitReadyOp = define_op(snac.WaitOpBase, __name__, "WaitReadyOp", "atom.wait_ready",
-                        "Poll the ready slots of a group's sources (relaxed), then acquire.")
-WaitPacketsOp = define_op(snac.WaitOpBase, __name__, "WaitPacketsOp", "atom.wait_packets",
-                          "Poll a group's packets until their flags reach the epoch.")
-WaitFreeOp = define_op(snac.ReclaimOpBase, __name__, "WaitFreeOp", "atom.wait_free",
-                       "Poll the free slots before reusing a staging slot or window half, or writing a "
-                       "destination's output.")
+@irdl_op_definition
+class NotifyOp(snac.NotifyOpBase):
+    name = "atom.notify"
+
+
+@irdl_op_definition
+class AckOp(snac.AckOpBase):
+    name = "atom.ack"
+
+
+@irdl_op_definition
+class FinishOp(snac.FinishOpBase):
+    name = "atom.finish"
+
+
+@irdl_op_definition
+class WaitReadyOp(snac.WaitOpBase):
+    """Poll the ready slots of a group's sources (relaxed), then acquire."""
+
+    name = "atom.wait_ready"
+
+
+@irdl_op_definition
+class WaitPacketsOp(snac.WaitOpBase):
+    """Poll a group's packets until their flags reach the epoch."""
+
+    name = "atom.wait_packets"
+
+
+@irdl_op_definition
+class WaitFreeOp(snac.ReclaimOpBase):
+    """Poll the free slots before reusing a staging slot or window half, or writing a destination's output."""
+
+    name = "atom.wait_free"
 
 
 @irdl_op_definition
