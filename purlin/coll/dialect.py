@@ -32,7 +32,6 @@ from purlin.coll.attributes import (
     parse_reduce_kind,
 )
 from purlin.coll.layouts import Layout, LayoutError, LayoutKind, check_collective, embed, groups_problem, world_problem
-from purlin.declarations import define_op
 
 # -- shared op helpers -------------------------------------------------------
 
@@ -675,9 +674,19 @@ class SliceCollective(NamedCollective):
         return (part, whole) if self.PART == "input" else (whole, part)
 
 
-AllGatherOp = define_op(SliceCollective, __name__, "AllGatherOp", "coll.all_gather", PART="input", WHOLE="output")
-ReduceScatterOp = define_op(SliceCollective, __name__, "ReduceScatterOp", "coll.reduce_scatter",
-                            REDUCES=True, PART="output", WHOLE="input")
+@irdl_op_definition
+class AllGatherOp(SliceCollective):
+    name = "coll.all_gather"
+    PART: ClassVar[str] = "input"
+    WHOLE: ClassVar[str] = "output"
+
+
+@irdl_op_definition
+class ReduceScatterOp(SliceCollective):
+    name = "coll.reduce_scatter"
+    REDUCES: ClassVar[bool] = True
+    PART: ClassVar[str] = "output"
+    WHOLE: ClassVar[str] = "input"
 
 
 @irdl_op_definition
@@ -718,12 +727,27 @@ class VariableCollective(NamedCollective):
         _verify_extent(self, "output", self.output, out)
 
 
-AllGatherVOp = define_op(VariableCollective, __name__, "AllGatherVOp", "coll.all_gather_v",
-                         IN_KIND=LayoutKind.PACKED, OUT_KIND=LayoutKind.SCATTERED)
-ReduceScatterVOp = define_op(VariableCollective, __name__, "ReduceScatterVOp", "coll.reduce_scatter_v",
-                             REDUCES=True, IN_KIND=LayoutKind.SCATTERED, OUT_KIND=LayoutKind.PACKED)
-AllToAllVOp = define_op(VariableCollective, __name__, "AllToAllVOp", "coll.all_to_all_v",
-                        MATRIX=True, IN_KIND=LayoutKind.ADDRESSED, OUT_KIND=LayoutKind.TRANSPOSED)
+@irdl_op_definition
+class AllGatherVOp(VariableCollective):
+    name = "coll.all_gather_v"
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
+
+
+@irdl_op_definition
+class ReduceScatterVOp(VariableCollective):
+    name = "coll.reduce_scatter_v"
+    REDUCES: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.PACKED
+
+
+@irdl_op_definition
+class AllToAllVOp(VariableCollective):
+    name = "coll.all_to_all_v"
+    MATRIX: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.ADDRESSED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.TRANSPOSED
 
 
 NAMED_COLLECTIVES: tuple[type[NamedCollective], ...] = (
