@@ -49,7 +49,7 @@ from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from purlin.declarations import define_op, enum_attribute
+from purlin.declarations import enum_attribute
 from purlin.frontends.op_definitions import DenseValueOp, ValuesTerminator, field, parse_dense
 
 # -- attributes ----------------------------------------------------------------
@@ -259,13 +259,37 @@ class CollectiveBase(IRDLOperation, _Fields):
             raise VerifyException(f"'{self.name}': takes no region")
 
 
-AllReduceOp = define_op(CollectiveBase, __name__, "AllReduceOp", "stablehlo.all_reduce", REGION=True)
-ReduceScatterOp = define_op(CollectiveBase, __name__, "ReduceScatterOp", "stablehlo.reduce_scatter", REGION=True)
-AllGatherOp = define_op(CollectiveBase, __name__, "AllGatherOp", "stablehlo.all_gather")
-AllToAllOp = define_op(CollectiveBase, __name__, "AllToAllOp", "stablehlo.all_to_all")
-CollectivePermuteOp = define_op(CollectiveBase, __name__, "CollectivePermuteOp", "stablehlo.collective_permute")
-CollectiveBroadcastOp = define_op(CollectiveBase, __name__, "CollectiveBroadcastOp",
-                                  "stablehlo.collective_broadcast")
+@irdl_op_definition
+class AllReduceOp(CollectiveBase):
+    name = "stablehlo.all_reduce"
+    REGION: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class ReduceScatterOp(CollectiveBase):
+    name = "stablehlo.reduce_scatter"
+    REGION: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class AllGatherOp(CollectiveBase):
+    name = "stablehlo.all_gather"
+
+
+@irdl_op_definition
+class AllToAllOp(CollectiveBase):
+    name = "stablehlo.all_to_all"
+
+
+@irdl_op_definition
+class CollectivePermuteOp(CollectiveBase):
+    name = "stablehlo.collective_permute"
+
+
+@irdl_op_definition
+class CollectiveBroadcastOp(CollectiveBase):
+    name = "stablehlo.collective_broadcast"
+
 
 COLLECTIVES: tuple[type[CollectiveBase], ...] = (
     AllReduceOp, ReduceScatterOp, AllGatherOp, AllToAllOp, CollectivePermuteOp, CollectiveBroadcastOp,
@@ -411,25 +435,81 @@ class ElementwiseBinary(TensorOp):
                   f"{', '.join(str(v.type) for v in (*self.operands, *self.results))}")
 
 
-def _binary(cls_name: str, op_name: str) -> type[ElementwiseBinary]:
-    return define_op(ElementwiseBinary, __name__, cls_name, op_name)
+@irdl_op_definition
+class AddOp(ElementwiseBinary):
+    name = "stablehlo.add"
 
 
-AddOp = _binary("AddOp", "stablehlo.add")
-MaxOp = _binary("MaxOp", "stablehlo.maximum")
-MinOp = _binary("MinOp", "stablehlo.minimum")
-MulOp = _binary("MulOp", "stablehlo.multiply")
-AndOp = _binary("AndOp", "stablehlo.and")
-OrOp = _binary("OrOp", "stablehlo.or")
-XorOp = _binary("XorOp", "stablehlo.xor")
-SubtractOp = _binary("SubtractOp", "stablehlo.subtract")
-DivideOp = _binary("DivideOp", "stablehlo.divide")
-RemainderOp = _binary("RemainderOp", "stablehlo.remainder")
-PowerOp = _binary("PowerOp", "stablehlo.power")
-Atan2Op = _binary("Atan2Op", "stablehlo.atan2")
-ShiftLeftOp = _binary("ShiftLeftOp", "stablehlo.shift_left")
-ShiftRightArithmeticOp = _binary("ShiftRightArithmeticOp", "stablehlo.shift_right_arithmetic")
-ShiftRightLogicalOp = _binary("ShiftRightLogicalOp", "stablehlo.shift_right_logical")
+@irdl_op_definition
+class MaxOp(ElementwiseBinary):
+    name = "stablehlo.maximum"
+
+
+@irdl_op_definition
+class MinOp(ElementwiseBinary):
+    name = "stablehlo.minimum"
+
+
+@irdl_op_definition
+class MulOp(ElementwiseBinary):
+    name = "stablehlo.multiply"
+
+
+@irdl_op_definition
+class AndOp(ElementwiseBinary):
+    name = "stablehlo.and"
+
+
+@irdl_op_definition
+class OrOp(ElementwiseBinary):
+    name = "stablehlo.or"
+
+
+@irdl_op_definition
+class XorOp(ElementwiseBinary):
+    name = "stablehlo.xor"
+
+
+@irdl_op_definition
+class SubtractOp(ElementwiseBinary):
+    name = "stablehlo.subtract"
+
+
+@irdl_op_definition
+class DivideOp(ElementwiseBinary):
+    name = "stablehlo.divide"
+
+
+@irdl_op_definition
+class RemainderOp(ElementwiseBinary):
+    name = "stablehlo.remainder"
+
+
+@irdl_op_definition
+class PowerOp(ElementwiseBinary):
+    name = "stablehlo.power"
+
+
+@irdl_op_definition
+class Atan2Op(ElementwiseBinary):
+    name = "stablehlo.atan2"
+
+
+@irdl_op_definition
+class ShiftLeftOp(ElementwiseBinary):
+    name = "stablehlo.shift_left"
+
+
+@irdl_op_definition
+class ShiftRightArithmeticOp(ElementwiseBinary):
+    name = "stablehlo.shift_right_arithmetic"
+
+
+@irdl_op_definition
+class ShiftRightLogicalOp(ElementwiseBinary):
+    name = "stablehlo.shift_right_logical"
+
+
 BINARY_OPS = (AddOp, MaxOp, MinOp, MulOp, AndOp, OrOp, XorOp, SubtractOp, DivideOp, RemainderOp, PowerOp, Atan2Op,
               ShiftLeftOp, ShiftRightArithmeticOp, ShiftRightLogicalOp)
 
@@ -455,34 +535,128 @@ class _Unary(TensorOp):
                   f"{self.results[0].type}")
 
 
-def _unary(cls_name: str, op_name: str, **body) -> type[_Unary]:
-    return define_op(_Unary, __name__, cls_name, op_name, **body)
+@irdl_op_definition
+class NegOp(_Unary):
+    name = "stablehlo.negate"
 
 
-NegOp = _unary("NegOp", "stablehlo.negate")
-AbsOp = _unary("AbsOp", "stablehlo.abs")
-ExpOp = _unary("ExpOp", "stablehlo.exponential")
-Expm1Op = _unary("Expm1Op", "stablehlo.exponential_minus_one")
-LogOp = _unary("LogOp", "stablehlo.log")
-Log1pOp = _unary("Log1pOp", "stablehlo.log_plus_one")
-SqrtOp = _unary("SqrtOp", "stablehlo.sqrt")
-RsqrtOp = _unary("RsqrtOp", "stablehlo.rsqrt")
-CbrtOp = _unary("CbrtOp", "stablehlo.cbrt")
-SineOp = _unary("SineOp", "stablehlo.sine")
-CosineOp = _unary("CosineOp", "stablehlo.cosine")
-TanOp = _unary("TanOp", "stablehlo.tan")
-TanhOp = _unary("TanhOp", "stablehlo.tanh")
-LogisticOp = _unary("LogisticOp", "stablehlo.logistic")
-FloorOp = _unary("FloorOp", "stablehlo.floor")
-CeilOp = _unary("CeilOp", "stablehlo.ceil")
-SignOp = _unary("SignOp", "stablehlo.sign")
-NotOp = _unary("NotOp", "stablehlo.not")
-RoundEvenOp = _unary("RoundEvenOp", "stablehlo.round_nearest_even")
-RoundAwayOp = _unary("RoundAwayOp", "stablehlo.round_nearest_afz")
-IsFiniteOp = _unary("IsFiniteOp", "stablehlo.is_finite")
-PopcntOp = _unary("PopcntOp", "stablehlo.popcnt")
-ClzOp = _unary("ClzOp", "stablehlo.count_leading_zeros")
-ConvertOp = _unary("ConvertOp", "stablehlo.convert", doc="Each element converted to the result's element type.")
+@irdl_op_definition
+class AbsOp(_Unary):
+    name = "stablehlo.abs"
+
+
+@irdl_op_definition
+class ExpOp(_Unary):
+    name = "stablehlo.exponential"
+
+
+@irdl_op_definition
+class Expm1Op(_Unary):
+    name = "stablehlo.exponential_minus_one"
+
+
+@irdl_op_definition
+class LogOp(_Unary):
+    name = "stablehlo.log"
+
+
+@irdl_op_definition
+class Log1pOp(_Unary):
+    name = "stablehlo.log_plus_one"
+
+
+@irdl_op_definition
+class SqrtOp(_Unary):
+    name = "stablehlo.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(_Unary):
+    name = "stablehlo.rsqrt"
+
+
+@irdl_op_definition
+class CbrtOp(_Unary):
+    name = "stablehlo.cbrt"
+
+
+@irdl_op_definition
+class SineOp(_Unary):
+    name = "stablehlo.sine"
+
+
+@irdl_op_definition
+class CosineOp(_Unary):
+    name = "stablehlo.cosine"
+
+
+@irdl_op_definition
+class TanOp(_Unary):
+    name = "stablehlo.tan"
+
+
+@irdl_op_definition
+class TanhOp(_Unary):
+    name = "stablehlo.tanh"
+
+
+@irdl_op_definition
+class LogisticOp(_Unary):
+    name = "stablehlo.logistic"
+
+
+@irdl_op_definition
+class FloorOp(_Unary):
+    name = "stablehlo.floor"
+
+
+@irdl_op_definition
+class CeilOp(_Unary):
+    name = "stablehlo.ceil"
+
+
+@irdl_op_definition
+class SignOp(_Unary):
+    name = "stablehlo.sign"
+
+
+@irdl_op_definition
+class NotOp(_Unary):
+    name = "stablehlo.not"
+
+
+@irdl_op_definition
+class RoundEvenOp(_Unary):
+    name = "stablehlo.round_nearest_even"
+
+
+@irdl_op_definition
+class RoundAwayOp(_Unary):
+    name = "stablehlo.round_nearest_afz"
+
+
+@irdl_op_definition
+class IsFiniteOp(_Unary):
+    name = "stablehlo.is_finite"
+
+
+@irdl_op_definition
+class PopcntOp(_Unary):
+    name = "stablehlo.popcnt"
+
+
+@irdl_op_definition
+class ClzOp(_Unary):
+    name = "stablehlo.count_leading_zeros"
+
+
+@irdl_op_definition
+class ConvertOp(_Unary):
+    """Each element converted to the result's element type."""
+
+    name = "stablehlo.convert"
+
+
 UNARY_OPS = (NegOp, AbsOp, ExpOp, Expm1Op, LogOp, Log1pOp, SqrtOp, RsqrtOp, CbrtOp, SineOp, CosineOp, TanOp, TanhOp,
              LogisticOp, FloorOp, CeilOp, SignOp, NotOp, RoundEvenOp, RoundAwayOp, IsFiniteOp, PopcntOp, ClzOp,
              ConvertOp)
@@ -713,10 +887,18 @@ class _ProcessId(TensorOp):
         return _with_attributes(op, attrs)
 
 
-PartitionIdOp = define_op(_ProcessId, __name__, "PartitionIdOp", "stablehlo.partition_id",
-                          "The partition of the process running it.")
-ReplicaIdOp = define_op(_ProcessId, __name__, "ReplicaIdOp", "stablehlo.replica_id",
-                        "The replica of the process running it.")
+@irdl_op_definition
+class PartitionIdOp(_ProcessId):
+    """The partition of the process running it."""
+
+    name = "stablehlo.partition_id"
+
+
+@irdl_op_definition
+class ReplicaIdOp(_ProcessId):
+    """The replica of the process running it."""
+
+    name = "stablehlo.replica_id"
 
 
 class ComparisonDirection(StrEnum):
