@@ -11,43 +11,73 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import IndexTypeConstr, IntegerAttr, TensorType
 from xdsl.dialects.shard import CollectiveCommunicationOp, ReductionKind, ReductionKindAttr
-from xdsl.irdl import operand_def, prop_def, result_def, traits_def
+from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from purlin.declarations import define_op
 
-_PREFIX = "$input `on` $grid (`grid_axes` `=` $grid_axes^)? "
-_SUFFIX = "attr-dict `:` type($input) `->` type($result)"
+@irdl_op_definition
+class AllGatherOp(CollectiveCommunicationOp):
+    """Each group member gets the inputs of the group concatenated along
+    `gather_axis`, in group order."""
 
-
-def _collective(cls_name: str, op_name: str, doc: str, *axes: str, reduction: bool = False):
-    """A shard collective on one tensor, with an index property per axis
-    (and an optional reduction kind), printed in upstream's syntax."""
-    fields: dict = {"input": operand_def(TensorType)}
-    middle = ""
-    if reduction:
-        fields["reduction"] = prop_def(ReductionKindAttr, default_value=ReductionKindAttr(ReductionKind.SUM))
-        middle = "(`reduction` `=` $reduction^)? "
-    for axis in axes:
-        fields[axis] = prop_def(IntegerAttr.constr(IndexTypeConstr))
-        middle += f"`{axis}` `=` ${axis} "
-    return define_op(
-        CollectiveCommunicationOp, __name__, cls_name, op_name, doc,
-        **fields, result=result_def(TensorType), traits=traits_def(Pure()),
-        assembly_format=_PREFIX + middle + _SUFFIX,
+    name = "shard.all_gather"
+    input = operand_def(TensorType)
+    gather_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `gather_axis` `=` $gather_axis "
+        "attr-dict `:` type($input) `->` type($result)"
     )
 
 
-AllGatherOp = _collective("AllGatherOp", "shard.all_gather", """Each group member gets the inputs of the group concatenated along
-    `gather_axis`, in group order.""", "gather_axis")
-AllSliceOp = _collective("AllSliceOp", "shard.all_slice", """Each group member keeps its part of the input split along `slice_axis`
-    (no data moves between devices).""", "slice_axis")
-AllToAllOp = _collective("AllToAllOp", "shard.all_to_all", """Split along `split_axis`, part j to member j, parts received
-    concatenated along `concat_axis` in group order.""", "split_axis", "concat_axis")
-ReduceScatterOp = _collective(
-    "ReduceScatterOp", "shard.reduce_scatter",
-    "Reduce over the group, member j keeps part j along `scatter_axis`.", "scatter_axis", reduction=True,
-)
+@irdl_op_definition
+class AllSliceOp(CollectiveCommunicationOp):
+    """Each group member keeps its part of the input split along `slice_axis`
+    (no data moves between devices)."""
+
+    name = "shard.all_slice"
+    input = operand_def(TensorType)
+    slice_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `slice_axis` `=` $slice_axis "
+        "attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+@irdl_op_definition
+class AllToAllOp(CollectiveCommunicationOp):
+    """Split along `split_axis`, part j to member j, parts received
+    concatenated along `concat_axis` in group order."""
+
+    name = "shard.all_to_all"
+    input = operand_def(TensorType)
+    split_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    concat_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? `split_axis` `=` $split_axis "
+        "`concat_axis` `=` $concat_axis attr-dict `:` type($input) `->` type($result)"
+    )
+
+
+@irdl_op_definition
+class ReduceScatterOp(CollectiveCommunicationOp):
+    """Reduce over the group, member j keeps part j along `scatter_axis`."""
+
+    name = "shard.reduce_scatter"
+    input = operand_def(TensorType)
+    reduction = prop_def(ReductionKindAttr, default_value=ReductionKindAttr(ReductionKind.SUM))
+    scatter_axis = prop_def(IntegerAttr.constr(IndexTypeConstr))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `on` $grid (`grid_axes` `=` $grid_axes^)? (`reduction` `=` $reduction^)? "
+        "`scatter_axis` `=` $scatter_axis attr-dict `:` type($input) `->` type($result)"
+    )
 
 
 SHARD_OPS = (AllGatherOp, AllSliceOp, AllToAllOp, ReduceScatterOp)
