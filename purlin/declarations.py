@@ -1,21 +1,20 @@
-"""One-line declarations for the dialects, as TableGen's EnumAttr and op
-records write them: an enum attribute from its StrEnum, and an op that
-differs from a base only in name and a few fields."""
+"""One-line declarations of the dialects' enum attributes, as TableGen's
+EnumAttr records write them: an attribute from its StrEnum. (Ops are classes
+of their own, in xDSL's style: `@irdl_op_definition class StageOp(...)`.)"""
 
 from __future__ import annotations
 
 import types
 from enum import StrEnum
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import SpacedOpaqueSyntaxAttribute
-from xdsl.irdl import IRDLOperation, irdl_attr_definition, irdl_op_definition
+from xdsl.irdl import irdl_attr_definition
 
 # xdsl bounds EnumAttribute by its own StrEnum class; enum.StrEnum works the
 # same at run time, but type checkers tell the two apart (hence the ignores).
 E = TypeVar("E", bound=StrEnum)
-Op = TypeVar("Op", bound=IRDLOperation)
 
 
 def enum_attribute(
@@ -33,14 +32,3 @@ def enum_attribute(
     bases = (EnumAttribute[enum], SpacedOpaqueSyntaxAttribute)  # pyright: ignore[reportInvalidTypeArguments]
     return irdl_attr_definition(types.new_class(cls_name, bases, exec_body=body))
 
-
-def define_op(base: type[Op], module: str, cls_name: str, op_name: str,
-              doc: str | None = None, **body: Any) -> type[Op]:
-    """The op `op_name`: `base` with `body` (field definitions, traits,
-    assembly format, upper-case class constants) added, defined in `module`."""
-    namespace = {"name": op_name, "__module__": module, "__qualname__": cls_name, **body}
-    # IRDL takes upper-case names for class constants only when declared ClassVar.
-    namespace["__annotations__"] = {k: ClassVar[type(v)] for k, v in body.items() if k.isupper()}
-    if doc is not None:
-        namespace["__doc__"] = doc
-    return irdl_op_definition(type(cls_name, (base,), namespace))
