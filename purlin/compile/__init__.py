@@ -37,7 +37,7 @@ import purlin.conversion.coll_to_snac  # noqa: F401
 import purlin.conversion.snac_to_atom  # noqa: F401
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES, CollectiveSpec, SpecError
-from purlin.conversion.atom_to_plan import build_plan, build_rank_plan
+from purlin.conversion.atom_to_plan import bind_phases, build_plan, build_rank_plan
 from purlin.cuda.program import CudaProgram
 from purlin.diagnostics import verify_located
 from purlin.compile.pipeline import check_step, entry_function, lower, make_context, pipeline, pipeline_spec
@@ -133,7 +133,9 @@ def compile_rank_collective(collective: str, world: int, dtype: str, op: str | N
     """`compile_rank_plan`'s part of the plan and that rank's kernel tables side
     by side, neither built from the other ranks' records."""
     kernel = _rank_kernel(collective, world, dtype, op, rank, count, counts, arch, lowering, deterministic, in_place)
-    return CompiledRank(build_rank_plan(kernel, rank), CudaProgram(kernel).rank_tables(rank))
+    # One binding of the phases for both: the rank's units and groups are built once.
+    phases = bind_phases(kernel)
+    return CompiledRank(build_rank_plan(kernel, rank, phases=phases), CudaProgram(kernel).rank_tables(rank, phases))
 
 
 def _rank_kernel(collective: str, world: int, dtype: str, op: str | None, rank: int, count: int,

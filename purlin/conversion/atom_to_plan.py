@@ -67,27 +67,38 @@ def build_plan(kernel: atom.KernelOp, counts: Sequence | None = None) -> P.Plan:
     return plan
 
 
-def build_rank_plan(kernel: atom.KernelOp, rank: int, counts: Sequence | None = None) -> P.RankPlan:
+def build_rank_plan(kernel: atom.KernelOp, rank: int, counts: Sequence | None = None,
+                    phases: dict[str, PhaseState] | None = None) -> P.RankPlan:
     """Rank `rank`'s part of the plan of `kernel`, built without the other
-    ranks' programs: what one process running that rank needs."""
+    ranks' programs: what one process running that rank needs. `phases`:
+    `bind_phases(kernel, counts)`, when the caller lays out the rank's kernel
+    tables from them too."""
     if not 0 <= rank < kernel.world_size:
         raise PlanBuildError(kernel, f"rank {rank} is outside world {kernel.world_size}")
-    plan = _build(kernel, counts, rank)
+    plan = _build(kernel, counts, rank, phases)
     assert isinstance(plan, P.RankPlan)
     return plan
 
 
-def _build(kernel: atom.KernelOp, counts: Sequence | None, only: int | None) -> P.Plan | P.RankPlan:
+def bind_phases(kernel: atom.KernelOp, counts: Sequence | None = None) -> dict[str, PhaseState]:
+    """The phases of `kernel` bound to its world and `counts`: each rank's
+    units and groups, built when first asked for."""
     if kernel.counts is not None and counts is None:
         raise PlanBuildError(kernel, "the kernel's counts are dynamic; build its plan at run time with them")
+    try:
+        return phase_states(kernel, kernel.world_size, counts)
+    except SnacExecutionError as e:
+        raise PlanBuildError(e.op, e.message) from None
+
+
+def _build(kernel: atom.KernelOp, counts: Sequence | None, only: int | None,
+           phases: dict[str, PhaseState] | None = None) -> P.Plan | P.RankPlan:
     for op in kernel.body.walk():
         if (why := convention_error(op)) is not None:
             raise PlanBuildError(op, why)
+    if phases is None:
+        phases = bind_phases(kernel, counts)
     world = kernel.world_size
-    try:
-        phases = phase_states(kernel, world, counts)
-    except SnacExecutionError as e:
-        raise PlanBuildError(e.op, e.message) from None
     buffers = [op for op in kernel.body.block.ops if isinstance(op, snac.BufferOp)]
     signals = [op for op in kernel.body.block.ops if isinstance(op, snac.SignalsOp)]
     blocks = [op for op in kernel.body.block.ops if isinstance(op, atom.BlocksOp)]

@@ -25,7 +25,7 @@ from purlin.cuda.tables import TableError, Tables, build_counts_tables, build_ra
 from purlin.diagnostics import op_error
 from purlin.dtypes import DTYPE_BYTES, dtype_of_element_type
 from purlin.snac.errors import SnacExecutionError
-from purlin.snac.phase_binding import phase_states
+from purlin.snac.phase_binding import PhaseState, phase_states
 
 
 class ProgramError(Exception):
@@ -76,11 +76,14 @@ class CudaProgram:
             return self._laid_out(lambda: build_counts_tables(self.kernel, count_words(self.kernel)))
         return self._laid_out(lambda: build_tables(self.kernel, phase_states(self.kernel, self.world, self.counts)))
 
-    def rank_tables(self, rank: int) -> np.ndarray:
+    def rank_tables(self, rank: int, phases: dict[str, PhaseState] | None = None) -> np.ndarray:
         """Rank `rank`'s row of `tables`, laid out without the other ranks'
-        records: what one process running that rank launches with."""
-        return self._laid_out(
-            lambda: build_rank_tables(self.kernel, phase_states(self.kernel, self.world, self.counts), rank)).ranks[0]
+        records: what one process running that rank launches with. `phases`:
+        the kernel's phases bound to this program's counts, when the caller
+        has them (the rank's plan is built from the same)."""
+        return self._laid_out(lambda: build_rank_tables(
+            self.kernel, phase_states(self.kernel, self.world, self.counts) if phases is None else phases,
+            rank)).ranks[0]
 
     def _laid_out(self, build: Callable[[], Tables]) -> Tables:
         """`build()`, its errors as ProgramError naming the kernel."""
