@@ -5,7 +5,6 @@ header and its programs as given, so that it needs no Plan class."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NoReturn
 
 from purlin.dtypes import ReduceKind, check_reduce_computable
@@ -36,9 +35,7 @@ def check_plan(plan: PlanHeader, programs: list[list[list[Instr]]], symmetric: b
     for rank, roles in enumerate(programs):
         if len(roles) != len(plan.roles):
             raise PlanError(f"rank {rank} has {len(roles)} role programs, the kernel {len(plan.roles)}")
-        for role, body in enumerate(roles):
-            for n, i in enumerate(body):
-                _check_instr(_Site(plan, symmetric, rank, i, role, n))
+        _check_program(plan, symmetric, rank, roles)
 
 
 def check_rank_plan(plan: PlanHeader, rank: int, program: list[list[Instr]], symmetric: bool) -> None:
@@ -49,9 +46,7 @@ def check_rank_plan(plan: PlanHeader, rank: int, program: list[list[Instr]], sym
         raise PlanError(f"rank {rank} is outside world {plan.world}")
     if len(program) != len(plan.roles):
         raise PlanError(f"rank {rank} has {len(program)} role programs, the kernel {len(plan.roles)}")
-    for role, body in enumerate(program):
-        for n, i in enumerate(body):
-            _check_instr(_Site(plan, symmetric, rank, i, role, n))
+    _check_program(plan, symmetric, rank, program)
 
 
 def _check_header(plan: PlanHeader) -> None:
@@ -89,16 +84,21 @@ def _check_kernel(plan: PlanHeader) -> None:
             raise PlanError(f"signal array {k} has {s.slots} slots, world is {plan.world}")
 
 
-@dataclass(frozen=True)
 class _Site:
-    """One instruction of one rank's program: instruction `n` of role `role`."""
+    """Where the checks are in one rank's program: instruction `n` of role
+    `role`. One site walks the program (a record per instruction cost more
+    than checking it)."""
 
+    __slots__ = ("plan", "symmetric", "rank", "role", "n", "instr")
     plan: PlanHeader
     symmetric: bool
     rank: int
-    instr: Instr
     role: int
     n: int
+    instr: Instr
+
+    def __init__(self, plan: PlanHeader, symmetric: bool, rank: int):
+        self.plan, self.symmetric, self.rank = plan, symmetric, rank
 
     def fail(self, msg: str) -> NoReturn:
         raise PlanError(f"rank {self.rank} role {self.role} instruction {self.n} "
@@ -107,6 +107,16 @@ class _Site:
     def in_world(self, v: int, what: str) -> None:
         if not 0 <= v < self.plan.world:
             self.fail(f"{what} {v} is outside world {self.plan.world}")
+
+
+def _check_program(plan: PlanHeader, symmetric: bool, rank: int, program: list[list[Instr]]) -> None:
+    """Every instruction of rank `rank`'s `program[role]`."""
+    at = _Site(plan, symmetric, rank)
+    for role, body in enumerate(program):
+        at.role = role
+        for n, i in enumerate(body):
+            at.n, at.instr = n, i
+            _check_instr(at)
 
 
 def _check_instr(at: _Site) -> None:
@@ -119,7 +129,8 @@ def _check_instr(at: _Site) -> None:
         _check_data_op(at)
     elif i.op in (Op.PUT, Op.WAIT_PACKETS):
         _check_packet_op(at)
-    _check_mech(at)
+    if i.mech != Mech.NONE:  # waits and signals, most of a plan, have none
+        _check_mech(at)
 
 
 def _check_signal_op(at: _Site) -> None:
