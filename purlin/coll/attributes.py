@@ -44,6 +44,13 @@ ReduceKindAttr = enum_attribute(ReduceKind, "coll.reduce_kind", __name__)
 V_SUFFIX = "_v"
 
 
+def _int_array(data: list[int]) -> ArrayAttr[IntAttr]:
+    """`data` as an ArrayAttr, one IntAttr per distinct value: a V layout's
+    world of counts holds few (building an attribute costs more than looking one up)."""
+    ints = {v: IntAttr(v) for v in set(data)}
+    return ArrayAttr(ints[v] for v in data)
+
+
 @irdl_attr_definition
 class LayoutAttr(ParametrizedAttribute):
     """`#coll.layout<KIND, world W, COUNTS>`.
@@ -78,7 +85,7 @@ class LayoutAttr(ParametrizedAttribute):
         return LayoutAttr(
             StringAttr(kind),
             IntAttr(layout.world),
-            ArrayAttr(IntAttr(v) for v in data),
+            _int_array(data),
             IntAttr(int(layout.is_dynamic)),
         )
 
@@ -136,7 +143,7 @@ class LayoutAttr(ParametrizedAttribute):
                 data = [c for row in rows for c in row]
             else:
                 data = parse_int_list(parser)
-            array = ArrayAttr(IntAttr(v) for v in data)
+            array = _int_array(data)
             # Checked here too so that a bad layout is reported where it is written.
             if why := _layout_problem(kind_s, world, array, dynamic):
                 parser.raise_error(why, pos, parser.pos)
