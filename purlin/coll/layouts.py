@@ -107,7 +107,7 @@ class Layout:
     def is_dynamic(self) -> bool:
         return self.variable and self.counts is None
 
-    @property
+    @cached_property
     def matrix_counts(self) -> bool:
         return self.kind in (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED)
 
