@@ -28,6 +28,10 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
+
+# xDSL's pattern rewriter imports it on its first rewrite: loaded with this
+# module, as the passes below are, rather than by the first call.
+import xdsl.transforms.dead_code_elimination  # noqa: F401
 from xdsl.dialects.builtin import UnitAttr
 
 # The passes every compile runs, loaded with this module rather than by the
