@@ -123,12 +123,8 @@ def _check_instr(at: _Site) -> None:
     i = at.instr
     if i.elems < 0:
         at.fail(f"{i.elems} elements")
-    if i.op in (Op.WAIT, Op.SIGNAL):
-        _check_signal_op(at)
-    elif i.op in (Op.COPY, Op.REDUCE):
-        _check_data_op(at)
-    elif i.op in (Op.PUT, Op.WAIT_PACKETS):
-        _check_packet_op(at)
+    if (check := _CHECK_OP.get(i.op)) is not None:
+        check(at)
     if i.mech != Mech.NONE:  # waits and signals, most of a plan, have none
         _check_mech(at)
 
@@ -181,6 +177,11 @@ def _check_packet_op(at: _Site) -> None:
         if len(i.srcs) != 1:
             at.fail(f"a put has one source, got {len(i.srcs)}")
         _check_ref(at, i.srcs[0], "source", writes=False)
+
+
+# Each op's own checks.
+_CHECK_OP = {Op.WAIT: _check_signal_op, Op.SIGNAL: _check_signal_op, Op.COPY: _check_data_op,
+             Op.REDUCE: _check_data_op, Op.PUT: _check_packet_op, Op.WAIT_PACKETS: _check_packet_op}
 
 
 def _check_mech(at: _Site) -> None:
