@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the lent GPU machine (the device tool runs it in a copy of the
 # checkout): install the pure-Python wheels it lacks (.whl/, from
-# ../shared/tools/device-wheels), build purlin's runtime in place for the
+# ../shared/tools/device-wheels pytest-xdist execnet), build purlin's runtime in place for the
 # machine (skipped while that build is still there), then run what is asked.
 #
 #   bench/gpu_call.sh tests [PYTEST ARGS]    pytest -m gpu (default: tests/python)
@@ -28,8 +28,13 @@ fi
 
 what=${1:-both}
 shift || true
+# Tests spread over PYTEST_WORKERS processes (pytest-xdist, carried in .whl/):
+# they share the GPU by time slices, and their compiles run side by side.
 run_tests() {
-  python3 -m pytest -q -p no:cacheprovider -m gpu -x "${@:-tests/python}" 2>&1 | tee "$OUT/gpu-tests.txt" | tail -25
+  local par=()
+  python3 -c 'import xdist' 2>/dev/null && par=(-n "${PYTEST_WORKERS:-6}")
+  python3 -m pytest -q -p no:cacheprovider -m gpu "${par[@]}" --durations=15 "${@:-tests/python}" 2>&1 \
+    | tee "$OUT/gpu-tests.txt" | tail -40
 }
 run_bench() {
   [ -x .ref/floor ] || nvcc -O3 -arch=sm_90 .ref/one_gpu_floor.cu -o .ref/floor
