@@ -112,7 +112,7 @@ const char* op_name(Op op) {
 
 const char* role_name(RoleKind kind) {
   const auto k = static_cast<int64_t>(kind);
-  return k >= 0 && k <= static_cast<int64_t>(RoleKind::Fused) ? kRoleKindNames[k] : "role";
+  return k >= 0 && k <= static_cast<int64_t>(RoleKind::Stream) ? kRoleKindNames[k] : "role";
 }
 
 void check_programs(const Plan& p) {

@@ -140,6 +140,11 @@ class BlocksOp(snac.RoleOpBase):
             raise _err(self, "must be directly inside an atom.kernel")
         if self.first.value.data < 0:
             raise _err(self, f"first block must be non-negative, got {self.first.value.data}")
+        if self.kind.data == snac.RoleKind.STREAM:
+            for op in self.body.walk():
+                if isinstance(op, PushOp) and op.mech.data != Mechanism.COPY_ENGINE:
+                    raise _err(self, f"a stream role's pushes are the copy engine's, got mech "
+                                     f"'{op.mech.data.value}'")
 
 
 class _Datapath:
@@ -171,6 +176,13 @@ class _Datapath:
                 f"access width {width} bytes is not valid for {dtype} on {target.value}: expected a "
                 f"multiple of {elem} among 4, 8, 16" + (", 32" if MAX_WIDTH[target] == 32 else ""),
             )
+        if mech == Mechanism.COPY_ENGINE:
+            role = self.parent_op()
+            while role is not None and not isinstance(role, BlocksOp):
+                role = role.parent_op()
+            if not isinstance(self, PushOp) or role is None or role.kind.data != snac.RoleKind.STREAM:
+                raise _err(self, "the copy engine makes only the pushes of a stream role (the host issues them "
+                                 "between the role's signal steps)")
         if mech == Mechanism.MULTIMEM:
             if kernel.multimem is None:
                 raise _err(self, "multimem needs a kernel with multicast objects bound (multimem)")

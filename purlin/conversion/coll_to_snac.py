@@ -68,6 +68,7 @@ class Lowering:
     dst: Layout
     direct: bool = False  # phases move in place between the ranks' buffers
     budget: int | None = None  # blocks of a rank's grid in all, where ranks share a GPU
+    copy_engine: bool = False  # one stream role whose pushes the copy engine makes
 
 
 class LowerCollective(RewritePattern):
@@ -122,6 +123,8 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
     dynamic = inp.is_dynamic or out.is_dynamic
     # Counts read on the device build staged tables only (include/purlin/counts.cuh).
     symmetric = o.symmetric and direct and not dynamic
+    if o.copy_engine and (why := _copy_engine_refusal(o, op, reducing, dynamic, symmetric)):
+        raise PassFailedException(op_error(op, f"copy-engine: {why}"))
     choice = choose(
         o.arch,
         op.world,
@@ -133,7 +136,7 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         symmetric=symmetric,
         ranks_per_device=o.ranks_per_device,
         sms=o.sms,
-        regime=None if o.regime == "auto" else snac.Regime(o.regime),
+        regime=snac.Regime.THROUGHPUT if o.copy_engine else None if o.regime == "auto" else snac.Regime(o.regime),
     )
     regime = choice.regime
     in_place = symmetric and regime == snac.Regime.THROUGHPUT
@@ -154,8 +157,27 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         regime, strategy, chunk,
         o.slots if o.slots > 0 else choice.slots,
         o.blocks if o.blocks > 0 else choice.blocks(regime),
-        src, dst, in_place, None if o.blocks > 0 else choice.block_budget,
+        src, dst, in_place, None if o.blocks > 0 else choice.block_budget, o.copy_engine,
     )
+
+
+def _copy_engine_refusal(o: ConvertCollToSnacPass, op: CollectiveOp, reducing: bool, dynamic: bool,
+                         symmetric: bool) -> str | None:
+    """Why the copy engine cannot move `op`, or None: it copies whole spans
+    between the ranks' own buffers, so only a symmetric copy collective of
+    fixed counts in the throughput regime."""
+    if reducing:
+        return ("the collective reduces; the copy engine only copies (expected all_gather, all_to_all or their "
+                "V forms)")
+    if dynamic:
+        return "counts read on the device are not taken; the copy engine's spans are fixed when the call is issued"
+    if not symmetric:
+        return "needs symmetric=true (the copies go from the rank's input to the peers' outputs)"
+    if o.regime == snac.Regime.LATENCY:
+        return "copies whole spans, not packets: regime=latency does not apply"
+    if o.strategy not in ("auto", snac.Strategy.COPY):
+        return f"strategy '{o.strategy}' does not apply; the copy engine copies"
+    return None
 
 
 def _unit_elems(op: CollectiveOp, chunk_bytes: int, itemsize: int, src: Layout, dynamic: bool,
@@ -270,7 +292,10 @@ def _emit_roles(gen: _Gen, phases: list[PhaseSpec], low: Lowering, world: int) -
     # A staged copy's own slice needs no wait: a role of its own copies it
     # while the consumer pulls the peers' units.
     local = copy and low.regime == snac.Regime.THROUGHPUT and not direct
-    if low.regime == snac.Regime.LATENCY and len(phases) == 1:
+    if low.copy_engine:
+        (phase,) = phases
+        gen.stream_role(phase.name)
+    elif low.regime == snac.Regime.LATENCY and len(phases) == 1:
         (b,) = _role_blocks(low, lambda n: [n])
         gen.fused_role("exchange", b, handshake=not _mutual(phases[0], world))
     elif low.strategy == snac.Strategy.COMPOSED:
@@ -454,6 +479,29 @@ class _Gen:
         if self.moves[phase] == "pull":
             b.insert(snac.DrainOp(phase, self.rank, self.next_epoch, scope=self.scope))
 
+    def stream_role(self, phase: str) -> None:
+        """A pushed phase as one role of steps in order, the copy engine's
+        shape: grant this rank's output, wait for every destination's grant,
+        push every unit, announce them, then wait for every group."""
+        b = self._role(snac.RoleKind.STREAM, 1)
+        b.insert(snac.GrantOp(phase, self.rank, self.flag, scope=self.scope))
+        n = b.insert(snac.UnitsOp(phase, self.rank)).result
+        body, u = self._loop(b, n)
+        body.insert(snac.ReclaimOp(phase, u, self.rank, self.epoch, self.prev, scope=self.scope))
+        body.insert(scf.YieldOp())
+        body, u = self._loop(b, n)
+        body.insert(snac.PushOp(phase, u, self.rank))
+        body.insert(scf.YieldOp())
+        body, u = self._loop(b, n)
+        u1 = body.insert(arith.AddiOp(u, self.c1)).result
+        value = body.insert(arith.AddiOp(self.epoch, u1)).result
+        body.insert(snac.NotifyOp(phase, u, self.rank, value, scope=self.scope))
+        body.insert(scf.YieldOp())
+        n = b.insert(snac.GroupsOp(phase, self.rank)).result
+        body, g = self._loop(b, n)
+        body.insert(snac.WaitOp(phase, g, self.rank, self.epoch, scope=self.scope))
+        body.insert(scf.YieldOp())
+
     def fused_role(self, phase: str, blocks: int, handshake: bool) -> None:
         """Latency, one phase: the same blocks push the rank's units and consume
         its groups. Without `handshake`, no wait_free before the pushes and no
@@ -515,7 +563,9 @@ class ConvertCollToSnacPass(ModulePass):
     between them, no staging); ranks-per-device (ranks sharing one GPU) and sms
     (its multiprocessors, 0: the generation's), which bound the blocks per role
     so that every rank's grid is resident at once; scope (auto|gpu|system) of
-    the signals: auto is GPU scope where every rank shares one GPU."""
+    the signals: auto is GPU scope where every rank shares one GPU;
+    copy-engine (a symmetric copy collective's pushes made by the copy engine,
+    its steps one stream role)."""
 
     name = "convert-coll-to-snac"
 
@@ -529,6 +579,7 @@ class ConvertCollToSnacPass(ModulePass):
     ranks_per_device: int = 1
     sms: int = 0
     scope: str = "auto"
+    copy_engine: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_choice("arch", self.arch, THRESHOLDS)

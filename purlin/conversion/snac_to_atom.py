@@ -98,7 +98,11 @@ class LowerProgram(RewritePattern):
         _swap(s.rewriter, s.op, atom.PutOp, _path(self.gen.put()))
 
     def _push(self, s: _Step) -> None:
-        _swap(s.rewriter, s.op, atom.PushOp, _path(self.gen.copy()))
+        role = s.op.parent_op()
+        while role is not None and not isinstance(role, snac.RoleOpBase):
+            role = role.parent_op()
+        stream = role is not None and role.kind.data == snac.RoleKind.STREAM
+        _swap(s.rewriter, s.op, atom.PushOp, _path(self.gen.copy_engine() if stream else self.gen.copy()))
 
     def _grant(self, s: _Step) -> None:
         _swap(s.rewriter, s.op, atom.GrantOp)
@@ -170,7 +174,10 @@ def _threads(op: snac.ProgramOp, gen: Generation) -> int:
     """Threads per block: the generation's, but a packet kernel of static sizes
     gets the first of THREAD_STEPS that covers its pieces (one packet put to
     one consumer, or polled) spread over its smallest role: a 16-byte call runs
-    one warp, as a hand-fused kernel does."""
+    one warp, as a hand-fused kernel does. A stream role's block only signals
+    and waits: one warp."""
+    if any(isinstance(r, snac.RoleOp) and r.kind.data == snac.RoleKind.STREAM for r in op.body.block.ops):
+        return THREAD_STEPS[0]
     if op.regime.data != snac.Regime.LATENCY:
         return gen.threads
     try:

@@ -565,6 +565,8 @@ class RoleOpBase(IRDLOperation):
             raise _err(self, f"{self.blocks.value.data} blocks are more than the {MAX_ROLE_BLOCKS} a role may have")
         if not isinstance(self.parent_op(), ProgramOpBase):
             raise _err(self, "must be directly inside a snac.program")
+        if self.kind.data == RoleKind.STREAM:
+            self._verify_stream()
         if self.kind.data == RoleKind.FUSED:
             for op in self.body.walk():
                 if isinstance(op, (StageOpBase, NotifyOpBase, AckOpBase, PushOpBase, GrantOpBase, DrainOpBase)):
@@ -573,6 +575,27 @@ class RoleOpBase(IRDLOperation):
                         f"a fused role moves packets only (put, wait, consume), but holds "
                         f"'{op.name}'; staged phases need separate producer and consumer roles",
                     )
+
+
+    def _verify_stream(self) -> None:
+        """A stream role is its rank's whole program, its steps in order on one
+        stream: one block, no other role, pushed phases only."""
+        if self.blocks.value.data != 1:
+            raise _err(self, f"a stream role runs on one block (its signals between the copies), got "
+                             f"{self.blocks.value.data}")
+        program = self.parent_op()
+        assert isinstance(program, ProgramOpBase)
+        roles = [op for op in program.body.block.ops if isinstance(op, RoleOpBase)]
+        if len(roles) != 1:
+            raise _err(self, f"a stream role must be its program's only role, the program has {len(roles)}")
+        for op in self.body.walk():
+            if isinstance(op, (StageOpBase, PutOpBase, ConsumeOpBase, AckOpBase, FinishOpBase, DrainOpBase)):
+                raise _err(self, f"a stream role pushes, signals and waits only, but holds '{op.name}'")
+            if isinstance(op, _PhaseStep):
+                phase = _phase_of(op, op.phase)
+                if phase.moves() != "push":
+                    raise _err(self, f"a stream role moves pushed phases only; '@{phase.sym_name.data}' moves "
+                                     f"by {phase.moves()}")
 
 
 @irdl_op_definition

@@ -63,6 +63,9 @@ class RoleKind(StrEnum):
     # Packets only: the same blocks put the rank's units and consume its
     # groups, each thread its own lines, with no role split between them.
     FUSED = "fused"
+    # Copy-engine programs: the one role of the rank, its steps in order on
+    # the rank's stream (pushes by the copy engine, signals by one block).
+    STREAM = "stream"
 
 
 # Limits checked before anything is expanded or allocated: staging slots per

@@ -35,13 +35,13 @@ enum class Space : int64_t { Input = 0, Output = 1, Staging = 2, Window = 3 };
 enum class Base : int64_t { Epoch = 0, Prev = 1 };
 enum class Order : int64_t { Relaxed = 0, Acquire = 1, Release = 2 };
 enum class BufKind : int64_t { Staging = 0, Packets = 1 };
-enum class RoleKind : int64_t { Producer = 0, Consumer = 1, Reducer = 2, Local = 3, Fused = 4 };
+enum class RoleKind : int64_t { Producer = 0, Consumer = 1, Reducer = 2, Local = 3, Fused = 4, Stream = 5 };
 enum class Scope : int64_t { Gpu = 0, System = 1 };
 
 // By RoleKind, for messages.
-constexpr const char* kRoleKindNames[] = {"producer", "consumer", "reducer", "local", "fused"};
+constexpr const char* kRoleKindNames[] = {"producer", "consumer", "reducer", "local", "fused", "stream"};
 static_assert(sizeof(kRoleKindNames) / sizeof(kRoleKindNames[0]) ==
-              static_cast<std::size_t>(RoleKind::Fused) + 1);
+              static_cast<std::size_t>(RoleKind::Stream) + 1);
 
 // The sm generations a plan or kernel may target.
 constexpr int64_t kArchs[] = {80, 90, 100};

@@ -34,6 +34,11 @@ class Generation:
     def reduce(self, kind: ReduceKind, dtype: str, multimem: bool) -> Datapath:
         return Datapath(Mechanism.VECTOR, self.width)
 
+    def copy_engine(self) -> Datapath:
+        """A stream role's push: DMA between the buffers, no threads (the width
+        is the generation's, for the CPU backend's copies)."""
+        return Datapath(Mechanism.COPY_ENGINE, self.width)
+
     def put(self) -> Datapath:
         return Datapath(Mechanism.PACKET, PACKET_BYTES)
 

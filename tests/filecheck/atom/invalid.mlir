@@ -964,3 +964,57 @@ func.func @packed_f32x2_on_sm90(%in: memref<8xf32>, %out: memref<8xf32>) {
   }
   func.return
 }
+
+// -----
+
+func.func @stream_push_by_threads(%in: memref<4xf32>, %out: memref<8xf32>) {
+  atom.kernel %in, %out world 2 regime throughput strategy copy symmetric target sm_90 threads 32 smem 0 : memref<4xf32>, memref<8xf32> {
+    snac.signals @ready slots 2
+    snac.signals @free slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 direct push ready @ready free @free
+    %r = snac.rank
+    %c0 = arith.constant 0 : index
+    atom.blocks stream first 0 blocks 1 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'atom.blocks': a stream role's pushes are the copy engine's, got mech 'vector'
+      atom.push @p unit %c0 of %r mech vector width 16
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @copy_engine_outside_a_stream_role(%in: memref<4xf32>, %out: memref<8xf32>) {
+  atom.kernel %in, %out world 2 regime throughput strategy copy symmetric target sm_90 threads 32 smem 0 : memref<4xf32>, memref<8xf32> {
+    snac.signals @ready slots 2
+    snac.signals @free slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 direct push ready @ready free @free
+    %r = snac.rank
+    %c0 = arith.constant 0 : index
+    atom.blocks producer first 0 blocks 4 {
+      atom.push @p unit %c0 of %r mech copy_engine width 16
+// CHECK: invalid.mlir:[[# @LINE - 1]]:7: error: 'atom.push': the copy engine makes only the pushes of a stream role (the host issues them between the role's signal steps)
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @copy_engine_stages(%in: memref<4xf32>, %out: memref<8xf32>) {
+  atom.kernel %in, %out world 2 regime throughput strategy copy target sm_90 threads 32 smem 0 : memref<4xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @ready slots 2
+    snac.signals @free slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @ready free @free
+    %r = snac.rank
+    %e, %v = snac.epoch
+    %h = snac.half %e
+    %c0 = arith.constant 0 : index
+    atom.blocks producer first 0 blocks 1 {
+      atom.stage @p unit %c0 of %r half %h mech copy_engine width 16
+// CHECK: invalid.mlir:[[# @LINE - 1]]:7: error: 'atom.stage': the copy engine makes only the pushes of a stream role (the host issues them between the role's signal steps)
+    }
+  }
+  func.return
+}

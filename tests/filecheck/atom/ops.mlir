@@ -48,7 +48,7 @@ func.func @composed(%in: memref<8xf32>, %out: memref<8xf32>) {
         %tok = atom.wait_ready @reduce group %g of %rank epoch %epoch acquire system
         atom.reduce @reduce group %g of %rank half %half after %tok mech cp_async width 32 packed_f32x2
         atom.wait_free @forward unit %g of %rank epoch %epoch prev %prev relaxed gpu
-        atom.stage @forward unit %g of %rank half %half mech copy_engine width 4
+        atom.stage @forward unit %g of %rank half %half mech vector width 4
         atom.fence gpu
         atom.notify @forward unit %g of %rank value %next relaxed gpu
         atom.ack @reduce group %g of %rank epoch %epoch release system
@@ -222,7 +222,7 @@ func.func @copy_sm70(%in: memref<4xf16>, %out: memref<8xf16>) {
       %n = snac.groups @exchange of %rank
       scf.for %g = %c0 to %n step %c1 {
         %tok = atom.wait_ready @exchange group %g of %rank epoch %epoch acquire system
-        atom.copy @exchange group %g of %rank half %half after %tok mech copy_engine width 8
+        atom.copy @exchange group %g of %rank half %half after %tok mech vector width 8
         atom.ack @exchange group %g of %rank epoch %epoch release system
       }
       atom.fence system
@@ -270,7 +270,7 @@ func.func @copy_sm70(%in: memref<4xf16>, %out: memref<8xf16>) {
 // CHECK-NEXT:          %tok = atom.wait_ready @reduce group %g of %rank epoch %epoch acquire system
 // CHECK-NEXT:          atom.reduce @reduce group %g of %rank half %half after %tok mech cp_async width 32 packed_f32x2
 // CHECK-NEXT:          atom.wait_free @forward unit %g of %rank epoch %epoch prev %prev relaxed gpu
-// CHECK-NEXT:          atom.stage @forward unit %g of %rank half %half mech copy_engine width 4
+// CHECK-NEXT:          atom.stage @forward unit %g of %rank half %half mech vector width 4
 // CHECK-NEXT:          atom.fence gpu
 // CHECK-NEXT:          atom.notify @forward unit %g of %rank value %next relaxed gpu
 // CHECK-NEXT:          atom.ack @reduce group %g of %rank epoch %epoch release system
@@ -434,7 +434,7 @@ func.func @copy_sm70(%in: memref<4xf16>, %out: memref<8xf16>) {
 // CHECK-NEXT:        %n_1 = snac.groups @exchange of %rank
 // CHECK-NEXT:        scf.for %g = %c0 to %n_1 step %c1 {
 // CHECK-NEXT:          %tok = atom.wait_ready @exchange group %g of %rank epoch %epoch acquire system
-// CHECK-NEXT:          atom.copy @exchange group %g of %rank half %half after %tok mech copy_engine width 8
+// CHECK-NEXT:          atom.copy @exchange group %g of %rank half %half after %tok mech vector width 8
 // CHECK-NEXT:          atom.ack @exchange group %g of %rank epoch %epoch release system
 // CHECK-NEXT:        }
 // CHECK-NEXT:        atom.fence system
@@ -455,7 +455,7 @@ func.func @copy_sm70(%in: memref<4xf16>, %out: memref<8xf16>) {
 // GENERIC: %tok = "atom.wait_ready"(%g, %rank, %epoch) <{phase = @reduce, order = #snac<order acquire>, scope = #snac<scope system>}> : (index, index, index) -> !snac.token
 // GENERIC: "atom.reduce"(%g, %rank, %half, %tok) <{phase = @reduce, mech = #atom<mechanism cp_async>, width = 32 : i64, packed_f32x2}> : (index, index, index, !snac.token) -> ()
 // GENERIC: "atom.wait_free"(%g, %rank, %epoch, %prev) <{phase = @forward, order = #snac<order relaxed>, scope = #snac<scope gpu>}> : (index, index, index, index) -> ()
-// GENERIC: "atom.stage"(%g, %rank, %half) <{phase = @forward, mech = #atom<mechanism copy_engine>, width = 4 : i64}> : (index, index, index) -> ()
+// GENERIC: "atom.stage"(%g, %rank, %half) <{phase = @forward, mech = #atom<mechanism vector>, width = 4 : i64}> : (index, index, index) -> ()
 // GENERIC: "atom.fence"() <{scope = #snac<scope gpu>}> : () -> ()
 // GENERIC: "atom.notify"(%g, %rank, %next) <{phase = @forward, order = #snac<order relaxed>, scope = #snac<scope gpu>}> : (index, index, index) -> ()
 // GENERIC: "atom.ack"(%g, %rank, %epoch) <{phase = @reduce, order = #snac<order release>, scope = #snac<scope system>}> : (index, index, index) -> ()
@@ -508,7 +508,7 @@ func.func @copy_sm70(%in: memref<4xf16>, %out: memref<8xf16>) {
 // GENERIC: "atom.notify"(%u, %rank, %f) <{phase = @exchange, order = #snac<order release>, scope = #snac<scope system>}> : (index, index, index) -> ()
 // GENERIC: "atom.blocks"() <{kind = #snac<role_kind consumer>, first = 2 : i64, blocks = 2 : i64}> ({
 // GENERIC: %tok = "atom.wait_ready"(%g, %rank, %epoch) <{phase = @exchange, order = #snac<order acquire>, scope = #snac<scope system>}> : (index, index, index) -> !snac.token
-// GENERIC: "atom.copy"(%g, %rank, %half, %tok) <{phase = @exchange, mech = #atom<mechanism copy_engine>, width = 8 : i64}> : (index, index, index, !snac.token) -> ()
+// GENERIC: "atom.copy"(%g, %rank, %half, %tok) <{phase = @exchange, mech = #atom<mechanism vector>, width = 8 : i64}> : (index, index, index, !snac.token) -> ()
 // GENERIC: "atom.ack"(%g, %rank, %epoch) <{phase = @exchange, order = #snac<order release>, scope = #snac<scope system>}> : (index, index, index) -> ()
 // GENERIC: "atom.fence"() <{scope = #snac<scope system>}> : () -> ()
 // GENERIC: "atom.finish"(%rank, %next) <{phase = @exchange, order = #snac<order release>, scope = #snac<scope system>}> : (index, index) -> ()

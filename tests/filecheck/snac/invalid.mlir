@@ -761,3 +761,69 @@ func.func @too_many_blocks(%a: memref<8xf32>) {
   }
   func.return
 }
+
+// -----
+
+func.func @stream_role_of_two_blocks(%in: memref<8xf32>, %out: memref<16xf32>) {
+  snac.program %in, %out world 2 regime throughput strategy copy symmetric : memref<8xf32>, memref<16xf32> {
+    snac.role stream blocks 2 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.role': a stream role runs on one block (its signals between the copies), got 2
+      %r = snac.rank
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @stream_role_beside_another(%in: memref<8xf32>, %out: memref<16xf32>) {
+  snac.program %in, %out world 2 regime throughput strategy copy symmetric : memref<8xf32>, memref<16xf32> {
+    snac.role stream blocks 1 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.role': a stream role must be its program's only role, the program has 2
+      %r = snac.rank
+    }
+    snac.role consumer blocks 1 {
+      %r = snac.rank
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @stream_role_stages(%in: memref<8xf32>, %out: memref<16xf32>) {
+  snac.program %in, %out world 2 regime throughput strategy copy : memref<8xf32>, memref<16xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 8 : f32
+    snac.signals @ready slots 2
+    snac.signals @free slots 2
+    snac.phase @p from input <packed, world 2, 8> to <scattered, world 2, 8> consume <copy> chunk 8 via @b ready @ready free @free
+    %r = snac.rank
+    %e, %v = snac.epoch
+    %h = snac.half %e
+    %c0 = arith.constant 0 : index
+    snac.role stream blocks 1 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.role': a stream role pushes, signals and waits only, but holds 'snac.stage'
+      snac.stage @p unit %c0 of %r half %h
+    }
+  }
+  func.return
+}
+
+// -----
+
+func.func @stream_role_of_a_staged_phase(%in: memref<8xf32>, %out: memref<16xf32>) {
+  snac.program %in, %out world 2 regime throughput strategy copy : memref<8xf32>, memref<16xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 8 : f32
+    snac.signals @ready slots 2
+    snac.signals @free slots 2
+    snac.phase @p from input <packed, world 2, 8> to <scattered, world 2, 8> consume <copy> chunk 8 via @b ready @ready free @free
+    %r = snac.rank
+    %e, %v = snac.epoch
+    %c0 = arith.constant 0 : index
+    snac.role stream blocks 1 {
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.role': a stream role moves pushed phases only; '@p' moves by staging
+      %t = snac.wait @p group %c0 of %r epoch %e acquire system
+    }
+  }
+  func.return
+}
