@@ -36,7 +36,8 @@ void register_bindings(py::module_& m) {
       .def_readwrite("multimem", &KernelSpec::multimem)
       .def_readwrite("count_words", &KernelSpec::count_words)
       .def_readwrite("symmetric", &KernelSpec::symmetric)
-      .def_readwrite("gpu_scope", &KernelSpec::gpu_scope);
+      .def_readwrite("gpu_scope", &KernelSpec::gpu_scope)
+      .def_readwrite("stream", &KernelSpec::stream);
   py::class_<Communicator>(m, "CudaCommunicator",
                            "One process driving every rank (a GPU may host several): one compiled kernel per rank.")
       .def(py::init<KernelSpec, std::vector<int>, double, std::string>(), py::arg("spec"), py::arg("devices"),

@@ -29,6 +29,13 @@ stores the reduced chunk to the output and every destination at once.
 
 A symmetric kernel takes every rank's input and output of the call as a
 second parameter (abi::Peers), which its direct phases read and write.
+
+A kernel whose one role is a stream role (copy-engine pushes) becomes a
+sequence of steps on the rank's stream: one-block kernels `NAME_0`,
+`NAME_1`, ... for the signal steps between the pushes, and between them the
+copies of every unit of a phase, which the runtime issues to the copy engine
+from the rank's tables (KernelSource.stream); the last kernel advances the
+epochs.
 """
 
 from __future__ import annotations
@@ -85,6 +92,9 @@ class KernelSource:
     count_words: int = 0  # device counts: words of counts each rank passes (0: none)
     symmetric: bool = False  # takes every rank's buffers (abi::Peers) as its second parameter
     system_scope: bool = True  # signals at system scope; else every rank must run on one GPU
+    # A stream role's steps in order: k >= 0 launches kernel NAME_k, k < 0
+    # copies every unit of phase -k - 1 by the copy engine. Empty: one kernel NAME.
+    stream: tuple[int, ...] = ()
 
 
 def _error(op: Operation, msg: str) -> CodegenError:
@@ -174,13 +184,15 @@ class _Emitter:
 
     # -- structure -----------------------------------------------------------
 
-    def top(self) -> None:
+    def declarations(self) -> None:
         for op in self.kernel.body.block.ops:
             if isinstance(op, snac.BufferOp):
                 self.buffers[op.sym_name.data] = op
             elif isinstance(op, snac.PhaseOp):
                 self.phases[op.sym_name.data] = len(self.phases)
                 self.phase_ops[op.sym_name.data] = op
+
+    def top(self) -> None:
         for op in self.kernel.body.block.ops:
             if isinstance(op, (snac.BufferOp, snac.SignalsOp, snac.PhaseOp)):
                 continue
@@ -200,7 +212,9 @@ class _Emitter:
         self.emit(1, "}")
 
     def block(self, block: Block, depth: int, role: _Role) -> None:
-        ops = list(block.ops)
+        self.ops(list(block.ops), depth, role)
+
+    def ops(self, ops: list[Operation], depth: int, role: _Role) -> None:
         fused: set[Operation] = set()
         for k, op in enumerate(ops):
             nxt = ops[k + 1] if k + 1 < len(ops) else None
@@ -260,6 +274,8 @@ class _Emitter:
             u = n(op.unit)
             self.emit(depth, f"put_units(k, {p}, {u}, {u} + 1, {n(op.half)}, {n(op.flag)}, part);")
         elif isinstance(op, atom.PushOp):
+            if op.mech.data == atom.Mechanism.COPY_ENGINE:
+                raise _error(op, "the copy engine is not driven from a kernel")
             self.barrier_if_reads_output(op, op.unit, phase, depth, role)
             self.emit(depth, f"push<{self.dtype}, Mech::{_MECH[op.mech.data]}, {op.width.value.data}>"
                              f"(k, {p}, {n(op.unit)}, part, smem, kSmem);")
@@ -366,6 +382,93 @@ class _Emitter:
         threads (and blocks) wrote: all of them must be done first."""
         if role.wrote_output and phase.source.data == snac.PhaseSource.OUTPUT:
             self.emit(depth, f"role_barrier<{role.blocks}>(k, {self.site(op)}, {self.name(index)});")
+
+
+def _is_value(op: Operation) -> bool:
+    """Whether `op` only computes an index (_Emitter.value emits it)."""
+    return isinstance(op, (arith.ConstantOp, snac.RankOp, snac.EpochOp, snac.HalfOp, snac.UnitsOp, snac.GroupsOp,
+                           snac.StagedGroupsOp, snac.MaxUnitsOp)) or type(op) in _BINARY
+
+
+def _copies(op: Operation, e: _Emitter) -> int | None:
+    """The phase index of a loop that pushes every unit of the rank by the
+    copy engine (`scf.for %u = 0 to units(@p) { atom.push @p unit %u }`), or
+    None for any other op; a copy-engine push elsewhere is an error."""
+    body = [o for o in op.body.block.ops if not isinstance(o, scf.YieldOp)] if isinstance(op, scf.ForOp) else []
+    push = body[0] if len(body) == 1 and isinstance(body[0], atom.PushOp) else None
+    if push is None or push.mech.data != atom.Mechanism.COPY_ENGINE:
+        for inner in op.walk():
+            if isinstance(inner, atom.PushOp) and inner.mech.data == atom.Mechanism.COPY_ENGINE:
+                raise _error(inner, "a copy-engine push must be the whole body of a loop over the rank's units")
+        return None
+    assert isinstance(op, scf.ForOp)
+    lb, ub, step = op.lb.owner, op.ub.owner, op.step.owner
+    every_unit = (
+        push.unit is op.body.block.args[0]
+        and isinstance(lb, arith.ConstantOp) and lb.value.value.data == 0  # type: ignore[attr-defined]
+        and isinstance(step, arith.ConstantOp) and step.value.value.data == 1  # type: ignore[attr-defined]
+        and isinstance(ub, snac.UnitsOp) and ub.phase == push.phase and ub.rank is push.rank
+    )
+    if not every_unit:
+        raise _error(push, "a copy-engine push must be the whole body of a loop over the rank's units "
+                           "(from 0 to snac.units of its phase, step 1)")
+    if not isinstance(push.rank.owner, snac.RankOp):
+        raise _error(push, "names the units of a rank other than snac.rank; a compiled kernel holds only its "
+                           "own rank's tables")
+    p, _, moves = e.phase_of(push)
+    if moves != "abi::Moves::Push":
+        raise _error(push, "the copy engine moves pushed phases only")
+    return p
+
+
+def _stream_kernels(e: _Emitter, name: str, threads: int, head_params: str) -> tuple[list[str], tuple[int, ...]]:
+    """The kernels of a stream role's signal steps and the order of the
+    steps (KernelSource.stream)."""
+    kernel = e.kernel
+    (role,) = [op for op in kernel.body.block.ops if isinstance(op, atom.BlocksOp)]
+    if role.kind.data != snac.RoleKind.STREAM:
+        raise _error(role, "a kernel with copy-engine steps has one stream role")
+    segments: list[list[Operation]] = [[]]
+    order: list[int] = []
+    for op in role.body.block.ops:
+        if (p := _copies(op, e)) is None:
+            segments[-1].append(op)
+            continue
+        if any(not _is_value(o) for o in segments[-1]):
+            order.append(len(segments) - 1)
+            segments.append([])
+        order.append(-p - 1)
+    # The last kernel advances the epochs, even with no step of its own.
+    order.append(len(segments) - 1)
+    lines: list[str] = []
+    for k, segment in enumerate(segments):
+        if k not in order:
+            continue  # index values only, before the first copies: each kernel computes them again
+        e.names, e.lines, e.rank = {}, [], None
+        for op in kernel.body.block.ops:
+            if isinstance(op, (snac.BufferOp, snac.SignalsOp, snac.PhaseOp)):
+                continue
+            if isinstance(op, atom.BlocksOp):
+                e.emit(1, f"{{  // atom.blocks stream, step {order.index(k)} of {len(order)}")
+                e.emit(2, "const Part part{0, 1};")
+                e.ops([o for o in op.body.block.ops if o in segment or _is_value(o)], 2, _Role(1))
+                e.emit(1, "}")
+            elif isinstance(op, snac.AdvanceOp):
+                if k == len(segments) - 1:
+                    e.emit(1, f"advance(k, {e.name(op.amount)});")
+            elif not e.value(op, 1):
+                raise _error(op, "the CUDA code generator does not handle this op at kernel level")
+        lines += [
+            f"// Step {order.index(k)} of a stream role: one block of {threads} threads.",
+            f'extern "C" __global__ void __launch_bounds__({threads}, 1)',
+            f"{name}_{k}({head_params}) {{",
+            "  extern __shared__ __align__(128) char smem[];",
+            "  K k(p, reinterpret_cast<i64*>(smem + kSmem), &peers);",
+            *e.lines,
+            "}",
+            "",
+        ]
+    return lines, tuple(order)
 
 
 def _fuses(wait: atom.WaitPacketsOp, nxt: Operation | None) -> bool:
@@ -518,7 +621,11 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
             f"per SM exceed the {MAX_THREADS_PER_SM} threads an SM holds"
         )
     e = _Emitter(kernel)
-    e.top()
+    e.declarations()
+    streamed = any(isinstance(op, atom.PushOp) and op.mech.data == atom.Mechanism.COPY_ENGINE
+                   for op in kernel.body.walk())
+    if not streamed:
+        e.top()
     dynamic = kernel.counts is not None if device_counts is None else device_counts
     if dynamic and kernel.counts is None:
         raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': device counts need a kernel with a counts operand")
@@ -526,11 +633,16 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': device counts build the tables in shared memory")
     prologue = _counts_prologue(e) if dynamic else []
     name = kernel_name(kernel)
+    if streamed and (dynamic or kernel.symmetric is None):
+        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': copy-engine steps need a symmetric kernel "
+                           "of fixed counts")
     world = kernel.world_size
     symmetric = kernel.symmetric is not None
     system = system_scope(kernel)
     grid = grid_of(kernel)
     smem = kernel.smem.value.data
+    params = "const __grid_constant__ abi::Header p" + (
+        ", const __grid_constant__ abi::Peers<kWorld> peers" if symmetric else "")
     head = [
         f"// purlin: {kernel.regime.data.value} {kernel.strategy.data.value} collective, world {world}, "
         f"{kernel.arch.value}, generated from the atom.kernel at {where(kernel)}",
@@ -548,10 +660,16 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         "using K = Kernel<kWorld, kSharedTables, kSystem>;",
         "}  // namespace",
         "",
+    ]
+    if streamed:
+        body, stream = _stream_kernels(e, name, threads, params)
+        return KernelSource("\n".join(head + body), name, kernel.arch.value, threads, grid, smem, shared_tables,
+                            blocks_per_sm, tuple(e.sites), kernel.multimem is not None, 0, symmetric, system,
+                            stream)
+    head += [
         f"// {grid} block{'s' if grid > 1 else ''} of {threads} threads, all co-resident.",
         f'extern "C" __global__ void __launch_bounds__({threads}, {blocks_per_sm})',
-        f"{name}(const __grid_constant__ abi::Header p"
-        + (", const __grid_constant__ abi::Peers<kWorld> peers) {" if symmetric else ") {"),
+        f"{name}({params}) {{",
         "  extern __shared__ __align__(128) char smem[];",
         f"  K k(p, reinterpret_cast<i64*>(smem + kSmem){', &peers' if symmetric else ''});",
     ]

@@ -147,4 +147,5 @@ class CudaProgram:
         s.count_words = src.count_words
         s.symmetric = src.symmetric
         s.gpu_scope = not src.system_scope
+        s.stream = list(src.stream)
         return s

@@ -92,6 +92,13 @@ Executor::Executor(KernelSpec spec, double timeout_s, std::string name)
     if (static_cast<int64_t>(t.size()) < abi::kGlobalWords + s.world)
       fail("rank " + std::to_string(r) + "'s tables are shorter than their header");
   }
+  if (!s.stream.empty()) {
+    if (!s.symmetric)
+      fail("copy-engine steps (a stream role) need a symmetric kernel: they copy between the ranks' own buffers");
+    int kernels = 0;
+    for (int k : s.stream) kernels += k >= 0;
+    if (kernels == 0) fail("a stream program needs at least one kernel step");
+  }
   if (s.multimem)
     fail("the kernel uses multimem, which needs an NVLink multicast object; this runtime never creates one "
          "(multicast is off on the machines it targets): lower without multimem");
@@ -154,7 +161,15 @@ void Executor::check_devices(const std::vector<int>& devices) {
   if (!library_) {
     check(cudaLibraryLoadData(&library_, spec_.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
           name_ + ": loading the compiled kernel");
-    check(cudaLibraryGetKernel(&kernel_, library_, spec_.name.c_str()), name_ + ": finding kernel " + spec_.name);
+    for (int k : spec_.stream) {
+      if (k < 0 || stream_kernels_.count(k)) continue;
+      const std::string step = spec_.name + "_" + std::to_string(k);
+      check(cudaLibraryGetKernel(&stream_kernels_[k], library_, step.c_str()), name_ + ": finding kernel " + step);
+    }
+    if (spec_.stream.empty())
+      check(cudaLibraryGetKernel(&kernel_, library_, spec_.name.c_str()), name_ + ": finding kernel " + spec_.name);
+    else
+      kernel_ = stream_kernels_.begin()->second;  // one block, as every step: what occupancy is checked on
   }
   for (const auto& [device, n] : ranks_on) {
     const cudaDeviceProp& prop = props[device];
@@ -313,6 +328,10 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
     }
     void* args[] = {&h, peers.data()};
     const cudaStream_t s = forked[i] ? r.side : reinterpret_cast<cudaStream_t>(streams[i]);
+    if (!spec_.stream.empty()) {
+      run_stream(i, peers, h, s);
+      continue;
+    }
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
                            dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),
           name_ + ": launching rank " + std::to_string(r.rank));
@@ -323,6 +342,34 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
     check(cudaEventRecord(ranks_[i].join, ranks_[i].side), "joining a rank's stream");
     check(cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(streams[i]), ranks_[i].join, 0),
           "joining a rank's stream");
+  }
+}
+
+void Executor::run_stream(size_t local, const std::vector<char*>& peers, abi::Header& h, cudaStream_t s) {
+  const Rank& r = ranks_[local];
+  const std::vector<int64_t>& t = spec_.tables[r.rank];
+  void* args[] = {&h, const_cast<char**>(peers.data())};
+  for (int step : spec_.stream) {
+    if (step >= 0) {
+      check(cudaLaunchKernel(reinterpret_cast<const void*>(stream_kernels_.at(step)), dim3(spec_.grid),
+                             dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),
+            name_ + ": launching rank " + std::to_string(r.rank) + "'s step kernel " + std::to_string(step));
+      continue;
+    }
+    // Every unit of the phase, from the rank's source buffer to each destination's output.
+    const int64_t ph = abi::kGlobalWords + spec_.world + int64_t(-step - 1) * abi::kPhaseWords;
+    const char* base = t[ph + abi::kPhSource] ? h.output : h.input;
+    for (int64_t u = 0; u < t[ph + abi::kPhUnits]; ++u) {
+      const int64_t unit = t[ph + abi::kPhUnitsAt] + u * abi::kUnitWords;
+      const char* src = base + t[unit + abi::kUSrc];
+      const int64_t bytes = t[unit + abi::kUBytes], at = t[unit + abi::kUDestsAt];
+      for (int64_t c = 0; c < t[unit + abi::kUDests] && bytes > 0; ++c) {
+        char* dst = peers[size_t(spec_.world + t[at + 2 * c])] + t[at + 2 * c + 1];
+        if (dst == src) continue;  // the rank's input is that slice of its own output
+        check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice, s),
+              name_ + ": rank " + std::to_string(r.rank) + "'s copy-engine copy");
+      }
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -56,6 +57,10 @@ struct KernelSpec {
   bool symmetric = false;
   // Signals and packets at GPU scope: every rank must run on one GPU.
   bool gpu_scope = false;
+  // A stream role's steps in order (empty: one launch of `name`): k >= 0
+  // launches kernel `name`_k, k < 0 copies every unit of phase -k - 1 by the
+  // copy engine (cudaMemcpyAsync on the rank's stream).
+  std::vector<int> stream;
 };
 
 // Per rank, the device counts of a call (see KernelSpec::count_words): its
@@ -112,6 +117,8 @@ class Executor {
 
  private:
   void check_recorded_errors();
+  // Rank `local`'s stream steps on `s`; `peers` holds every rank's input, then every rank's output.
+  void run_stream(size_t local, const std::vector<char*>& peers, abi::Header& h, cudaStream_t s);
   void check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const char* what) const;
   int64_t state_bytes() const;
 
@@ -120,6 +127,7 @@ class Executor {
   std::string name_;
   cudaLibrary_t library_ = nullptr;
   cudaKernel_t kernel_ = nullptr;
+  std::map<int, cudaKernel_t> stream_kernels_;  // a stream program's, by step
   std::vector<Rank> ranks_;
   abi::ErrorRecord* errors_ = nullptr;  // host-mapped: one record per local rank, then the abort flag
   std::atomic<bool> failed_{false};

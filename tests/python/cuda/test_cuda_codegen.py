@@ -17,6 +17,7 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES
 from purlin.compile import compile_collective
 from purlin.cuda import nvrtc
@@ -176,6 +177,39 @@ def test_queries_of_another_rank_are_refused():
     Rewriter.insert_op(two, InsertPoint.before(units))
     units.operands[0] = two.result
     with pytest.raises(CodegenError, match=r"'snac.units': names the units or groups of a rank other than snac.rank"):
+        emit_cuda(kernel)
+
+
+COPY_ENGINE = "symmetric=true copy-engine=true"
+
+
+@pytest.mark.parametrize("name", [n for n, c in COLLECTIVES.items() if not c.reduces])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_copy_engine_steps_are_kernels_between_the_copies(arch, name):
+    """A stream role: kernel NAME_0 (grant, waits for the destinations'
+    grants), the copies of every unit of phase 0, then NAME_1 (notifies, waits
+    for the groups), the only one that advances the epochs."""
+    program = compiled_of(name, arch=arch, lowering=COPY_ENGINE).cuda
+    src = program.source()
+    assert (src.stream, src.grid, src.threads, src.symmetric) == ((0, -1, 1), 1, 32, True)
+    first, second = src.text.split(f"{src.name}_1(")
+    assert f"{src.name}_0(" in first and "grant<" in first and "wait_free<" in first
+    assert "push<" not in src.text and "notify<" in second and "wait_ready<" in second
+    assert "advance(" not in first and second.count("advance(") == 1
+    assert program.cubin()[:4] == b"\x7fELF"
+
+
+def test_a_copy_engine_push_outside_a_loop_over_units_is_refused():
+    kernel = compiled_of("all_gather", lowering=COPY_ENGINE).cuda.kernel
+    push = next(op for op in kernel.walk() if isinstance(op, atom.PushOp))
+    loop = push.parent_op()
+    zero = loop.lb
+    push.detach()
+    Rewriter.insert_op(push, InsertPoint.before(loop))
+    push.operands[0] = zero
+    Rewriter.erase_op(loop)
+    with pytest.raises(CodegenError, match=r"'atom.push': a copy-engine push must be the whole body of a loop over "
+                                           r"the rank's units"):
         emit_cuda(kernel)
 
 

@@ -264,7 +264,9 @@ def test_gpu_scope_kernels_are_refused_where_another_process_has_ranks():
     ({"tables": [[0] * 64]}, "needs tables and extents for each of its 2 ranks"),
     ({"site_names": []}, "one name per site expected"),
     ({"tables": [[0], [0]]}, "rank 0's tables are shorter than their header"),
-], ids=["threads", "grid", "tables", "sites", "short-tables"])
+    ({"stream": [0, -1, 1]}, "copy-engine steps \\(a stream role\\) need a symmetric kernel"),
+    ({"stream": [-1], "symmetric": True}, "a stream program needs at least one kernel step"),
+], ids=["threads", "grid", "tables", "sites", "short-tables", "stream-not-symmetric", "stream-of-copies-only"])
 def test_malformed_kernel_descriptions_are_refused(changes, match):
     with pytest.raises(ValueError, match=f"ar: .*{match}"):
         _runtime.CudaProcessCommunicator(spec_of(all_reduce(latency=True), **changes), 0, 0, 1.0, "ar")
