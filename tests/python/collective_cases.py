@@ -24,6 +24,9 @@ LOWERINGS = {
     "symmetric": "regime=throughput symmetric=true",
     "symmetric-chunked": "regime=throughput symmetric=true chunk-bytes=16",
     "symmetric-direct": "regime=throughput symmetric=true strategy=direct",
+    # The copy engine's stream role: whole slices, and 16-byte units.
+    "symmetric-copy-engine": "symmetric=true copy-engine=true",
+    "symmetric-copy-engine-chunked": "symmetric=true copy-engine=true chunk-bytes=16",
 }
 
 
@@ -32,7 +35,8 @@ def strategies(name, dynamic=False):
     # Counts read at run time lower staged (symmetric=true falls back): not listed twice.
     symmetric = [] if dynamic else ["symmetric", "symmetric-chunked"]
     if not info.reduces:
-        return ["latency", "copy", *symmetric]
+        engine = [] if dynamic else ["symmetric-copy-engine", "symmetric-copy-engine-chunked"]
+        return ["latency", "copy", *symmetric, *engine]
     # Composed needs a name with several destinations: only all_reduce has one.
     if name == "all_reduce" and not dynamic:
         return ["latency", "latency-composed", "direct", "composed", *symmetric, "symmetric-direct"]

@@ -99,7 +99,9 @@ def test_mostly_empty_ranks(name, counts):
 
 @pytest.mark.parametrize("name", [n for n in COLLECTIVES if COLLECTIVES[n].variable])
 def test_dynamic_counts_bound_at_build(name):
-    for strategy in strategies(name):
+    # The copy engine refuses counts read at run time (tests/filecheck/conversion/
+    # convert-coll-to-snac-copy-engine-refused.mlir); symmetric=true lowers them staged.
+    for strategy in (s for s in strategies(name) if "copy-engine" not in s):
         check(make_case(name, 4, "bf16", seed=9, dynamic=True), strategy)
 
 

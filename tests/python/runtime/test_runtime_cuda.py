@@ -44,12 +44,17 @@ REGIMES = {
     "symmetric": f"regime=throughput symmetric=true ranks-per-device={WORLD}",
     "symmetric-chunked": f"regime=throughput symmetric=true chunk-bytes=4096 ranks-per-device={WORLD}",
     "symmetric-direct": f"regime=throughput symmetric=true strategy=direct ranks-per-device={WORLD}",
+    # Copies by the copy engine between one-block signal kernels, on each rank's stream.
+    "copy-engine": f"symmetric=true copy-engine=true ranks-per-device={WORLD}",
+    "copy-engine-chunked": f"symmetric=true copy-engine=true chunk-bytes=4096 ranks-per-device={WORLD}",
 }
 
 
 def regimes(name: str) -> list[str]:
     base = ["latency", "throughput", "throughput-small-chunks", "symmetric", "symmetric-chunked"]
-    return base + (["composed", "symmetric-direct"] if name == "all_reduce" else [])
+    if COLLECTIVES[name].reduces:
+        return base + (["composed", "symmetric-direct"] if name == "all_reduce" else [])
+    return base + ["copy-engine", "copy-engine-chunked"]
 
 
 def make_case(name: str, per_rank_bytes: int, world: int = WORLD, dtype: str = "bf16") -> Case:
@@ -233,6 +238,49 @@ def test_cuda_graph_capture_and_replay(regime):
     check(case, outs, args, regime)
     # Epochs live on the device: every replay advanced them.
     assert {comm.epoch(r) for r in range(WORLD)} == {replays * c.plan.advance}
+
+
+@pytest.mark.parametrize("world", [3, 8])
+@pytest.mark.parametrize("name", ["all_gather", "all_to_all_v"])
+def test_copy_engine_steps_replay_in_cuda_graphs(name, world):
+    """A stream role captured in a graph: its copies (cudaMemcpyAsync) and
+    signal kernels replay in order on every rank's stream, the epochs kept on
+    the device advancing with each replay; eager calls continue them."""
+    case = make_case(name, 3000, world)
+    devices = [0] * world
+    c = lowered(case, f"symmetric=true copy-engine=true ranks-per-device={world}")
+    assert c.cuda.source().stream == (0, -1, 1)
+    args = case.make_args(seed=5)
+    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
+    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
+    stream = torch.cuda.Stream(device=0)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.device(0), torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            comm.run(ins, outs)
+    for _ in range(30):
+        graph.replay()
+    comm.synchronize()
+    check(case, outs, args, "copy-engine in a graph")
+    for o in outs:
+        o.fill_(float("nan"))
+    comm.run(ins, outs)
+    comm.synchronize()
+    check(case, outs, args, "copy-engine after replays")
+    assert {comm.epoch(r) for r in range(world)} == {31 * c.plan.advance}
+
+
+def test_a_copy_engine_wait_that_never_ends_times_out_naming_its_op():
+    case = make_case("all_gather", 4096)
+    c = compiled(without_notifies(lowered_kernel(case, REGIMES["copy-engine"])))
+    comm = communicator(c, timeout_s=0.5, name="all_gather", devices=PLACEMENTS["shared"])
+    args = case.make_args(seed=1)
+    ins, outs = on_devices(args[0], PLACEMENTS["shared"]), on_devices(args[1], PLACEMENTS["shared"])
+    comm.run(ins, outs)
+    with pytest.raises(runtime.CollectiveTimeout,
+                       match=r"all_gather: rank \d \(GPU 0\) timed out after 0.5 s in block 0 at "
+                             r"'atom.wait_ready' @exchange .*\(epoch 0\)"):
+        comm.synchronize()
 
 
 @pytest.mark.parametrize("lowering", ["regime=latency", "regime=throughput blocks=8 chunk-bytes=4096 slots=2",
