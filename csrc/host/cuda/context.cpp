@@ -169,18 +169,26 @@ void Executor::check_devices(const std::vector<int>& devices) {
     if (spec_.stream.empty())
       check(cudaLibraryGetKernel(&kernel_, library_, spec_.name.c_str()), name_ + ": finding kernel " + spec_.name);
     else
-      kernel_ = stream_kernels_.begin()->second;  // one block, as every step: what occupancy is checked on
+      kernel_ = stream_kernels_.begin()->second;
   }
   for (const auto& [device, n] : ranks_on) {
     const cudaDeviceProp& prop = props[device];
     check(cudaSetDevice(device), "cudaSetDevice");
-    if (spec_.smem > kDefaultSmem)
-      check(cudaKernelSetAttributeForDevice(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, spec_.smem, device),
-            name_ + ": granting the kernel's shared memory");
+    // Every kernel is loaded on the device here, not lazily at its first
+    // launch: loading waits for the kernels running, and a stream role's
+    // first kernel spins until every rank's has run (a later step's first
+    // launch would wait for it while the ranks after it were not launched).
     int per_sm = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(kernel_),
-                                                        spec_.threads, spec_.smem),
-          name_ + ": cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    for (cudaKernel_t k : kernels()) {
+      if (spec_.smem > kDefaultSmem)
+        check(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, spec_.smem, device),
+              name_ + ": granting the kernel's shared memory");
+      int fits = 0;
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, reinterpret_cast<const void*>(k), spec_.threads,
+                                                          spec_.smem),
+            name_ + ": cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      per_sm = k == kernel_ ? fits : std::min(per_sm, fits);
+    }
     // Producers and consumers spin on each other, in one rank's grid and
     // across the ranks sharing a GPU: every block must be resident.
     const int64_t need = int64_t(spec_.grid) * n;
@@ -192,6 +200,13 @@ void Executor::check_devices(const std::vector<int>& devices) {
                       std::to_string(prop.multiProcessorCount) +
                       " SMs; use fewer blocks per role (blocks=N) or fewer ranks per GPU");
   }
+}
+
+std::vector<cudaKernel_t> Executor::kernels() const {
+  std::vector<cudaKernel_t> all{kernel_};
+  for (const auto& [step, k] : stream_kernels_)
+    if (k != kernel_) all.push_back(k);
+  return all;
 }
 
 void Executor::allocate(const std::vector<Rank>& ranks) {
@@ -316,25 +331,31 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
       peers[spec_.world + ranks_[i].rank] = reinterpret_cast<char*>(outputs[i]);
     }
   }
+  std::vector<abi::Header> headers(ranks_.size());
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    Rank& r = ranks_[i];
-    check(cudaSetDevice(r.device), "cudaSetDevice");
-    abi::Header h = r.params;
+    abi::Header& h = headers[i] = ranks_[i].params;
     h.input = reinterpret_cast<char*>(inputs[i]);
     h.output = reinterpret_cast<char*>(outputs[i]);
     if (device_counts) {
       h.counts = reinterpret_cast<const i64*>(counts.counts[i]);
       h.recv_counts = reinterpret_cast<i64*>(counts.recv[i]);
     }
-    void* args[] = {&h, peers.data()};
-    const cudaStream_t s = forked[i] ? r.side : reinterpret_cast<cudaStream_t>(streams[i]);
-    if (!spec_.stream.empty()) {
-      run_stream(i, peers, h, s);
-      continue;
+  }
+  auto stream_of = [&](size_t i) { return forked[i] ? ranks_[i].side : reinterpret_cast<cudaStream_t>(streams[i]); };
+  // A stream program's steps go out step by step, every rank's in turn: a
+  // rank's first kernel waits for every rank's, so all of those are issued
+  // before anything the host might wait on.
+  for (size_t step = 0; step < spec_.stream.size(); ++step)
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
+      run_step(i, spec_.stream[step], peers, headers[i], stream_of(i));
     }
+  for (size_t i = 0; i < ranks_.size() && spec_.stream.empty(); ++i) {
+    check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
+    void* args[] = {&headers[i], peers.data()};
     check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
-                           dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),
-          name_ + ": launching rank " + std::to_string(r.rank));
+                           dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, stream_of(i)),
+          name_ + ": launching rank " + std::to_string(ranks_[i].rank));
   }
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (!forked[i]) continue;
@@ -345,30 +366,28 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   }
 }
 
-void Executor::run_stream(size_t local, const std::vector<char*>& peers, abi::Header& h, cudaStream_t s) {
+void Executor::run_step(size_t local, int step, const std::vector<char*>& peers, abi::Header& h, cudaStream_t s) {
   const Rank& r = ranks_[local];
+  if (step >= 0) {
+    void* args[] = {&h, const_cast<char**>(peers.data())};
+    check(cudaLaunchKernel(reinterpret_cast<const void*>(stream_kernels_.at(step)), dim3(spec_.grid),
+                           dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),
+          name_ + ": launching rank " + std::to_string(r.rank) + "'s step kernel " + std::to_string(step));
+    return;
+  }
+  // Every unit of the phase, from the rank's source buffer to each destination's output.
   const std::vector<int64_t>& t = spec_.tables[r.rank];
-  void* args[] = {&h, const_cast<char**>(peers.data())};
-  for (int step : spec_.stream) {
-    if (step >= 0) {
-      check(cudaLaunchKernel(reinterpret_cast<const void*>(stream_kernels_.at(step)), dim3(spec_.grid),
-                             dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),
-            name_ + ": launching rank " + std::to_string(r.rank) + "'s step kernel " + std::to_string(step));
-      continue;
-    }
-    // Every unit of the phase, from the rank's source buffer to each destination's output.
-    const int64_t ph = abi::kGlobalWords + spec_.world + int64_t(-step - 1) * abi::kPhaseWords;
-    const char* base = t[ph + abi::kPhSource] ? h.output : h.input;
-    for (int64_t u = 0; u < t[ph + abi::kPhUnits]; ++u) {
-      const int64_t unit = t[ph + abi::kPhUnitsAt] + u * abi::kUnitWords;
-      const char* src = base + t[unit + abi::kUSrc];
-      const int64_t bytes = t[unit + abi::kUBytes], at = t[unit + abi::kUDestsAt];
-      for (int64_t c = 0; c < t[unit + abi::kUDests] && bytes > 0; ++c) {
-        char* dst = peers[size_t(spec_.world + t[at + 2 * c])] + t[at + 2 * c + 1];
-        if (dst == src) continue;  // the rank's input is that slice of its own output
-        check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice, s),
-              name_ + ": rank " + std::to_string(r.rank) + "'s copy-engine copy");
-      }
+  const int64_t ph = abi::kGlobalWords + spec_.world + int64_t(-step - 1) * abi::kPhaseWords;
+  const char* base = t[ph + abi::kPhSource] ? h.output : h.input;
+  for (int64_t u = 0; u < t[ph + abi::kPhUnits]; ++u) {
+    const int64_t unit = t[ph + abi::kPhUnitsAt] + u * abi::kUnitWords;
+    const char* src = base + t[unit + abi::kUSrc];
+    const int64_t bytes = t[unit + abi::kUBytes], at = t[unit + abi::kUDestsAt];
+    for (int64_t c = 0; c < t[unit + abi::kUDests] && bytes > 0; ++c) {
+      char* dst = peers[size_t(spec_.world + t[at + 2 * c])] + t[at + 2 * c + 1];
+      if (dst == src) continue;  // the rank's input is that slice of its own output
+      check(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice, s),
+            name_ + ": rank " + std::to_string(r.rank) + "'s copy-engine copy");
     }
   }
 }

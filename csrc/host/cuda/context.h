@@ -117,10 +117,13 @@ class Executor {
 
  private:
   void check_recorded_errors();
-  // Rank `local`'s stream steps on `s`; `peers` holds every rank's input, then every rank's output.
-  void run_stream(size_t local, const std::vector<char*>& peers, abi::Header& h, cudaStream_t s);
+  // Step `step` of rank `local`'s stream program (KernelSpec::stream) on `s`;
+  // `peers` holds every rank's input, then every rank's output.
+  void run_step(size_t local, int step, const std::vector<char*>& peers, abi::Header& h, cudaStream_t s);
   void check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const char* what) const;
   int64_t state_bytes() const;
+  // The kernel, or a stream program's step kernels, the first of them first.
+  std::vector<cudaKernel_t> kernels() const;
 
   KernelSpec spec_;
   uint64_t timeout_ns_;
