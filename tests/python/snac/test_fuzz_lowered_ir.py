@@ -29,7 +29,7 @@ SOURCES = {
 }
 LOWERINGS = ("regime=latency", "regime=throughput chunk-bytes=16 slots=2",
              "regime=throughput strategy=composed chunk-bytes=16 slots=2", "regime=throughput symmetric=true",
-             "regime=throughput symmetric=true chunk-bytes=16")
+             "regime=throughput symmetric=true chunk-bytes=16", "symmetric=true copy-engine=true")
 NUMBER = re.compile(r"(world |slots |elems |blocks |first |chunk |halves |threads |smem |width |, |\[|\(|\[\[)(-?\d+)")
 VALUES = (0, 1, 2, 3, 7, -1, 1 << 31, 1 << 40, 999999999999)
 KINDS = ("packed", "scattered", "addressed", "transposed")
@@ -45,7 +45,8 @@ def lowered_programs() -> list[str]:
     for name, (inp, outp, op) in SOURCES.items():
         text = f"func.func @f(%in: {inp}, %out: {outp}) {{\n  {op} : {inp}, {outp}\n  func.return\n}}\n"
         for lowering in LOWERINGS:
-            if "composed" in lowering and name != "all_reduce":
+            if ("composed" in lowering and name != "all_reduce"
+                    or "copy-engine" in lowering and name not in ("all_gather", "all_to_all_v")):
                 continue
             for atom in ("", ",convert-snac-to-atom"):
                 module = lower(parse_module(text), f"coll-expand,convert-coll-to-snac{{{lowering}}}{atom}")
