@@ -20,6 +20,11 @@ program's 16 B all_reduce at that world (what any call costs) plus the time
 the call's least traffic takes at the copy rate (`floor_us`; a V form moves
 its fixed form's traffic). Goal <= 2x at 1 MiB, <= 1.15x at 16 and 256 MiB.
 
+`--lowering NAME=OPTIONS` (repeatable) also times the throughput section in
+that lowering (purlin-bench's purlin-NAME rows, e.g. ce='copy-engine=true'),
+reported in a table of its own against the same floor and against the
+default; a variant is no goal and no part of the collapse check.
+
 Goals are stated for worlds 2, 4 and 8; rows of other worlds give their ratio
 only. No collapse: per world and collective, over every size measured (both
 sections), each size runs with the default lowering and the time per byte
@@ -128,12 +133,16 @@ def load_least_traffic(path: str):
     return module
 
 
-def run_bench(world: int, collectives: list[str], sizes: list[int]) -> tuple[dict, str]:
-    """purlin-bench's document for `world` ranks on GPU 0, and "" or why the run broke off."""
+def run_bench(world: int, collectives: list[str], sizes: list[int],
+              lowerings: tuple[tuple[str, str], ...] = ()) -> tuple[dict, str]:
+    """purlin-bench's document for `world` ranks on GPU 0 (with purlin-NAME
+    rows for each of `lowerings`), and "" or why the run broke off."""
     with tempfile.TemporaryDirectory() as out:
         argv = ["--single-process", "--backend", "cuda", "--devices", ",".join(["0"] * world),
                 "--sizes", ",".join(map(str, sizes)), "--max-bytes", str(max(sizes)),
                 "--collectives", ",".join(collectives), "--no-sweep", "--even-counts", "--out", out]
+        for name, options in lowerings:
+            argv += ["--lowering", f"{name}={options}"]
         refused, broke = False, ""
         try:
             refused = bench.main(argv) == 2
@@ -149,12 +158,13 @@ def run_bench(world: int, collectives: list[str], sizes: list[int]) -> tuple[dic
             return json.load(f), broke
 
 
-def measured(doc: dict, world: int, collectives: list[str], sizes: list[int], broke: str = "") -> list[Measured]:
-    """purlin's default row of each collective and size asked of purlin-bench,
-    at the size it ran (a size some collectives cannot take exactly at this
-    world runs rounded down: purlin-bench's size_run, V forms at even counts);
-    one it did not write failed for `broke`."""
-    rows = {(r["collective"], r["bytes"]): r for r in doc["rows"] if r["impl"] == "purlin"}
+def measured(doc: dict, world: int, collectives: list[str], sizes: list[int], broke: str = "",
+             impl: str = "purlin") -> list[Measured]:
+    """purlin's default row (or `impl`'s) of each collective and size asked of
+    purlin-bench, at the size it ran (a size some collectives cannot take
+    exactly at this world runs rounded down: purlin-bench's size_run, V forms
+    at even counts); one it did not write failed for `broke`."""
+    rows = {(r["collective"], r["bytes"]): r for r in doc["rows"] if r["impl"] == impl}
     out = []
     for coll in collectives:
         for nbytes in dict.fromkeys(bench.size_run(coll, n, world, even=True) for n in sizes):
@@ -162,7 +172,7 @@ def measured(doc: dict, world: int, collectives: list[str], sizes: list[int], br
             if r is None:
                 out.append(Measured(world, coll, nbytes, None, broke or "not measured"))
             elif r["us"] is None:
-                prefix = f"{coll} purlin {bench.human(nbytes)}: "
+                prefix = f"{coll} {impl} {bench.human(nbytes)}: "
                 why = next((f.removeprefix(prefix) for f in doc["failures"] if f.startswith(prefix)), r["note"])
                 out.append(Measured(world, coll, nbytes, None, why or "no time"))
             else:
@@ -207,6 +217,18 @@ def throughput_rows(runs: list[Measured], floor: dict[tuple[int, int], float],
         call = floor.get((m.world, CALL_COST_BYTES))
         rows.append(_row(m, None if call is None else call + traffic, THROUGHPUT_GOALS.get(m.bytes),
                          least_traffic_us=traffic))
+    return rows
+
+
+def variant_rows(runs: list[Measured], default: list[Measured], floor: dict[tuple[int, int], float],
+                 least_traffic_us: Callable[[str, int, int], float]) -> list[dict]:
+    """A variant's throughput rows, with its time against the default's of the same call."""
+    base = {(m.world, m.collective, m.bytes): m.us for m in default}
+    rows = throughput_rows(runs, floor, least_traffic_us)
+    for r in rows:
+        us = base.get((r["world"], r["collective"], r["bytes"]))
+        r["default_us"] = us
+        r["vs_default"] = r["us"] / us if r["us"] is not None and us else None
     return rows
 
 
@@ -282,6 +304,18 @@ def format_throughput(rows: list[dict], rate: float) -> str:
     return "\n".join(lines)
 
 
+def format_variant(name: str, rows: list[dict]) -> str:
+    lines = [f"lowering {name}: purlin-{name} / the same floor, and / the default lowering (no goal)",
+             f"{'world':>5} {'collective':>16} {'size':>8} {f'{name} us':>10} {'default us':>10} {'floor us':>9} "
+             f"{'ratio':>6} {'/ default':>9}"]
+    for r in rows:
+        note = f"  {r['verdict']}" if r["us"] is None else ""
+        lines.append(f"{r['world']:>5} {r['collective']:>16} {bench.human(r['bytes']):>8} {_num(r['us']):>10} "
+                     f"{_num(r['default_us']):>10} {_num(r['floor_us']):>9} {_num(r['ratio']):>6} "
+                     f"{_num(r['vs_default']):>9}{note}")
+    return "\n".join(lines)
+
+
 def format_collapses(found: dict[int, list[str]]) -> str:
     lines = [f"no collapse: every size runs with the default lowering, time per byte rises <= {COLLAPSE_RISE:g}x "
              "from one size to the next"]
@@ -292,15 +326,18 @@ def format_collapses(found: dict[int, list[str]]) -> str:
 
 
 def summarize(latency: list[Measured], throughput: list[Measured], floor: dict[tuple[int, int], float],
-              rate: float, least_traffic_us: Callable[[str, int, int], float]) -> tuple[str, dict]:
+              rate: float, least_traffic_us: Callable[[str, int, int], float],
+              variants: dict[str, list[Measured]] | None = None) -> tuple[str, dict]:
     """summary.txt and summary.json of what was measured."""
     lat, thr = latency_rows(latency, floor), throughput_rows(throughput, floor, least_traffic_us)
     found = collapses(latency + throughput)
-    text = "\n\n".join([format_latency(lat), format_throughput(thr, rate), format_collapses(found)])
+    var = {name: variant_rows(runs, throughput, floor, least_traffic_us) for name, runs in (variants or {}).items()}
+    text = "\n\n".join([format_latency(lat), format_throughput(thr, rate),
+                         *(format_variant(name, rows) for name, rows in var.items()), format_collapses(found)])
     doc = {"copy_rate": rate,
            "goals": {"worlds": list(GOAL_WORLDS), "latency": LATENCY_GOAL,
                      "throughput": {str(n): g for n, g in THROUGHPUT_GOALS.items()}, "collapse_rise": COLLAPSE_RISE},
-           "latency": lat, "throughput": thr,
+           "latency": lat, "throughput": thr, "variants": var,
            "collapse": {str(w): {"verdict": "missed" if v else "met", "violations": v} for w, v in found.items()}}
     return text, doc
 
@@ -330,7 +367,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="throughput sizes in bytes, comma-separated ('' for none)")
     ap.add_argument("--collectives", default=",".join(THROUGHPUT_COLLECTIVES),
                     help="comma-separated subset; the latency section runs the fixed forms among them")
+    ap.add_argument("--lowering", action="append", default=[], metavar="NAME=OPTIONS",
+                    help="also time the throughput section lowered with these convert-coll-to-snac options "
+                         "(repeatable; e.g. ce='copy-engine=true')")
     args = ap.parse_args(argv)
+    lowerings = []
+    for spec in args.lowering:
+        name, sep, options = spec.partition("=")
+        if not sep or not name or not options or any(c.isspace() for c in name) or name in dict(lowerings):
+            raise UsageError(f"--lowering takes NAME=OPTIONS with a new name and no spaces in it, got {spec!r}")
+        lowerings.append((name, options))
+    args.lowering = tuple(lowerings)
     args.worlds = _numbers(args.worlds, "--worlds")
     args.sizes = _numbers(args.sizes, "--sizes")
     args.throughput_sizes = _numbers(args.throughput_sizes, "--throughput-sizes")
@@ -368,19 +415,23 @@ def main(argv: list[str] | None = None) -> int:
     sections = (("latency", [c for c in args.collectives if c in LATENCY_COLLECTIVES], args.sizes),
                 ("throughput", args.collectives, args.throughput_sizes))
     runs: dict[str, list[Measured]] = {"latency": [], "throughput": []}
+    variants: dict[str, list[Measured]] = {name: [] for name, _ in args.lowering}
     docs = []
     for world in args.worlds:
         for section, collectives, sizes in sections:
             if not collectives or not sizes:
                 continue
+            lowerings = args.lowering if section == "throughput" else ()
             try:
-                doc, broke = run_bench(world, collectives, sizes)
+                doc, broke = run_bench(world, collectives, sizes, lowerings)
             except UsageError as e:
                 print(f"one_gpu: {e}", file=sys.stderr)
                 return 2
             docs.append({"section": section, **doc, **({"broke": broke} if broke else {})})
             runs[section] += measured(doc, world, collectives, sizes, broke)
-        text, summary = summarize(runs["latency"], runs["throughput"], floor, rate, least_traffic_us)
+            for name, _ in lowerings:
+                variants[name] += measured(doc, world, collectives, sizes, broke, f"purlin-{name}")
+        text, summary = summarize(runs["latency"], runs["throughput"], floor, rate, least_traffic_us, variants)
         for name, content in (("bench.json", json.dumps({"runs": docs}, indent=1)),
                               ("summary.json", json.dumps(summary, indent=1)), ("summary.txt", text + "\n")):
             with open(os.path.join(args.out, name), "w") as f:

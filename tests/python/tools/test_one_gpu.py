@@ -155,9 +155,11 @@ def stand_ins(tmp_path, monkeypatch, one_gpu):
 
     def fake_bench(argv):
         calls.append(argv)
-        opts, words = {}, iter(argv)
+        opts, variants, words = {}, [], iter(argv)
         for word in words:
-            if word not in ("--single-process", "--no-sweep", "--even-counts"):
+            if word == "--lowering":
+                variants.append(next(words).partition("=")[0])
+            elif word not in ("--single-process", "--no-sweep", "--even-counts"):
                 opts[word] = next(words)
         world = len(opts["--devices"].split(","))
         rows, failures = [], []
@@ -170,6 +172,14 @@ def stand_ins(tmp_path, monkeypatch, one_gpu):
                     rows.append(bench.make_row(coll, "purlin", nbytes, None, world, "timed out"))
                 else:
                     rows.append(bench.make_row(coll, "purlin", nbytes, 1.5 + asked / MiB, world))
+                # Variants: reductions refused, copies half the default's time.
+                for name in variants:
+                    impl = f"purlin-{name}"
+                    if coll.startswith(("all_reduce", "reduce_scatter")):
+                        failures.append(f"{coll} {impl} {bench.human(nbytes)}: ProgramError: reduces")
+                        rows.append(bench.make_row(coll, impl, nbytes, None, world, "reduces"))
+                    else:
+                        rows.append(bench.make_row(coll, impl, nbytes, (1.5 + asked / MiB) / 2, world))
         os.makedirs(opts["--out"], exist_ok=True)
         with open(os.path.join(opts["--out"], "bench.json"), "w") as f:
             json.dump({"world": world, "rows": [asdict(r) for r in rows], "failures": failures}, f)
@@ -222,12 +232,38 @@ def test_subsets(one_gpu, stand_ins, tmp_path):
     assert summary["latency"] == [] and [r["collective"] for r in summary["throughput"]] == ["all_gather_v"]
 
 
+def test_lowering_variants_beside_the_default(one_gpu, stand_ins, tmp_path):
+    floor, least, calls = stand_ins
+    out = tmp_path / "out"
+    assert one_gpu.main(["--floor", str(floor), "--least-traffic", str(least), "--out", str(out), "--worlds", "2",
+                         "--collectives", "all_gather,reduce_scatter", "--lowering", "ce=copy-engine=true"]) == 0
+    # Only the throughput section runs the variant.
+    assert [argv.count("--lowering") for argv in calls] == [0, 1]
+    assert calls[1][calls[1].index("--lowering") + 1] == "ce=copy-engine=true"
+    summary = json.loads((out / "summary.json").read_text())
+    rows = summary["variants"]["ce"]
+    assert [(r["collective"], r["bytes"]) for r in rows] == [(r["collective"], r["bytes"]) for r in
+                                                              summary["throughput"]]
+    gather = next(r for r in rows if (r["collective"], r["bytes"]) == ("all_gather", 16 * MiB))
+    assert gather["us"] == pytest.approx((1.5 + 16) / 2) and gather["default_us"] == pytest.approx(1.5 + 16)
+    assert gather["vs_default"] == pytest.approx(0.5)
+    assert gather["ratio"] == pytest.approx(gather["us"] / gather["floor_us"])
+    refused = next(r for r in rows if r["collective"] == "reduce_scatter")
+    assert refused["us"] is None and refused["verdict"] == "failed: ProgramError: reduces"
+    # No goal and no collapse check for a variant: the default's tallies stand alone.
+    assert summary["collapse"]["2"]["verdict"] == "met"
+    text = (out / "summary.txt").read_text()
+    assert "lowering ce: purlin-ce / the same floor, and / the default lowering (no goal)" in text
+    assert "failed: ProgramError: reduces" in text
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--worlds", "1,2"], "--worlds needs worlds of at least 2 ranks"),
     (["--sizes", "16,a"], "--sizes takes comma-separated whole numbers"),
     (["--collectives", "broadcast"], "unknown collective broadcast"),
     (["--least-traffic", "/nonexistent/least_traffic.py"], "cannot load it"),
     (["--floor", "/nonexistent/floor"], "is not an executable program"),
+    (["--lowering", "ce copy-engine=true"], "--lowering takes NAME=OPTIONS"),
 ])
 def test_usage_errors(one_gpu, stand_ins, tmp_path, capsys, argv, message):
     floor, least, calls = stand_ins
