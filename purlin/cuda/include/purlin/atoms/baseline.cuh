@@ -147,15 +147,9 @@ template <> struct Acc<DType::F64> {
 };
 template <DType D> using AccT = typename Acc<D>::T;
 
-__device__ __forceinline__ float combine(int op, float a, float b) {
-  switch (static_cast<RedOp>(op)) {
-    case RedOp::Max: return fmaxf(a, b);
-    case RedOp::Min: return fminf(a, b);
-    case RedOp::Prod: return a * b;
-    default: return a + b;
-  }
-}
-__device__ __forceinline__ double combine(int op, double a, double b) {
+// The floating-point accumulators (f32, f64): fmax and fmin have an overload for each.
+template <class T>
+__device__ __forceinline__ T combine_real(int op, T a, T b) {
   switch (static_cast<RedOp>(op)) {
     case RedOp::Max: return fmax(a, b);
     case RedOp::Min: return fmin(a, b);
@@ -163,6 +157,8 @@ __device__ __forceinline__ double combine(int op, double a, double b) {
     default: return a + b;
   }
 }
+__device__ __forceinline__ float combine(int op, float a, float b) { return combine_real(op, a, b); }
+__device__ __forceinline__ double combine(int op, double a, double b) { return combine_real(op, a, b); }
 // Integers: sums and products in the unsigned type U, so that overflow wraps
 // (signed overflow is undefined); comparisons in the accumulator's own sign.
 template <class A, class U>
@@ -250,21 +246,36 @@ struct Part {
 
 // -- copy and reduce through registers ----------------------------------------
 
-// dst[from, from + chunks * W) = src[...], several loads in flight per thread.
-template <int W>
-__device__ void copy_chunks(Span dst, Span src, i64 from, i64 chunks, Part part) {
-  constexpr int U = 4;
+// Loads in flight per thread of a copy.
+constexpr int kCopyUnroll = 4;
+
+// Chunks [0, chunks) of W bytes spread over the role's threads in rounds of
+// kCopyUnroll loads in flight per thread: `load(k)` gives chunk k, and
+// `put(i, stride, v)` stores the round's chunks i + u * stride (u <
+// kCopyUnroll, those below `chunks`) wherever they go.
+template <int W, class Load, class Put>
+__device__ __forceinline__ void copy_rounds(i64 chunks, Part part, Load load, Put put) {
+  constexpr int U = kCopyUnroll;
   const i64 stride = part.stride();
   for (i64 i = part.first(); i < chunks; i += stride * U) {
     // Zeroed: left undefined where not loaded, they went to local memory in the kernel.
     Word<W> v[U] = {};
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (i + u * stride < chunks) v[u] = load<W>(at(src, from + (i + u * stride) * W));
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (i + u * stride < chunks) store<W>(at(dst, from + (i + u * stride) * W), v[u]);
+      if (i + u * stride < chunks) v[u] = load(i + u * stride);
+    put(i, stride, v);
   }
+}
+
+// dst[from, from + chunks * W) = src[...], several loads in flight per thread.
+template <int W>
+__device__ void copy_chunks(Span dst, Span src, i64 from, i64 chunks, Part part) {
+  copy_rounds<W>(chunks, part, [&](i64 k) { return load<W>(at(src, from + k * W)); },
+                 [&](i64 i, i64 stride, const Word<W>(&v)[kCopyUnroll]) {
+#pragma unroll
+                   for (int u = 0; u < kCopyUnroll; ++u)
+                     if (i + u * stride < chunks) store<W>(at(dst, from + (i + u * stride) * W), v[u]);
+                 });
 }
 
 // Several destinations at once (a push, a reduce that forwards its result):
@@ -274,18 +285,13 @@ __device__ void copy_chunks(Span dst, Span src, i64 from, i64 chunks, Part part)
 // dsts[d][from + k * W, ...) = src[from + k * W, ...) for k in [0, chunks), src aligned as they are.
 template <int W>
 __device__ void copy_chunks_to_all(const Span* dsts, int n, const char* src, i64 from, i64 chunks, Part part) {
-  constexpr int U = 4;
-  const i64 stride = part.stride();
-  for (i64 i = part.first(); i < chunks; i += stride * U) {
-    Word<W> v[U] = {};
+  copy_rounds<W>(chunks, part, [&](i64 k) { return load<W>(src + from + k * W); },
+                 [&](i64 i, i64 stride, const Word<W>(&v)[kCopyUnroll]) {
+                   for (int d = 0; d < n; ++d)
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (i + u * stride < chunks) v[u] = load<W>(src + from + (i + u * stride) * W);
-    for (int d = 0; d < n; ++d)
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (i + u * stride < chunks) store<W>(dsts[d].p + from + (i + u * stride) * W, v[u]);
-  }
+                     for (int u = 0; u < kCopyUnroll; ++u)
+                       if (i + u * stride < chunks) store<W>(dsts[d].p + from + (i + u * stride) * W, v[u]);
+                 });
 }
 
 // dst[from, to) = src[from, to) a byte per thread: the few bytes around
@@ -323,22 +329,36 @@ __device__ __forceinline__ void reduce_round(AccT<D> (&acc)[U][W / Elem<D>::byte
   for (int u = 0; u < U; ++u) finish_average(op, acc[u], n_srcs);
 }
 
-// dst = srcs[0] op srcs[1] op ... in source order, accumulated in f32.
-template <DType D, int W, class Combine>
-__device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, i64 from, i64 chunks,
-                              Part part) {
+// Chunks [0, chunks) of W bytes reduced over the role's threads in rounds
+// of U chunks per thread: `load(s, k)` gives chunk k of source s (all
+// sources' loads of a round in flight together), and `put(i, stride, acc)`
+// stores the round's chunks i + u * stride (those below `chunks`).
+template <DType D, int W, class Combine, class Load, class Put>
+__device__ __forceinline__ void reduce_rounds(int n_srcs, int op, i64 chunks, Part part, Load load, Put put) {
   constexpr int U = kReduceUnroll<D, W>;
   const i64 stride = part.stride();
   for (i64 i = part.first(); i < chunks; i += stride * U) {
     AccT<D> acc[U][W / Elem<D>::bytes];
     reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
       const i64 c = i + u * stride;
-      return c < chunks ? load<W>(at(srcs[s], from + c * W)) : Word<W>{};
+      return c < chunks ? load(s, c) : Word<W>{};
     });
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (i + u * stride < chunks) store<W>(at(dst, from + (i + u * stride) * W), pack<D, W>(acc[u]));
+    put(i, stride, acc);
   }
+}
+
+// dst = srcs[0] op srcs[1] op ... in source order, accumulated in f32.
+template <DType D, int W, class Combine>
+__device__ void reduce_chunks(Span dst, const Span* srcs, int n_srcs, int op, i64 from, i64 chunks,
+                              Part part) {
+  constexpr int U = kReduceUnroll<D, W>;
+  reduce_rounds<D, W, Combine>(
+      n_srcs, op, chunks, part, [&](int s, i64 c) { return load<W>(at(srcs[s], from + c * W)); },
+      [&](i64 i, i64 stride, AccT<D>(&acc)[U][W / Elem<D>::bytes]) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (i + u * stride < chunks) store<W>(at(dst, from + (i + u * stride) * W), pack<D, W>(acc[u]));
+      });
 }
 
 // dsts[d] = srcs[0] op srcs[1] op ... from byte `from`, sources aligned as
@@ -348,18 +368,14 @@ template <DType D, int W, class Combine>
 __device__ void reduce_chunks_to_all(const Span* dsts, int n, const Span* srcs, int n_srcs, int op, i64 from,
                                      i64 chunks, Part part) {
   constexpr int U = kReduceUnroll<D, W>;
-  const i64 stride = part.stride();
-  for (i64 i = part.first(); i < chunks; i += stride * U) {
-    AccT<D> acc[U][W / Elem<D>::bytes];
-    reduce_round<D, W, U, Combine>(acc, n_srcs, op, [&](int s, int u) {
-      const i64 c = i + u * stride;
-      return c < chunks ? load<W>(srcs[s].p + from + c * W) : Word<W>{};
-    });
-    for (int d = 0; d < n; ++d)
+  reduce_rounds<D, W, Combine>(
+      n_srcs, op, chunks, part, [&](int s, i64 c) { return load<W>(srcs[s].p + from + c * W); },
+      [&](i64 i, i64 stride, AccT<D>(&acc)[U][W / Elem<D>::bytes]) {
+        for (int d = 0; d < n; ++d)
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (i + u * stride < chunks) store<W>(dsts[d].p + from + (i + u * stride) * W, pack<D, W>(acc[u]));
-  }
+          for (int u = 0; u < U; ++u)
+            if (i + u * stride < chunks) store<W>(dsts[d].p + from + (i + u * stride) * W, pack<D, W>(acc[u]));
+      });
 }
 
 // -- sources aligned unlike the destination -----------------------------------
