@@ -419,12 +419,13 @@ def _sort(op: shlo.SortOp, args: list[np.ndarray], region: Evaluate) -> list[np.
     return [np.moveaxis(o, -1, d).copy() for o in outs]
 
 
-def _index_vectors(indices: np.ndarray, ivd: int) -> np.ndarray:
+def _index_vectors(indices: np.ndarray, ivd: int, idx_batch: list[int]) -> tuple[np.ndarray, list[int]]:
     """The index vectors of `indices` (along dimension ivd; its rank, a
-    trailing one of size 1): batch dimensions first, the vector last."""
+    trailing one of size 1): batch dimensions first, the vector last; and
+    where the batching dimensions `idx_batch` of `indices` are among them."""
     if ivd == indices.ndim:
         indices = indices[..., None]
-    return np.moveaxis(indices, ivd, -1).astype(np.int64)
+    return np.moveaxis(indices, ivd, -1).astype(np.int64), [k if k < ivd else k - 1 for k in idx_batch]
 
 
 def _gather(op: shlo.GatherOp, x: np.ndarray, indices: np.ndarray, out: tuple[tuple[int, ...], np.dtype]
@@ -438,9 +439,7 @@ def _gather(op: shlo.GatherOp, x: np.ndarray, indices: np.ndarray, out: tuple[tu
     collapsed = shlo.int_list(dims.collapsed_slice_dims)
     op_batch, idx_batch = shlo.int_list(dims.operand_batching_dims), shlo.int_list(dims.start_indices_batching_dims)
     start_map = shlo.int_list(dims.start_index_map)
-    ivd = dims.index_vector_dim.data
-    vectors = _index_vectors(indices, ivd)
-    idx_batch_pos = [k if k < ivd else k - 1 for k in idx_batch]
+    vectors, idx_batch_pos = _index_vectors(indices, dims.index_vector_dim.data, idx_batch)
     shape, dt = out
     result = np.zeros(shape, dt)
     batch_dims = [k for k in range(len(shape)) if k not in offset_dims]
@@ -474,9 +473,7 @@ def _scatter(op: shlo.ScatterOp, args: list[np.ndarray], region: Evaluate) -> li
     inserted = shlo.int_list(dims.inserted_window_dims)
     in_batch, idx_batch = shlo.int_list(dims.input_batching_dims), shlo.int_list(dims.scatter_indices_batching_dims)
     to_operand = shlo.int_list(dims.scatter_dims_to_operand_dims)
-    ivd = dims.index_vector_dim.data
-    vectors = _index_vectors(indices, ivd)
-    idx_batch_pos = [k if k < ivd else k - 1 for k in idx_batch]
+    vectors, idx_batch_pos = _index_vectors(indices, dims.index_vector_dim.data, idx_batch)
     outs = [v.copy() for v in values]
     rank = values[0].ndim
     window_operand = [k for k in range(rank) if k not in inserted + in_batch]
