@@ -56,17 +56,20 @@ def _finish_inter(op: str, nodes, t: torch.Tensor) -> None:
         t.div_(nodes.count)
 
 
-def _nothing(st: GroupState, x: torch.Tensor, collective: str, op: str | None) -> None:
-    """A call of zero elements within a node runs nothing but still meets its peers' calls."""
+def _nothing(st: GroupState, x: torch.Tensor, elems: int, collective: str, op: str | None) -> bool:
+    """Whether the call moves no element: one within a node runs nothing but
+    still meets its peers' calls."""
+    if elems:
+        return False
     if st.nodes is None:
         st.agree(x.device, collective, dtype_name(x), op)
+    return True
 
 
 def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, deterministic: bool,
                lowering: str) -> None:
     n = x.numel()
-    if n == 0:
-        _nothing(st, x, "all_reduce", op)
+    if _nothing(st, x, n, "all_reduce", op):
         return
     if st.nodes is None:
         if x.device.type == "cpu" and not deterministic:
@@ -100,8 +103,7 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
 
 
 def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) -> None:
-    if x.numel() == 0:
-        _nothing(st, x, "all_gather", None)
+    if _nothing(st, x, x.numel(), "all_gather", None):
         return
     if st.nodes is None:
         if not (x.device.type == "cpu" and st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None,
@@ -117,8 +119,7 @@ def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
 def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, deterministic: bool,
                    lowering: str) -> None:
     m = y.numel()
-    if m == 0:
-        _nothing(st, x, "reduce_scatter", op)
+    if _nothing(st, x, m, "reduce_scatter", op):
         return
     if st.nodes is None:
         if not (x.device.type == "cpu" and not deterministic
@@ -137,8 +138,7 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
 
 
 def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) -> None:
-    if x.numel() == 0:
-        _nothing(st, x, "all_to_all", None)
+    if _nothing(st, x, x.numel(), "all_to_all", None):
         return
     if st.nodes is None:
         c = x.numel() // st.world
