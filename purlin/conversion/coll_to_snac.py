@@ -137,6 +137,11 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         ranks_per_device=o.ranks_per_device,
         sms=o.sms,
         regime=snac.Regime.THROUGHPUT if o.copy_engine else None if o.regime == "auto" else snac.Regime(o.regime),
+        single_receivers=not dynamic and all(len(out.slices_named(n)) == 1 for n in out.name_sizes),
+    )
+    # The cost model's copy engine only where no option asks for what it does not do.
+    copy_engine = o.copy_engine or (
+        choice.copy_engine and o.regime == "auto" and o.strategy == "auto" and o.blocks == 0 and o.chunk_bytes == 0
     )
     regime = choice.regime
     in_place = symmetric and regime == snac.Regime.THROUGHPUT
@@ -157,7 +162,7 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         regime, strategy, chunk,
         o.slots if o.slots > 0 else choice.slots,
         o.blocks if o.blocks > 0 else choice.blocks(regime),
-        src, dst, in_place, None if o.blocks > 0 else choice.block_budget, o.copy_engine,
+        src, dst, in_place, None if o.blocks > 0 else choice.block_budget, copy_engine,
     )
 
 

@@ -33,6 +33,10 @@ class Thresholds:
     # Multiprocessors of the generation's data-centre part (A100, H100/H200
     # SXM, B200): what ranks sharing one GPU divide, unless told the GPU's own.
     sms: int
+    # Copies in place where each slice has one receiver (all_to_all and its V
+    # form) of at least this many bytes per rank go by the copy engine when
+    # ranks share a GPU (0: never; the engine cannot fan one read out).
+    copy_engine_min_bytes: int
 
 
 # sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
@@ -41,11 +45,14 @@ class Thresholds:
 # Copies: all_gather of 256 MiB ran at 236 GB/s busbw with 16 MiB units, 194
 # with 4 MiB (bench/results/README.md); all_reduce was slower with 16 MiB.
 # Packets: one block per role at 16 B took 16.1 us against 16.8 with 16.
-# sm_80 and sm_100 are not measured yet: scaled from sm_90.
+# Copy engine (bench/results/1xh100-copy-engine, ranks on one H100, worlds 2,
+# 4, 8): all_to_all 0.96-0.99 of the SM copy at 128 MiB, 0.95-0.96 at 256,
+# even at 64 and 1.06-1.09 at 32; all_gather 1.2-1.8x at every size.
+# sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
-    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108),
-    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132),
-    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148),
+    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0),
+    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20),
+    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0),
 }
 
 # Blocks per multiprocessor planned for when ranks share a GPU: two blocks of
@@ -68,6 +75,8 @@ class Choice:
     throughput_blocks: int
     # Blocks one rank's grid may have in all, when ranks share a GPU (None: no bound).
     block_budget: int | None = None
+    # The copies go by the copy engine (one stream role).
+    copy_engine: bool = False
 
     def blocks(self, regime: Regime) -> int:
         return self.latency_blocks if regime == Regime.LATENCY else self.throughput_blocks
@@ -85,14 +94,15 @@ def block_budget(arch: str, ranks_per_device: int, sms: int = 0) -> int | None:
 def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
            reduce: bool, dynamic: bool, out_per_rank_bytes: int | None = None, *,
            symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0,
-           regime: Regime | None = None) -> Choice:
+           regime: Regime | None = None, single_receivers: bool = False) -> Choice:
     """`per_rank_bytes` and `out_per_rank_bytes`: the largest rank's input and
     output; packet blocks follow the larger (an all_gather receives world
     times what it sends). `symmetric`: the ranks' buffers are addressable by
     their peers, so throughput phases move whole slices in place (a reduction
     composed, each name reduced once and pushed to its other destinations:
     the least traffic). `ranks_per_device` ranks share a GPU of `sms`
-    multiprocessors: see block_budget. `regime`: forced, else chosen here."""
+    multiprocessors: see block_budget. `regime`: forced, else chosen here.
+    `single_receivers`: every slice of the output has one receiving rank."""
     t = THRESHOLDS[arch]
     latency = (
         per_rank_bytes is not None
@@ -115,5 +125,10 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     budget = block_budget(arch, ranks_per_device, sms)
     if budget is not None:
         latency_blocks = min(latency_blocks, budget)
+    copy_engine = (
+        in_place_direct and not reduce and single_receivers and ranks_per_device > 1
+        and t.copy_engine_min_bytes > 0 and per_rank_bytes is not None
+        and per_rank_bytes >= t.copy_engine_min_bytes
+    )
     return Choice(Regime.LATENCY if latency else Regime.THROUGHPUT, strategy, chunk, t.slots, latency_blocks,
-                  t.throughput_blocks, budget)
+                  t.throughput_blocks, budget, copy_engine)

@@ -272,6 +272,22 @@ def test_copy_engine_steps_replay_in_cuda_graphs(name, world):
     assert {comm.epoch(r) for r in range(world)} == {31 * c.plan.advance}
 
 
+@pytest.mark.parametrize("name", ["all_to_all", "all_to_all_v"])
+def test_cost_model_copy_engine_from_128_mib(name):
+    """Ranks sharing a GPU: the default lowering of a 128 MiB all_to_all is
+    the copy engine's (cost_model.py), and it matches the reference."""
+    case = make_case(name, 128 << 20)
+    devices = [0] * WORLD
+    c = lowered(case, f"symmetric=true ranks-per-device={WORLD}")
+    assert c.cuda.source().stream, "the cost model kept the SMs"
+    args = large_args(case)
+    comm = communicator(c, name=name, devices=devices)
+    outs = on_devices(args[1], devices)
+    comm.run(on_devices(args[0], devices), outs)
+    comm.synchronize()
+    check(case, outs, args, "the cost model's copy engine")
+
+
 @pytest.mark.parametrize("lowering", ["regime=latency", "regime=throughput blocks=8 chunk-bytes=4096 slots=2",
                                       "regime=throughput strategy=composed blocks=8 chunk-bytes=4096 slots=2",
                                       f"regime=throughput strategy=composed symmetric=true ranks-per-device={WORLD}"])
