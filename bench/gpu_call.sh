@@ -8,6 +8,7 @@
 #   bench/gpu_call.sh bench [ONE_GPU ARGS]   bench/one_gpu.py beside its floors, built from .ref/
 #                                            (../shared/reference copied there), results in $OUT
 #   bench/gpu_call.sh both [ONE_GPU ARGS]    the tests, then the benchmark
+#   bench/gpu_call.sh py SCRIPT [ARGS]       any other script (a probe) with the build
 #
 # NVLink multicast stays off (the machines are shared).
 set -euo pipefail
@@ -44,5 +45,6 @@ case "$what" in
   tests) run_tests "$@" ;;
   bench) run_bench "$@" ;;
   both) run_tests; run_bench "$@" ;;
-  *) echo "usage: bench/gpu_call.sh tests|bench|both [ARGS]" >&2; exit 2 ;;
+  py) python3 "$@" ;;
+  *) echo "usage: bench/gpu_call.sh tests|bench|both|py [ARGS]" >&2; exit 2 ;;
 esac

@@ -14,6 +14,10 @@ costs on the critical path:
     timeline           as generated, each block's thread 0 stamping the global timer after
                        every step of one call (the 100th), printed from the device as
                        `timeline RANK BLOCK ns...`; bench/timeline.py summarises them
+    relaxed grant      a throughput kernel's grant without its release fence
+    grant first        its grant by block 0 of the first role, before that role's first step
+    signal roles first the one-block roles' code before the data roles' (the layout of the
+                       instructions the consumer's grant runs)
 
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
@@ -92,6 +96,43 @@ def _timeline(text: str, name: str) -> str:
     return "\n".join(out)
 
 
+def _relaxed_grant(text: str, name: str) -> str:
+    return text.replace("grant<true>", "grant<false>")
+
+
+def _grant_first(text: str, name: str) -> str:
+    m = re.search(r"\n\s*grant<(\w+)>\(k, (\d+), (v\d+), part\);", text)
+    if m is None:
+        return text
+    text = text.replace(m.group(0), "")
+    first = re.search(r"  if \(blockIdx.x < \d+\) \{[^\n]*\n", text)
+    hoisted = f"    if (blockIdx.x == 0) grant<{m.group(1)}>(k, {m.group(2)}, {m.group(3)}, Part{{0, 1}});\n"
+    return text[:first.end()] + hoisted + text[first.end():]
+
+
+def _role_spans(text: str) -> list[tuple[int, int]]:
+    """The top-level `if (blockIdx.x ...) { ... }` of each role, in order."""
+    spans, at = [], 0
+    while (start := text.find("  if (blockIdx.x", at)) >= 0:
+        depth, i = 0, text.index("{", start)
+        while True:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        at = text.index("\n", i) + 1
+        spans.append((start, at))
+    return spans
+
+
+def _signal_roles_first(text: str, name: str) -> str:
+    spans = _role_spans(text)
+    roles = [text[a:b] for a, b in spans]
+    single = [r for r in roles if r.split("\n", 1)[0].endswith(" blocks 1")]
+    ordered = single + [r for r in roles if r not in single]
+    return text[:spans[0][0]] + "".join(ordered) + text[spans[-1][1]:] if spans else text
+
+
 VARIANTS = {
     "as generated": None,
     "global tables": _global_tables,
@@ -100,6 +141,9 @@ VARIANTS = {
     "bare launch": lambda text, name: _global_tables(_launch_only(text, name), name),
     "no waits": _no_waits,
     "timeline": _timeline,
+    "relaxed grant": _relaxed_grant,
+    "grant first": _grant_first,
+    "signal roles first": _signal_roles_first,
 }
 
 

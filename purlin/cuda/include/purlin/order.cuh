@@ -62,12 +62,14 @@ __device__ __forceinline__ u64 ld_acquire_gpu(const u64* p) {
   return v;
 }
 
-template <bool Release, class K>
-__device__ __forceinline__ void store_signal(u64* slot, u64 value) {
-  if constexpr (Release)
-    st_release<K::system>(slot, value);
-  else
-    st_relaxed<K::system>(slot, value);
+// One step's signals to several ranks: a release fence once, then relaxed
+// stores, each a release pattern with the fence (PTX memory model). A
+// st.release per signal would fence before each store, and each fence waits
+// for the store before it to reach L2: a round trip per peer.
+template <bool Release, class K, class Each>
+__device__ __forceinline__ void store_signals(Each each) {
+  if constexpr (Release) fence_acq_rel<K::system>();
+  each([](u64* slot, u64 value) { st_relaxed<K::system>(slot, value); });
 }
 
 // -- polling ------------------------------------------------------------------

@@ -67,8 +67,10 @@ template <int Blocks, bool Release, class K>
 __device__ void notify(const K& k, int phase, u64 u, u64 value, int site) {
   if (!last_arrival<Blocks>(k, site, u)) return;
   const i64 ph = K::phase(phase), unit = k.unit(ph, u);
-  for (i64 c = 0; c < k.t(unit + abi::kUConsumers); ++c)
-    store_signal<Release, K>(k.signal(k.t(k.t(unit + abi::kUConsumersAt) + c), ph, abi::kPhReady, k.rank()), value);
+  store_signals<Release, K>([&](auto&& store) {
+    for (i64 c = 0; c < k.t(unit + abi::kUConsumers); ++c)
+      store(k.signal(k.t(k.t(unit + abi::kUConsumersAt) + c), ph, abi::kPhReady, k.rank()), value);
+  });
 }
 
 // atom.ack: each remote source of group g may reuse the unit's slot.
@@ -76,11 +78,22 @@ template <int Blocks, bool Release, class K>
 __device__ void ack(const K& k, int phase, u64 g, u64 epoch, int site) {
   if (!last_arrival<Blocks>(k, site, g)) return;
   const i64 ph = K::phase(phase), group = k.group(ph, g);
-  for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
-    const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
-    if (unit >= 0)
-      store_signal<Release, K>(k.signal(k.t(s + abi::kSRank), ph, abi::kPhFree, k.rank()), epoch + u64(unit) + 1);
-  }
+  store_signals<Release, K>([&](auto&& store) {
+    for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
+      const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
+      if (unit >= 0) store(k.signal(k.t(s + abi::kSRank), ph, abi::kPhFree, k.rank()), epoch + u64(unit) + 1);
+    }
+  });
+}
+
+// `value` into slot [rank] of the free signals of phase ph on every rank that
+// sends to this one.
+template <bool Release, class K>
+__device__ void free_senders(const K& k, i64 ph, u64 value) {
+  store_signals<Release, K>([&](auto&& store) {
+    for (i64 j = 0; j < k.t(ph + abi::kPhSenders); ++j)
+      store(k.signal(k.t(k.t(ph + abi::kPhSendersAt) + j), ph, abi::kPhFree, k.rank()), value);
+  });
 }
 
 // atom.finish: this rank is done reading the phase's half on every peer
@@ -90,11 +103,12 @@ __device__ void finish(const K& k, int phase, u64 value, int site) {
   if (!last_arrival<Blocks>(k, site, 0)) return;
   const i64 ph = K::phase(phase);
   if constexpr (Mv == abi::Moves::Pull) {
-    for (i64 j = 0; j < k.t(ph + abi::kPhSenders); ++j)
-      store_signal<Release, K>(k.signal(k.t(k.t(ph + abi::kPhSendersAt) + j), ph, abi::kPhFree, k.rank()), value);
+    free_senders<Release>(k, ph, value);
   } else {
-    for (i64 d = 0; d < K::world; ++d)
-      if (d != k.rank()) store_signal<Release, K>(k.signal(d, ph, abi::kPhFree, k.rank()), value);
+    store_signals<Release, K>([&](auto&& store) {
+      for (i64 d = 0; d < K::world; ++d)
+        if (d != k.rank()) store(k.signal(d, ph, abi::kPhFree, k.rank()), value);
+    });
   }
 }
 
@@ -103,9 +117,7 @@ __device__ void finish(const K& k, int phase, u64 value, int site) {
 template <bool Release, class K>
 __device__ void grant(const K& k, int phase, u64 value, Part part) {
   if (part.index != 0 || threadIdx.x != 0) return;
-  const i64 ph = K::phase(phase);
-  for (i64 j = 0; j < k.t(ph + abi::kPhSenders); ++j)
-    store_signal<Release, K>(k.signal(k.t(k.t(ph + abi::kPhSendersAt) + j), ph, abi::kPhFree, k.rank()), value);
+  free_senders<Release>(k, K::phase(phase), value);
 }
 
 // atom.drain: every rank that reads this rank's units in place is done.
