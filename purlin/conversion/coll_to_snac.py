@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.coll.attributes import ConsumeAttr, LayoutAttr, element_bytes
 from purlin.coll.dialect import CollectiveOp
 from purlin.coll.layouts import Layout, coalesced, format_name
-from purlin.conversion.cost_model import THRESHOLDS, choose
+from purlin.conversion.cost_model import COPY_ENGINE_ALIGN_BYTES, THRESHOLDS, choose
 from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import PACKET_DATA_BYTES, PhasePlan, packet_elems, route_layouts
@@ -138,6 +138,7 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         sms=o.sms,
         regime=snac.Regime.THROUGHPUT if o.copy_engine else None if o.regime == "auto" else snac.Regime(o.regime),
         single_receivers=not dynamic and all(len(out.slices_named(n)) == 1 for n in out.name_sizes),
+        aligned=not dynamic and _slices_aligned((inp, out), itemsize, COPY_ENGINE_ALIGN_BYTES),
     )
     # The cost model's copy engine only where no option asks for what it does not do.
     copy_engine = o.copy_engine or (
@@ -163,6 +164,14 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         o.slots if o.slots > 0 else choice.slots,
         o.blocks if o.blocks > 0 else choice.blocks(regime),
         src, dst, in_place, None if o.blocks > 0 else choice.block_budget, copy_engine,
+    )
+
+
+def _slices_aligned(layouts: tuple[Layout, ...], itemsize: int, align: int) -> bool:
+    """Whether every slice of `layouts` starts and ends at a multiple of `align` bytes."""
+    return all(
+        (s.offset * itemsize) % align == 0 and (s.size * itemsize) % align == 0
+        for layout in layouts for rank in range(layout.world) for s in layout.slices(rank)
     )
 
 

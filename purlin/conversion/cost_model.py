@@ -34,8 +34,9 @@ class Thresholds:
     # SXM, B200): what ranks sharing one GPU divide, unless told the GPU's own.
     sms: int
     # Copies in place where each slice has one receiver (all_to_all and its V
-    # form) of at least this many bytes per rank go by the copy engine when
-    # ranks share a GPU (0: never; the engine cannot fan one read out).
+    # form) of at least this many bytes per rank, every slice on
+    # COPY_ENGINE_ALIGN_BYTES, go by the copy engine when ranks share a GPU
+    # (0: never; the engine cannot fan one read out).
     copy_engine_min_bytes: int
 
 
@@ -47,13 +48,18 @@ class Thresholds:
 # Packets: one block per role at 16 B took 16.1 us against 16.8 with 16.
 # Copy engine (bench/results/1xh100-copy-engine, ranks on one H100, worlds 2,
 # 4, 8): all_to_all 0.96-0.99 of the SM copy at 128 MiB, 0.95-0.96 at 256,
-# even at 64 and 1.06-1.09 at 32; all_gather 1.2-1.8x at every size.
+# even at 64 and 1.06-1.09 at 32; all_gather 1.2-1.8x at every size. Slices
+# off 16 bytes (256 MiB at worlds 3, 5, 6, 7: 4- or 2-byte aligned) took
+# 1.2x at world 3 and 2.4x at worlds 5-7 (1xh100-odd-worlds).
 # sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
     "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0),
     "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20),
     "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0),
 }
+
+# The copy engine's slices start and end on this many bytes (see above).
+COPY_ENGINE_ALIGN_BYTES = 16
 
 # Blocks per multiprocessor planned for when ranks share a GPU: two blocks of
 # 512 threads leave each thread 64 registers (the datapath's unrolled loops
@@ -94,7 +100,7 @@ def block_budget(arch: str, ranks_per_device: int, sms: int = 0) -> int | None:
 def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
            reduce: bool, dynamic: bool, out_per_rank_bytes: int | None = None, *,
            symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0,
-           regime: Regime | None = None, single_receivers: bool = False) -> Choice:
+           regime: Regime | None = None, single_receivers: bool = False, aligned: bool = False) -> Choice:
     """`per_rank_bytes` and `out_per_rank_bytes`: the largest rank's input and
     output; packet blocks follow the larger (an all_gather receives world
     times what it sends). `symmetric`: the ranks' buffers are addressable by
@@ -102,7 +108,8 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     composed, each name reduced once and pushed to its other destinations:
     the least traffic). `ranks_per_device` ranks share a GPU of `sms`
     multiprocessors: see block_budget. `regime`: forced, else chosen here.
-    `single_receivers`: every slice of the output has one receiving rank."""
+    `single_receivers`: every slice of the output has one receiving rank;
+    `aligned`: every slice on COPY_ENGINE_ALIGN_BYTES."""
     t = THRESHOLDS[arch]
     latency = (
         per_rank_bytes is not None
@@ -126,7 +133,7 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     if budget is not None:
         latency_blocks = min(latency_blocks, budget)
     copy_engine = (
-        in_place_direct and not reduce and single_receivers and ranks_per_device > 1
+        in_place_direct and not reduce and single_receivers and aligned and ranks_per_device > 1
         and t.copy_engine_min_bytes > 0 and per_rank_bytes is not None
         and per_rank_bytes >= t.copy_engine_min_bytes
     )

@@ -3,8 +3,8 @@
 // RUN: purlin-opt %s --split-input-file -p 'coll-expand,convert-coll-to-snac{symmetric=true ranks-per-device=4 blocks=16},snac-verify' | filecheck %s --check-prefix=FORCED
 
 // The cost model's copy engine: ranks sharing a GPU, a copy whose slices
-// have one receiver each, from 128 MiB per rank (cost_model.py has the
-// figures). A GPU of its own keeps the SMs (not measured there), and so
+// have one receiver each, all on 16 bytes, from 128 MiB per rank
+// (cost_model.py has the figures). A GPU of its own keeps the SMs (not measured there), and so
 // does any option the stream role does not take (blocks, chunk-bytes,
 // strategy, regime).
 
@@ -40,3 +40,15 @@ func.func @all_gather_128MiB(%in: memref<33554432xf32>, %out: memref<134217728xf
 // CHECK-LABEL: func.func @all_gather_128MiB
 // CHECK-NOT:   snac.role stream
 // CHECK:       snac.role producer blocks 64 {
+
+// -----
+
+// 5 ranks' slices of 33554435 f32 (134217740 bytes) each: 26843548 bytes,
+// on 4 bytes but not 16: the SMs copy.
+func.func @all_to_all_off_16_bytes(%in: memref<33554435xf32>, %out: memref<33554435xf32>) {
+  coll.all_to_all %in, %out world 5 : memref<33554435xf32>, memref<33554435xf32>
+  func.return
+}
+// CHECK-LABEL: func.func @all_to_all_off_16_bytes
+// CHECK-NOT:   snac.role stream
+// CHECK:       snac.role producer

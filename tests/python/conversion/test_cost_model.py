@@ -85,17 +85,17 @@ def test_every_lowering_fits_the_gpu_its_ranks_share(world, symmetric):
         assert compiled.cuda.blocks_per_sm(world, 132) <= 2
 
 
-@pytest.mark.parametrize("per_rank, ranks, reduce, single, symmetric, engine", [
-    (128 << 20, 4, False, True, True, True),  # all_to_all from 128 MiB, ranks sharing a GPU
-    (64 << 20, 4, False, True, True, False),  # below: the SM copy is as fast
-    (128 << 20, 1, False, True, True, False),  # a GPU of its own: not measured
-    (128 << 20, 4, False, False, True, False),  # all_gather: one read fans out only on the SMs
-    (128 << 20, 4, True, True, True, False),  # reductions: the engine only copies
-    (128 << 20, 4, False, True, False, False),  # staged: its copies are the SMs'
+@pytest.mark.parametrize("per_rank, ranks, reduce, single, aligned, symmetric, engine", [
+    (128 << 20, 4, False, True, True, True, True),  # all_to_all from 128 MiB, ranks sharing a GPU
+    (64 << 20, 4, False, True, True, True, False),  # below: the SM copy is as fast
+    (128 << 20, 1, False, True, True, True, False),  # a GPU of its own: not measured
+    (128 << 20, 4, False, False, True, True, False),  # all_gather: one read fans out only on the SMs
+    (128 << 20, 4, False, True, False, True, False),  # slices off 16 bytes: the engine is slower
+    (128 << 20, 4, True, True, True, True, False),  # reductions: the engine only copies
+    (128 << 20, 4, False, True, True, False, False),  # staged: its copies are the SMs'
 ])
-def test_copy_engine_where_it_measured_faster(per_rank, ranks, reduce, single, symmetric, engine):
-    c = choose("sm_90", 4, per_rank, 4 * per_rank, reduce=reduce, dynamic=False, symmetric=symmetric,
-               ranks_per_device=ranks, single_receivers=single)
-    assert c.copy_engine == engine
-    assert not choose("sm_100", 4, per_rank, 4 * per_rank, reduce=reduce, dynamic=False, symmetric=symmetric,
-                      ranks_per_device=ranks, single_receivers=single).copy_engine
+def test_copy_engine_where_it_measured_faster(per_rank, ranks, reduce, single, aligned, symmetric, engine):
+    kw = dict(reduce=reduce, dynamic=False, symmetric=symmetric, ranks_per_device=ranks, single_receivers=single,
+              aligned=aligned)
+    assert choose("sm_90", 4, per_rank, 4 * per_rank, **kw).copy_engine == engine
+    assert not choose("sm_100", 4, per_rank, 4 * per_rank, **kw).copy_engine
