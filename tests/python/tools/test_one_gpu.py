@@ -68,13 +68,16 @@ def test_v_forms_have_their_fixed_forms_traffic(one_gpu, v, fixed):
     assert (mine["least_traffic_us"], mine["floor_us"]) == (theirs["least_traffic_us"], theirs["floor_us"])
 
 
-def test_latency_rows_against_the_floor_of_the_same_size(one_gpu):
+def test_latency_rows_against_the_floor_of_the_size_asked(one_gpu):
     runs = [one_gpu.Measured(2, "all_gather", 16, 2.4), one_gpu.Measured(2, "all_gather", 1024, 3.5),
-            one_gpu.Measured(3, "all_gather", 16, 3.0), one_gpu.Measured(2, "all_to_all", 65536, 9.0)]
-    rows = one_gpu.latency_rows(runs, FLOOR)
-    assert [(r["floor_us"], r["ratio"], r["verdict"]) for r in rows] == [
-        (2.0, pytest.approx(1.2), "met"), (2.5, pytest.approx(1.4), "missed"),
-        (3.0, pytest.approx(1.0), "(not a goal world)"), (None, None, "(no floor at this size)")]
+            one_gpu.Measured(3, "all_gather", 12, 3.0, asked=16), one_gpu.Measured(3, "all_gather", 12, 3.9, asked=16),
+            one_gpu.Measured(2, "all_to_all", 65536, 9.0), one_gpu.Measured(9, "all_reduce", 16, 1.0)]
+    rows = one_gpu.latency_rows(runs, {**FLOOR, (9, 16): 1.0})
+    # Every world 2-8 is a latency goal world; a size rounded down meets the floor of the size asked.
+    assert [(r["bytes"], r["floor_us"], r["ratio"], r["verdict"]) for r in rows] == [
+        (16, 2.0, pytest.approx(1.2), "met"), (1024, 2.5, pytest.approx(1.4), "missed"),
+        (12, 3.0, pytest.approx(1.0), "met"), (12, 3.0, pytest.approx(1.3), "missed"),
+        (65536, None, None, "(no floor at this size)"), (16, 1.0, pytest.approx(1.0), "(not a goal world)")]
 
 
 def series(one_gpu, world, coll, points):
@@ -108,6 +111,9 @@ def test_measured_takes_purlins_default_rows(one_gpu):
     assert runs == [one_gpu.Measured(2, "all_gather", 16, 3.0),
                     one_gpu.Measured(2, "all_gather", 1024, None, "ProgramError: no kernel"),
                     one_gpu.Measured(2, "all_gather", 65536, None, "CudaError: launch failed")]
+    # At world 3 bf16 all_gather runs 12 B for 16 asked (three ranks of 2 elements), and remembers what was asked.
+    doc3 = {"rows": [asdict(bench.make_row("all_gather", "purlin", 12, 3.5, 3))], "failures": []}
+    assert one_gpu.measured(doc3, 3, ["all_gather"], [16]) == [one_gpu.Measured(3, "all_gather", 12, 3.5, asked=16)]
 
 
 def test_floor_output_is_parsed(one_gpu):

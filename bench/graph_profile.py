@@ -1,0 +1,126 @@
+"""One collective's calls, every rank on GPU 0, as a workload for a profiler:
+captured into one CUDA graph before any eager launch, then replayed. A
+profiler that runs kernels one at a time (ncu's default) would run one rank's
+kernel alone, and it would wait for its peers until the timeout; as a graph
+(`ncu --graph-profiling graph`, `nsys --cuda-graph-trace=node`) the ranks run
+together, as purlin-bench times them.
+
+    CUDA_MODULE_LOADING=EAGER nsys profile --cuda-graph-trace=node -o prof \\
+        python bench/graph_profile.py --world 2 --bytes 16 --collective all_reduce
+    CUDA_MODULE_LOADING=EAGER ncu --graph-profiling graph --metrics ... python bench/graph_profile.py ...
+
+The result is checked after the replays (the last call's outputs against
+the reference); the time per call printed is the median replay's.
+
+    python bench/graph_profile.py --trace trace.csv --kernel purlin_
+
+summarises `nsys stats --report cuda_gpu_trace --format csv`'s table: of the
+kernels whose name starts with --kernel (and, with --block, have that many
+threads per block), per stream in start order, the median duration, the
+median period (one start to the next on a stream) and the median skew (the
+spread of the streams' k-th starts) over the last --calls kernels of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+
+def _column(header: list[str], prefix: str) -> int:
+    return next(i for i, name in enumerate(header) if name.startswith(prefix))
+
+
+def summarize_trace(path: str, kernel: str, block: int, calls: int) -> str:
+    with open(path) as f:
+        rows = [r for r in csv.reader(f) if r]
+    at = next(i for i, r in enumerate(rows) if any(c.startswith("Start") for c in r))
+    header, rows = rows[at], rows[at + 1:]
+    start, dur, blk, strm, name = (_column(header, p) for p in ("Start", "Duration", "BlkX", "Strm", "Name"))
+    streams: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for r in rows:
+        if r[name].startswith(kernel) and (not block or int(r[blk]) == block):
+            streams[r[strm]].append((int(r[start]), int(r[dur])))
+    if not streams:
+        return f"no kernel named {kernel}* in {path}"
+    last = [sorted(ks)[-calls:] for ks in streams.values()]
+    n = min(map(len, last))
+    durations = [d for ks in last for _, d in ks]
+    periods = [b[0] - a[0] for ks in last for a, b in zip(ks, ks[1:])]
+    skews = [max(ks[i][0] for ks in last) - min(ks[i][0] for ks in last) for i in range(n)]
+    us = lambda xs: f"{statistics.median(xs) / 1e3:.2f}" if xs else "-"  # noqa: E731
+    return (f"{kernel}* on {len(last)} streams, last {n} each: duration {us(durations)} us, period {us(periods)} us, "
+            f"start skew {us(skews)} us (medians)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--bytes", type=int, default=16, help="per rank input, bf16")
+    ap.add_argument("--collective", default="all_reduce")
+    ap.add_argument("--calls", type=int, default=20, help="calls per graph")
+    ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--trace", help="summarise this nsys cuda_gpu_trace CSV instead of running")
+    ap.add_argument("--kernel", default="purlin_", help="with --trace: the kernels' name prefix")
+    ap.add_argument("--block", type=int, default=0, help="with --trace: only kernels of this many threads")
+    args = ap.parse_args(argv)
+    if args.trace:
+        print(summarize_trace(args.trace, args.kernel, args.block, args.calls))
+        return 0
+
+    import torch
+
+    if not torch.cuda.is_available():
+        print("graph_profile: no CUDA device", file=sys.stderr)
+        return 1
+    from latency_probe import _reference
+
+    from purlin import _runtime
+    from purlin.coll.builder import CollectiveSpec
+    from purlin.compile import arch_of_device, compile_collective
+    from purlin.runtime import Communicator
+
+    world, count = args.world, max(1, args.bytes // 2)
+    spec = CollectiveSpec(args.collective, world, "bf16", "sum" if "reduce" in args.collective else None, count)
+    compiled = compile_collective(args.collective, world, "bf16", spec.op, count, arch=arch_of_device(0),
+                                  symmetric=True, ranks_per_device=world, sms=_runtime.cuda_device_sms(0))
+    n_in, n_out = spec.buffer_sizes()
+    ins = [torch.arange(n_in, device="cuda:0").remainder(7).to(torch.bfloat16) + r for r in range(world)]
+    outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
+    comm = Communicator(compiled.plan, backend="cuda", devices=[0] * world, name="graph_profile",
+                        kernel=compiled.cuda)
+    streams = [torch.cuda.Stream(device=0) for _ in range(world)]
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=streams[0]):
+        for s in streams[1:]:
+            s.wait_stream(streams[0])
+        for _ in range(args.calls):
+            comm.run(ins, outs, streams)
+        for s in streams[1:]:
+            streams[0].wait_stream(s)
+    times = []
+    for _ in range(args.replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / args.calls)
+    comm.synchronize()
+    want = _reference(args.collective, [i.float().cpu().numpy() for i in ins], n_out)
+    if not all(np.array_equal(o.float().cpu().numpy(), w) for o, w in zip(outs, want)):
+        print(f"graph_profile: {args.collective} world {world}: wrong result", file=sys.stderr)
+        return 1
+    print(f"{args.collective} {args.bytes} B bf16, world {world} on GPU 0: {statistics.median(times):.2f} us per call "
+          f"(median of {args.replays} replays of {args.calls} calls)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
