@@ -30,6 +30,8 @@ class TableError(Exception):
 
 # Words of shared memory a device-counts kernel may build its tables in.
 MAX_COUNTS_TABLE_WORDS = 12288
+# The device library indexes table words with 32-bit ints (Kernel::t).
+MAX_TABLE_WORDS = (1 << 31) - 1
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,9 @@ def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offse
                                                  (abi.PH_RECEIVERS_AT, abi.PH_RECEIVERS, ph.plan.receivers(rank))):
                 words[head + at_field], words[head + count_field] = len(words), len(peers)
                 words += list(peers)
+    if len(words) > MAX_TABLE_WORDS:
+        raise TableError(f"rank {rank}'s tables take {len(words)} words; the kernel indexes at most "
+                         f"{MAX_TABLE_WORDS} (32-bit indices)")
     return np.asarray(words, dtype=np.int64)
 
 

@@ -155,3 +155,18 @@ def test_more_counts_than_a_block_gathers_are_a_diagnostic():
     coll = compile_device_counts("all_to_all_v", 33, "f32", input_elems=33, output_elems=33)
     with pytest.raises(ProgramError, match="device counts of world 33 are 1089 words, more than the 1024"):
         coll.cuda.source()
+
+
+def test_tables_past_32_bit_indices_are_refused(monkeypatch):
+    """The device library indexes table words with ints: a rank's tables
+    longer than that bound are a TableError, not wrapped indices."""
+    from purlin.cuda import tables
+
+    coll = compile_collective("all_gather", 4, "bf16", None, 1024, arch="sm_90")
+    words = len(coll.cuda.tables.ranks[0])
+    kernel = coll.cuda.kernel
+    states = phase_states(kernel, 4, None)
+    assert len(build_tables(kernel, states).ranks[0]) == words
+    monkeypatch.setattr(tables, "MAX_TABLE_WORDS", words - 1)
+    with pytest.raises(tables.TableError, match=f"rank 0's tables take {words} words; the kernel indexes at most"):
+        build_tables(kernel, states)

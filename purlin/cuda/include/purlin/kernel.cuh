@@ -37,19 +37,18 @@ struct Kernel {
       : h(header), peers(peer_buffers) {
     const abi::BlockState s = h.blocks[blockIdx.x];
     if constexpr (Shared) {
+      // 32-bit indices (tables stay far below 2^31 words, tables.py checks):
+      // 64-bit ones double the index arithmetic a one-warp kernel waits on.
       constexpr int kInFlight = 8;
-      for (i64 base = 0; base < h.table_words; base += kInFlight * i64(blockDim.x)) {
+      const int words = int(h.table_words), threads = int(blockDim.x);
+      for (int base = int(threadIdx.x); base < words; base += kInFlight * threads) {
         i64 w[kInFlight];
 #pragma unroll
-        for (int q = 0; q < kInFlight; ++q) {
-          const i64 i = base + q * i64(blockDim.x) + threadIdx.x;
-          if (i < h.table_words) w[q] = h.tables[i];
-        }
+        for (int q = 0; q < kInFlight; ++q)
+          if (base + q * threads < words) w[q] = h.tables[base + q * threads];
 #pragma unroll
-        for (int q = 0; q < kInFlight; ++q) {
-          const i64 i = base + q * i64(blockDim.x) + threadIdx.x;
-          if (i < h.table_words) shared[i] = w[q];
-        }
+        for (int q = 0; q < kInFlight; ++q)
+          if (base + q * threads < words) shared[base + q * threads] = w[q];
       }
       tab = shared;
       __syncthreads();
@@ -60,23 +59,26 @@ struct Kernel {
     prev = s.prev;
   }
 
-  __device__ i64 t(i64 i) const { return tab[i]; }
+  // Table word i: indices are 32-bit (see the constructor).
+  __device__ i64 t(int i) const { return tab[i]; }
   __device__ i64 rank() const { return h.rank; }
   // Rank r's symmetric allocation, as this rank addresses it.
   __device__ char* sym(i64 r) const { return reinterpret_cast<char*>(t(abi::kGlobalWords + r)); }
-  static constexpr i64 phase(int k) { return abi::kGlobalWords + W + i64(k) * abi::kPhaseWords; }
-  __device__ char* source(i64 ph) const { return t(ph + abi::kPhSource) ? h.output : h.input; }
+  static constexpr int phase(int k) { return abi::kGlobalWords + W + k * abi::kPhaseWords; }
+  __device__ char* source(int ph) const { return t(ph + abi::kPhSource) ? h.output : h.input; }
   // Rank r's source buffer of phase ph, and its output (direct phases: symmetric kernels only).
-  __device__ char* source_of(i64 ph, i64 r) const { return t(ph + abi::kPhSource) ? peers->output[r] : peers->input[r]; }
+  __device__ char* source_of(int ph, i64 r) const { return t(ph + abi::kPhSource) ? peers->output[r] : peers->input[r]; }
   __device__ char* output_of(i64 r) const { return peers->output[r]; }
-  __device__ i64 unit(i64 ph, u64 u) const { return t(ph + abi::kPhUnitsAt) + i64(u) * abi::kUnitWords; }
-  __device__ i64 group(i64 ph, u64 g) const { return t(ph + abi::kPhGroupsAt) + i64(g) * abi::kGroupWords; }
-  __device__ i64 source_at(i64 group, i64 j) const { return t(group + abi::kGSourcesAt) + j * abi::kSourceWords; }
+  __device__ int unit(int ph, u64 u) const { return int(t(ph + abi::kPhUnitsAt)) + int(u) * abi::kUnitWords; }
+  __device__ int group(int ph, u64 g) const { return int(t(ph + abi::kPhGroupsAt)) + int(g) * abi::kGroupWords; }
+  __device__ int source_at(int group, i64 j) const {
+    return int(t(group + abi::kGSourcesAt)) + int(j) * abi::kSourceWords;
+  }
   // Half `half` of buffer `ph` on rank r.
-  __device__ char* half_of(i64 ph, i64 r, u64 half) const {
+  __device__ char* half_of(int ph, i64 r, u64 half) const {
     return sym(r) + t(ph + abi::kPhBuffer) + i64(half) * t(ph + abi::kPhHalfBytes);
   }
-  __device__ u64* signal(i64 r, i64 ph, int which, i64 slot) const {
+  __device__ u64* signal(i64 r, int ph, int which, i64 slot) const {
     return reinterpret_cast<u64*>(sym(r) + t(ph + which)) + slot;
   }
 };
@@ -87,10 +89,10 @@ __device__ __forceinline__ u64 min_u(u64 a, u64 b) { return a < b ? a : b; }
 // The sources of group `group` into `srcs`: own buffer, peers' staging,
 // packets, or (direct pull) the source ranks' own buffers.
 template <abi::Moves Mv, class K>
-__device__ void group_sources(const K& k, i64 ph, i64 group, u64 half, Span* srcs) {
+__device__ void group_sources(const K& k, int ph, int group, u64 half, Span* srcs) {
   const int n = int(k.t(group + abi::kGSources));
   for (int j = threadIdx.x; j < n; j += blockDim.x) {
-    const i64 s = k.source_at(group, j);
+    const int s = k.source_at(group, j);
     if (k.t(s + abi::kSUnit) < 0)
       srcs[j] = {k.source(ph) + k.t(s + abi::kSOffset), -1};
     else if constexpr (Mv == abi::Moves::Packets)
@@ -111,7 +113,7 @@ __device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part par
   constexpr bool Packets = Mv == abi::Moves::Packets;
   __shared__ Span srcs[K::world];
   __shared__ Span dst;
-  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  const int ph = K::phase(phase), group = k.group(ph, g);
   const int n = int(k.t(group + abi::kGSources));
   __syncthreads();  // the previous step is done with the spans
   group_sources<Mv>(k, ph, group, half, srcs);
@@ -120,7 +122,7 @@ __device__ void consume(const K& k, int phase, int op, u64 g, u64 half, Part par
   char* mc = nullptr;
   if constexpr (M == Mech::Multimem) {
     // Every source sits at the same slot of the symmetric buffer (stage_local).
-    const i64 s = k.source_at(group, 0);
+    const int s = k.source_at(group, 0);
     mc = reinterpret_cast<char*>(k.t(ph + abi::kPhMulticast)) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
          k.t(s + abi::kSUnit) % k.t(ph + abi::kPhSlots) * k.t(ph + abi::kPhSlotBytes);
   }
@@ -138,8 +140,8 @@ template <DType D, Mech M, int Width, class K>
 __device__ void reduce_push(const K& k, int phase, int op, u64 g, int fwd, Part part, char* smem, int smem_bytes) {
   __shared__ Span srcs[K::world];
   __shared__ Span dsts[K::world + 1];
-  const i64 ph = K::phase(phase), group = k.group(ph, g);
-  const i64 unit = k.unit(K::phase(fwd), g);
+  const int ph = K::phase(phase), group = k.group(ph, g);
+  const int unit = k.unit(K::phase(fwd), g);
   __syncthreads();  // the previous step is done with the spans
   group_sources<abi::Moves::Pull>(k, ph, group, 0, srcs);
   if (threadIdx.x == 0) dsts[0] = {k.h.output + k.t(group + abi::kGDst), -1};

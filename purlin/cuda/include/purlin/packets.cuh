@@ -62,15 +62,16 @@ __device__ void spread(u64 lo, u64 hi, Part part, Count count, Body body) {
 // (unit, consumer, packet) store per piece.
 template <class K>
 __device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 flag, Part part) {
-  const i64 ph = K::phase(phase);
+  const int ph = K::phase(phase);
   char* const base_src = k.source(ph);
   const i64 region = k.t(ph + abi::kPhBuffer) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
                      k.rank() * k.t(ph + abi::kPhSlotBytes);
-  auto packets = [&](i64 unit) { return (k.t(unit + abi::kUBytes) + kPacketDataBytes - 1) / kPacketDataBytes; };
+  auto packets = [&](int unit) { return (k.t(unit + abi::kUBytes) + kPacketDataBytes - 1) / kPacketDataBytes; };
   spread(
-      lo, hi, part, [&](u64 u) { const i64 unit = k.unit(ph, u); return packets(unit) * k.t(unit + abi::kUConsumers); },
+      lo, hi, part, [&](u64 u) { const int unit = k.unit(ph, u); return packets(unit) * k.t(unit + abi::kUConsumers); },
       [&](u64 u, i64 piece) {
-        const i64 unit = k.unit(ph, u), n = packets(unit);
+        const int unit = k.unit(ph, u);
+        const i64 n = packets(unit);
         const u32 c = u32(piece) / u32(n), pk = u32(piece) - c * u32(n);
         const char* src = base_src + k.t(unit + abi::kUSrc);
         const i64 bytes = k.t(unit + abi::kUBytes), b = i64(pk) * kPacketDataBytes;
@@ -87,7 +88,7 @@ __device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 f
 // The region of this rank's window where source s of a group lands, as a
 // packet span (data byte offsets).
 template <class K>
-__device__ Span window_span(const K& k, i64 ph, i64 s, u64 half) {
+__device__ Span window_span(const K& k, int ph, int s, u64 half) {
   return {k.half_of(ph, k.rank(), half) + k.t(s + abi::kSRank) * k.t(ph + abi::kPhSlotBytes),
           k.t(s + abi::kSOffset)};
 }
@@ -96,12 +97,12 @@ __device__ Span window_span(const K& k, i64 ph, i64 s, u64 half) {
 // remote sources, so that its later reads follow its own look at the flags.
 template <bool Acquire, class K>
 __device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int site) {
-  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  const int ph = K::phase(phase), group = k.group(ph, g);
   const i64 packets = (k.t(group + abi::kGBytes) + kPacketDataBytes - 1) / kPacketDataBytes;
   const u64 need = epoch + 1;
   bool ok = true;
   for (i64 j = 0; j < k.t(group + abi::kGSources) && ok; ++j) {
-    const i64 s = k.source_at(group, j);
+    const int s = k.source_at(group, j);
     if (k.t(s + abi::kSUnit) < 0) continue;
     const Span w = window_span(k, ph, s, epoch & 1);
     for (i64 pk = threadIdx.x; pk < packets && ok; pk += blockDim.x) {
@@ -133,7 +134,7 @@ __device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int s
 // and stored; the remote sources are polled kBatch at a time, their loads in
 // flight together.
 template <DType D, bool Reduce, class K>
-__device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 need, int op, int site) {
+__device__ void consume_packet(K& k, int ph, int group, i64 pk, char* own, u64 need, int op, int site) {
   constexpr int E = kPacketDataBytes / Elem<D>::bytes;
   constexpr int kBatch = K::world < 8 ? K::world : 8;
   const i64 bytes = k.t(group + abi::kGBytes), n = k.t(group + abi::kGSources);
@@ -151,7 +152,8 @@ __device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 n
       data[q] = 0;
       line[q] = nullptr;
       if (j0 + q >= n) continue;
-      const i64 s = k.source_at(group, j0 + q), off = k.t(s + abi::kSOffset);
+      const int s = k.source_at(group, j0 + q);
+      const i64 off = k.t(s + abi::kSOffset);
       if (k.t(s + abi::kSUnit) < 0) {
         const char* p = k.source(ph) + off + b;
         data[q] = nb == kPacketDataBytes && reinterpret_cast<u64>(p) % kPacketDataBytes == 0
@@ -227,7 +229,7 @@ __device__ void consume_packet(K& k, i64 ph, i64 group, i64 pk, char* own, u64 n
 // fence: a packet's data comes with its flag).
 template <DType D, bool Reduce, class K>
 __device__ void poll_consume(K& k, int phase, int op, u64 lo, u64 hi, u64 half, u64 epoch, Part part, int site) {
-  const i64 ph = K::phase(phase);
+  const int ph = K::phase(phase);
   char* const own = k.half_of(ph, k.rank(), half);
   spread(
       lo, hi, part,

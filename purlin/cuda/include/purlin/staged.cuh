@@ -17,10 +17,10 @@ namespace purlin::cuda {
 // goes to its destinations, each of them granted this call.
 template <abi::Moves Mv, bool Acquire, class K>
 __device__ void wait_free(K& k, int phase, u64 u, u64 epoch, u64 prev, int site) {
-  const i64 ph = K::phase(phase);
+  const int ph = K::phase(phase);
   const i64 slots = k.t(ph + abi::kPhSlots);
   if constexpr (Mv == abi::Moves::Push) {
-    const i64 unit = k.unit(ph, u), at = k.t(unit + abi::kUDestsAt);
+    const int unit = k.unit(ph, u), at = int(k.t(unit + abi::kUDestsAt));
     block_wait<Acquire>(k, site, [&](auto&& visit) {
       for (i64 c = 0; c < k.t(unit + abi::kUDests); ++c) {
         const i64 d = k.t(at + 2 * c);
@@ -28,7 +28,7 @@ __device__ void wait_free(K& k, int phase, u64 u, u64 epoch, u64 prev, int site)
       }
     });
   } else if (Mv == abi::Moves::Staging && i64(u) >= slots) {
-    const i64 prior = k.unit(ph, u - slots);
+    const int prior = k.unit(ph, u - slots);
     const u64 need = epoch + u - slots + 1;
     block_wait<Acquire>(k, site, [&](auto&& visit) {
       for (i64 c = 0; c < k.t(prior + abi::kUConsumers); ++c) {
@@ -48,12 +48,12 @@ __device__ void wait_free(K& k, int phase, u64 u, u64 epoch, u64 prev, int site)
 // wait): every remote source of each was announced, all polled at once.
 template <bool Acquire, class K>
 __device__ void wait_ready(K& k, int phase, u64 lo, u64 hi, u64 epoch, int site) {
-  const i64 ph = K::phase(phase);
+  const int ph = K::phase(phase);
   block_wait<Acquire>(k, site, [&](auto&& visit) {
     for (u64 g = lo; g < hi; ++g) {
-      const i64 group = k.group(ph, g);
+      const int group = k.group(ph, g);
       for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
-        const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
+        const int s = k.source_at(group, j), unit = int(k.t(s + abi::kSUnit));
         if (unit < 0) continue;
         const i64 from = k.t(s + abi::kSRank);
         if (!visit(k.signal(k.rank(), ph, abi::kPhReady, from), epoch + u64(unit) + 1, int(from))) return;
@@ -66,7 +66,7 @@ __device__ void wait_ready(K& k, int phase, u64 lo, u64 hi, u64 epoch, int site)
 template <int Blocks, bool Release, class K>
 __device__ void notify(const K& k, int phase, u64 u, u64 value, int site) {
   if (!last_arrival<Blocks>(k, site, u)) return;
-  const i64 ph = K::phase(phase), unit = k.unit(ph, u);
+  const int ph = K::phase(phase), unit = k.unit(ph, u);
   store_signals<Release, K>([&](auto&& store) {
     for (i64 c = 0; c < k.t(unit + abi::kUConsumers); ++c)
       store(k.signal(k.t(k.t(unit + abi::kUConsumersAt) + c), ph, abi::kPhReady, k.rank()), value);
@@ -77,10 +77,10 @@ __device__ void notify(const K& k, int phase, u64 u, u64 value, int site) {
 template <int Blocks, bool Release, class K>
 __device__ void ack(const K& k, int phase, u64 g, u64 epoch, int site) {
   if (!last_arrival<Blocks>(k, site, g)) return;
-  const i64 ph = K::phase(phase), group = k.group(ph, g);
+  const int ph = K::phase(phase), group = k.group(ph, g);
   store_signals<Release, K>([&](auto&& store) {
     for (i64 j = 0; j < k.t(group + abi::kGSources); ++j) {
-      const i64 s = k.source_at(group, j), unit = k.t(s + abi::kSUnit);
+      const int s = k.source_at(group, j), unit = int(k.t(s + abi::kSUnit));
       if (unit >= 0) store(k.signal(k.t(s + abi::kSRank), ph, abi::kPhFree, k.rank()), epoch + u64(unit) + 1);
     }
   });
@@ -89,7 +89,7 @@ __device__ void ack(const K& k, int phase, u64 g, u64 epoch, int site) {
 // `value` into slot [rank] of the free signals of phase ph on every rank that
 // sends to this one.
 template <bool Release, class K>
-__device__ void free_senders(const K& k, i64 ph, u64 value) {
+__device__ void free_senders(const K& k, int ph, u64 value) {
   store_signals<Release, K>([&](auto&& store) {
     for (i64 j = 0; j < k.t(ph + abi::kPhSenders); ++j)
       store(k.signal(k.t(k.t(ph + abi::kPhSendersAt) + j), ph, abi::kPhFree, k.rank()), value);
@@ -101,7 +101,7 @@ __device__ void free_senders(const K& k, i64 ph, u64 value) {
 template <int Blocks, bool Release, abi::Moves Mv, class K>
 __device__ void finish(const K& k, int phase, u64 value, int site) {
   if (!last_arrival<Blocks>(k, site, 0)) return;
-  const i64 ph = K::phase(phase);
+  const int ph = K::phase(phase);
   if constexpr (Mv == abi::Moves::Pull) {
     free_senders<Release>(k, ph, value);
   } else {
@@ -123,7 +123,7 @@ __device__ void grant(const K& k, int phase, u64 value, Part part) {
 // atom.drain: every rank that reads this rank's units in place is done.
 template <bool Acquire, class K>
 __device__ void drain(K& k, int phase, u64 value, int site) {
-  const i64 ph = K::phase(phase);
+  const int ph = K::phase(phase);
   block_wait<Acquire>(k, site, [&](auto&& visit) {
     for (i64 j = 0; j < k.t(ph + abi::kPhReceivers); ++j) {
       const i64 d = k.t(k.t(ph + abi::kPhReceiversAt) + j);
@@ -137,7 +137,7 @@ __device__ void drain(K& k, int phase, u64 value, int site) {
 // atom.stage: unit u into this rank's slot u mod slots of `half`.
 template <DType D, Mech M, int Width, class K>
 __device__ void stage(const K& k, int phase, u64 u, u64 half, Part part, char* smem, int smem_bytes) {
-  const i64 ph = K::phase(phase), unit = k.unit(ph, u);
+  const int ph = K::phase(phase), unit = k.unit(ph, u);
   const i64 slot = i64(u) % k.t(ph + abi::kPhSlots);
   const Span dst{k.half_of(ph, k.rank(), half) + slot * k.t(ph + abi::kPhSlotBytes), -1};
   const Span src{k.source(ph) + k.t(unit + abi::kUSrc), -1};
@@ -147,7 +147,7 @@ __device__ void stage(const K& k, int phase, u64 u, u64 half, Part part, char* s
 // The destinations of unit `unit` of a direct push phase into `dsts`, but
 // where the unit would be copied onto itself; returns how many.
 template <class K>
-__device__ int unit_destinations(const K& k, i64 unit, const char* src, Span* dsts, int first) {
+__device__ int unit_destinations(const K& k, int unit, const char* src, Span* dsts, int first) {
   __shared__ int count;
   if (threadIdx.x == 0) {
     int n = first;
@@ -168,7 +168,7 @@ template <DType D, Mech M, int Width, class K>
 __device__ void push(const K& k, int phase, u64 u, Part part, char* smem, int smem_bytes) {
   __shared__ Span dsts[K::world];
   __shared__ Span src;
-  const i64 ph = K::phase(phase), unit = k.unit(ph, u);
+  const int ph = K::phase(phase), unit = k.unit(ph, u);
   __syncthreads();  // the previous step is done with the spans
   if (threadIdx.x == 0) src = {k.source(ph) + k.t(unit + abi::kUSrc), -1};
   __syncthreads();
