@@ -21,6 +21,9 @@ costs on the critical path:
     prefetch input     each thread asks L1 for one 128-byte line of the rank's input (8 KiB
                        at most) before the frame loads the tables, so that the first read
                        of the input does not wait a second round trip after theirs
+    notify every block every block of a notifying role stores the ready signal itself, with
+                       no arrival counter: what the counter's atomics cost (a lower bound, as
+                       the consumer may go on before the last block's data is there)
 
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
@@ -143,6 +146,10 @@ def _prefetch_input(text: str, name: str) -> str:
     return text[:at] + hint + text[at:]
 
 
+def _notify_every_block(text: str, name: str) -> str:
+    return re.sub(r"\bnotify<\d+, ", "notify<1, ", text)
+
+
 VARIANTS = {
     "as generated": None,
     "global tables": _global_tables,
@@ -155,6 +162,7 @@ VARIANTS = {
     "grant first": _grant_first,
     "signal roles first": _signal_roles_first,
     "prefetch input": _prefetch_input,
+    "notify every block": _notify_every_block,
 }
 
 

@@ -1,0 +1,36 @@
+"""bench/latency_probe.py's source edits without a GPU: each cut-down variant
+changes only what it names in a generated kernel."""
+
+import pytest
+from bench_scripts import bench_script
+
+from purlin.compile import compile_collective
+
+
+@pytest.fixture(scope="module")
+def probe():
+    with bench_script("latency_probe") as module:
+        yield module
+
+
+def source(collective: str, world: int, count: int):
+    op = "sum" if "reduce" in collective else None
+    program = compile_collective(collective, world, "bf16", op, count, symmetric=True, ranks_per_device=world,
+                                 sms=132).cuda
+    return program.source(program.blocks_per_sm(world, 132))
+
+
+def test_notify_every_block_drops_the_arrival_counter(probe):
+    src = source("all_gather", 2, 1 << 18)
+    assert "notify<64, true>" in src.text
+    edited = probe.VARIANTS["notify every block"](src.text, src.name)
+    assert "notify<64," not in edited and "notify<1, true>" in edited
+    assert edited.replace("notify<1, true>", "notify<64, true>") == src.text
+
+
+def test_prefetch_input_asks_before_the_frame(probe):
+    src = source("all_reduce", 2, 8)
+    edited = probe.VARIANTS["prefetch input"](src.text, src.name)
+    hint, frame = edited.index("prefetch.global.L1"), edited.index("  K k(")
+    assert hint < frame and edited.count("prefetch.global.L1") == 1
+    assert edited.replace(edited[edited.rindex("\n", 0, hint) + 1:edited.index("\n", hint) + 1], "") == src.text
