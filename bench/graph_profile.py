@@ -12,6 +12,14 @@ together, as purlin-bench times them.
 The result is checked after the replays (the last call's outputs against
 the reference); the time per call printed is the median replay's.
 
+    python bench/graph_profile.py --ncu ncu.csv --per-graph 40 [--insts 8000:12000]
+
+summarises `ncu --graph-profiling graph --csv`'s results: per graph workload
+(the median over the graphs kept; --insts keeps those whose warp instructions
+fall in that range, to pick one configuration out of a program that launches
+several), every metric divided by --per-graph (calls x ranks in a graph: per
+rank and call).
+
     python bench/graph_profile.py --trace trace.csv --kernel purlin_
 
 summarises `nsys stats --report cuda_gpu_trace --format csv`'s table: of the
@@ -34,6 +42,29 @@ import numpy as np
 
 def _column(header: list[str], prefix: str) -> int:
     return next(i for i, name in enumerate(header) if name.startswith(prefix))
+
+
+def summarize_ncu(path: str, per_graph: int, insts: tuple[float, float] | None = None) -> str:
+    with open(path) as f:
+        rows = [r for r in csv.reader(f) if len(r) > 10]
+    at = next((i for i, r in enumerate(rows) if "Metric Name" in r), None)
+    if at is None:
+        return f"no ncu metrics in {path}"
+    header = rows[at]
+    rid, name, metric, value = (header.index(c) for c in ("ID", "Kernel Name", "Metric Name", "Metric Value"))
+    graphs: dict[str, dict[str, float]] = {}
+    for r in rows[at + 1:]:
+        if r[name] == "graph":
+            graphs.setdefault(r[rid], {})[r[metric]] = float(r[value].replace(",", ""))
+    kept = [g for g in graphs.values()
+            if insts is None or insts[0] <= g.get("smsp__inst_executed.sum", -1) <= insts[1]]
+    if not kept:
+        return f"no graph workload in {path}" + (f" with {insts[0]:g}-{insts[1]:g} warp instructions" if insts else "")
+    metrics = sorted({m for g in kept for m in g})
+    lines = [f"{len(kept)} graph workloads, per rank and call (medians, / {per_graph}):"]
+    for m in metrics:
+        lines.append(f"  {m}: {statistics.median(g[m] for g in kept if m in g) / per_graph:.1f}")
+    return "\n".join(lines)
 
 
 def summarize_trace(path: str, kernel: str, block: int, calls: int) -> str:
@@ -66,11 +97,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=20, help="calls per graph")
     ap.add_argument("--replays", type=int, default=5)
     ap.add_argument("--trace", help="summarise this nsys cuda_gpu_trace CSV instead of running")
+    ap.add_argument("--ncu", help="summarise this ncu --graph-profiling graph --csv output instead of running")
+    ap.add_argument("--per-graph", type=int, default=0, help="with --ncu: calls x ranks per graph")
+    ap.add_argument("--insts", help="with --ncu: LO:HI warp instructions of the graphs to keep")
     ap.add_argument("--kernel", default="purlin_", help="with --trace: the kernels' name prefix")
     ap.add_argument("--block", type=int, default=0, help="with --trace: only kernels of this many threads")
     args = ap.parse_args(argv)
     if args.trace:
         print(summarize_trace(args.trace, args.kernel, args.block, args.calls))
+        return 0
+    if args.ncu:
+        try:
+            insts = tuple(float(x) for x in args.insts.split(":")) if args.insts else None
+        except ValueError:
+            insts = ()
+        if args.per_graph < 1 or (insts is not None and len(insts) != 2):
+            ap.error("--ncu needs --per-graph N (calls x ranks, at least 1) and --insts as LO:HI")
+        print(summarize_ncu(args.ncu, args.per_graph, insts))
         return 0
 
     import torch

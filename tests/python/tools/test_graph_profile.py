@@ -37,3 +37,41 @@ def test_durations_periods_and_skews_of_the_last_calls(graph_profile, tmp_path):
 def test_no_matching_kernel(graph_profile, tmp_path):
     path = trace(tmp_path, [(0, 10, 32, 7, "other_kernel")])
     assert graph_profile.summarize_trace(path, "purlin_", 0, 20) == f"no kernel named purlin_* in {path}"
+
+
+NCU_HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+              '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n')
+
+
+def ncu_csv(tmp_path, graphs: list[tuple[str, dict[str, str]]]) -> str:
+    path = tmp_path / "ncu.csv"
+    lines = ['==PROF== Connected to process 1\n', NCU_HEADER]
+    for i, (name, metrics) in enumerate(graphs):
+        for metric, value in metrics.items():
+            lines.append(f'"{i}","1","python3","127.0.0.1","{name}","1","13","(32, 1, 1)","(1, 1, 1)","0","9.0",'
+                         f'"Command line profiler metrics","{metric}","inst","{value}"\n')
+    path.write_text("".join(lines))
+    return str(path)
+
+
+def test_ncu_graphs_per_rank_and_call(graph_profile, tmp_path):
+    path = ncu_csv(tmp_path, [
+        ("void at::elementwise_kernel", {"smsp__inst_executed.sum": "201"}),  # not a graph: left out
+        ("graph", {"smsp__inst_executed.sum": "28,400", "lts__t_sectors_srcunit_tex_op_write.sum": "120"}),
+        ("graph", {"smsp__inst_executed.sum": "27,600", "lts__t_sectors_srcunit_tex_op_write.sum": "120"}),
+        ("graph", {"smsp__inst_executed.sum": "9,600", "lts__t_sectors_srcunit_tex_op_write.sum": "80"})])
+    assert graph_profile.summarize_ncu(path, 40, (20000, 30000)).splitlines() == [
+        "2 graph workloads, per rank and call (medians, / 40):",
+        "  lts__t_sectors_srcunit_tex_op_write.sum: 3.0", "  smsp__inst_executed.sum: 700.0"]
+    assert graph_profile.summarize_ncu(path, 40).splitlines()[0].startswith("3 graph workloads")
+    assert graph_profile.summarize_ncu(path, 40, (1, 2)) == f"no graph workload in {path} with 1-2 warp instructions"
+    (tmp_path / "empty.csv").write_text("==PROF== nothing profiled\n")
+    assert graph_profile.summarize_ncu(str(tmp_path / "empty.csv"), 40) == f"no ncu metrics in {tmp_path / 'empty.csv'}"
+
+
+@pytest.mark.parametrize("argv", [["--ncu", "x.csv"], ["--ncu", "x.csv", "--per-graph", "40", "--insts", "5"],
+                                  ["--ncu", "x.csv", "--per-graph", "40", "--insts", "a:b"]])
+def test_ncu_usage_errors(graph_profile, argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        graph_profile.main(argv)
+    assert e.value.code == 2 and "--ncu needs --per-graph N" in capsys.readouterr().err
