@@ -37,6 +37,11 @@ document of the run), summary.txt (the tables and the collapse report, also
 printed at the end) and summary.json (every row, the copy rate, the goals,
 met or missed); after each world, so a run cut short keeps the worlds done.
 
+`--rejudge DIR` runs nothing: it judges again the bench.json and floor.txt
+that an earlier run left in DIR (its copy rate, and the sizes, collectives and
+lowerings each of its sections asked) with the goals of this file, and writes
+summary.txt and summary.json to --out (DIR if not given).
+
 The default run is 7 worlds x 33 cases. Estimated, not yet measured: about
 4 minutes on one H200, most of it NVRTC compiling each new kernel (about 1 s
 each, cached in ~/.cache/purlin/kernels), the timed calls at 256 MiB a few
@@ -364,9 +369,10 @@ def _numbers(text: str, what: str) -> list[int]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--floor", required=True, help="the built one_gpu_floor.cu program")
+    ap.add_argument("--floor", help="the built one_gpu_floor.cu program (not with --rejudge)")
     ap.add_argument("--least-traffic", required=True, metavar="PATH", help="least_traffic.py (copy_rate, floor_us)")
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out", help="where the files go (with --rejudge: DIR unless given)")
+    ap.add_argument("--rejudge", metavar="DIR", help="judge the bench.json and floor.txt of an earlier run again")
     ap.add_argument("--worlds", default=",".join(map(str, WORLDS)))
     ap.add_argument("--sizes", default=",".join(map(str, LATENCY_SIZES)),
                     help="latency sizes in bytes, comma-separated ('' for none)")
@@ -395,6 +401,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown:
         raise UsageError(f"unknown collective {', '.join(unknown)}; expected some of "
                          f"{', '.join(THROUGHPUT_COLLECTIVES)}")
+    if args.rejudge:
+        if args.floor:
+            raise UsageError("--rejudge runs nothing: it takes no --floor")
+        missing = [n for n in ("bench.json", "floor.txt") if not os.path.isfile(os.path.join(args.rejudge, n))]
+        if missing:
+            raise UsageError(f"--rejudge {args.rejudge} holds no {' or '.join(missing)} of an earlier run")
+        args.out = args.out or args.rejudge
+        return args
+    if args.floor is None or args.out is None:
+        raise UsageError("a run needs --floor and --out")
     if not os.access(args.floor, os.X_OK) or os.path.isdir(args.floor):
         raise UsageError(f"--floor {args.floor} is not an executable program")
     return args
@@ -408,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"one_gpu: {e}", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
+    if args.rejudge:
+        return rejudge(args, least_traffic)
     floor = run_floor(args.floor, args.worlds, args.out)
     try:
         rate = least_traffic.copy_rate()
@@ -434,18 +452,70 @@ def main(argv: list[str] | None = None) -> int:
             except UsageError as e:
                 print(f"one_gpu: {e}", file=sys.stderr)
                 return 2
-            docs.append({"section": section, **doc, **({"broke": broke} if broke else {})})
-            runs[section] += measured(doc, world, collectives, sizes, broke)
-            for name, _ in lowerings:
-                variants[name] += measured(doc, world, collectives, sizes, broke, f"purlin-{name}")
+            docs.append({"section": section, "asked": {"collectives": collectives, "sizes": sizes,
+                                                       "lowerings": [name for name, _ in lowerings]},
+                         **doc, **({"broke": broke} if broke else {})})
+            judge(docs[-1], runs, variants)
         text, summary = summarize(runs["latency"], runs["throughput"], floor, rate, least_traffic_us, variants)
-        for name, content in (("bench.json", json.dumps({"runs": docs}, indent=1)),
-                              ("summary.json", json.dumps(summary, indent=1)), ("summary.txt", text + "\n")):
-            with open(os.path.join(args.out, name), "w") as f:
-                f.write(content)
+        write(args.out, text, summary, {"copy_rate": rate, "runs": docs})
     print(text)
     failed = any(m.us is None for section in runs.values() for m in section)
     return 1 if failed else 0
+
+
+def judge(doc: dict, runs: dict[str, list[Measured]], variants: dict[str, list[Measured]]) -> None:
+    """Adds the measurements of one section's purlin-bench document (as
+    main keeps it: with what it asked) to `runs` and `variants`."""
+    asked, world, broke = doc["asked"], doc["world"], doc.get("broke", "")
+    runs[doc["section"]] += measured(doc, world, asked["collectives"], asked["sizes"], broke)
+    for name in asked["lowerings"]:
+        variants.setdefault(name, [])
+        variants[name] += measured(doc, world, asked["collectives"], asked["sizes"], broke, f"purlin-{name}")
+
+
+def write(out: str, text: str, summary: dict, bench_doc: dict | None = None) -> None:
+    files = [("summary.json", json.dumps(summary, indent=1)), ("summary.txt", text + "\n")]
+    if bench_doc is not None:
+        files.insert(0, ("bench.json", json.dumps(bench_doc, indent=1)))
+    for name, content in files:
+        with open(os.path.join(out, name), "w") as f:
+            f.write(content)
+
+
+def rejudge(args: argparse.Namespace, least_traffic) -> int:
+    """summary.txt and summary.json of an earlier run's bench.json and
+    floor.txt. A run written before bench.json kept its copy rate and what
+    each section asked takes them from its summary.json and from --sizes,
+    --throughput-sizes and --collectives (the defaults unless given)."""
+    with open(os.path.join(args.rejudge, "bench.json")) as f:
+        bench_doc = json.load(f)
+    with open(os.path.join(args.rejudge, "floor.txt")) as f:
+        floor = parse_floor(f.read())
+    rate = bench_doc.get("copy_rate")
+    if rate is None:
+        try:
+            with open(os.path.join(args.rejudge, "summary.json")) as f:
+                rate = json.load(f)["copy_rate"]
+        except (OSError, KeyError, ValueError):
+            print(f"one_gpu: {args.rejudge}: its bench.json has no copy rate and no summary.json gives one",
+                  file=sys.stderr)
+            return 2
+    runs: dict[str, list[Measured]] = {"latency": [], "throughput": []}
+    variants: dict[str, list[Measured]] = {}
+    for doc in bench_doc["runs"]:
+        if "asked" not in doc:
+            section = doc["section"]
+            doc = {**doc, "asked": {
+                "collectives": [c for c in args.collectives if section == "throughput" or c in LATENCY_COLLECTIVES],
+                "sizes": args.sizes if section == "latency" else args.throughput_sizes,
+                "lowerings": sorted({r["impl"].removeprefix("purlin-") for r in doc["rows"]
+                                     if r["impl"].startswith("purlin-")})}}
+        judge(doc, runs, variants)
+    text, summary = summarize(runs["latency"], runs["throughput"], floor, rate,
+                              lambda coll, world, nbytes: least_traffic.floor_us(coll, world, nbytes, rate), variants)
+    write(args.out, text, summary)
+    print(text)
+    return 0
 
 
 if __name__ == "__main__":

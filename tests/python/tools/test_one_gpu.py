@@ -287,3 +287,45 @@ def test_a_least_traffic_module_without_its_functions(one_gpu, stand_ins, tmp_pa
     empty.write_text("RATE = 1\n")
     assert one_gpu.main(["--floor", str(floor), "--least-traffic", str(empty), "--out", str(tmp_path / "o")]) == 2
     assert "defines no copy_rate or floor_us" in capsys.readouterr().err
+
+
+# -- judging an earlier run again -------------------------------------------------------
+
+
+def test_rejudge_reproduces_a_run_and_reads_the_older_format(one_gpu, stand_ins, tmp_path, capsys):
+    floor, least, calls = stand_ins
+    out = tmp_path / "out"
+    one_gpu.main(["--floor", str(floor), "--least-traffic", str(least), "--out", str(out), "--worlds", "2,3",
+                  "--lowering", "ce=copy-engine=true"])
+    ran = len(calls)
+    original = (out / "summary.txt").read_text()
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["copy_rate"] == 2e12
+    assert doc["runs"][1]["asked"] == {"collectives": list(one_gpu.THROUGHPUT_COLLECTIVES),
+                                       "sizes": list(one_gpu.THROUGHPUT_SIZES), "lowerings": ["ce"]}
+    again = tmp_path / "again"
+    assert one_gpu.main(["--least-traffic", str(least), "--rejudge", str(out), "--out", str(again)]) == 0
+    assert (again / "summary.txt").read_text() == original and len(calls) == ran
+    assert sorted(os.listdir(again)) == ["summary.json", "summary.txt"]
+    # A run from before bench.json kept what it asked: the rate from its summary.json, the sizes from the options.
+    for d in doc["runs"]:
+        del d["asked"]
+    del doc["copy_rate"]
+    (out / "bench.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert one_gpu.main(["--least-traffic", str(least), "--rejudge", str(out)]) == 0
+    assert (out / "summary.txt").read_text() == original
+    (out / "summary.json").unlink()
+    assert one_gpu.main(["--least-traffic", str(least), "--rejudge", str(out)]) == 2
+    assert "has no copy rate and no summary.json gives one" in capsys.readouterr().err
+
+
+def test_rejudge_usage_errors(one_gpu, stand_ins, tmp_path, capsys):
+    floor, least, calls = stand_ins
+    assert one_gpu.main(["--least-traffic", str(least), "--rejudge", str(tmp_path)]) == 2
+    assert "holds no bench.json or floor.txt of an earlier run" in capsys.readouterr().err
+    assert one_gpu.main(["--least-traffic", str(least), "--rejudge", str(tmp_path), "--floor", str(floor)]) == 2
+    assert "--rejudge runs nothing: it takes no --floor" in capsys.readouterr().err
+    assert one_gpu.main(["--least-traffic", str(least), "--out", str(tmp_path / "o")]) == 2
+    assert "a run needs --floor and --out" in capsys.readouterr().err
+    assert calls == []
