@@ -9,6 +9,11 @@
 #                                            (../shared/reference copied there), results in $OUT
 #   bench/gpu_call.sh both [ONE_GPU ARGS]    the tests, then the benchmark
 #   bench/gpu_call.sh py SCRIPT [ARGS]       any other script (a probe) with the build
+#   bench/gpu_call.sh ab TREE [ONE_GPU ARGS] the benchmark on TREE (another version's files in an
+#                                            ignored folder, e.g. `git archive main | tar -x -C
+#                                            .ref/main-tree`, carried) and then on this checkout, one
+#                                            machine, one call; results in $OUT/a and $OUT/b. The
+#                                            C++ runtime is this checkout's build for both.
 #
 # NVLink multicast stays off (the machines are shared).
 set -euo pipefail
@@ -37,14 +42,31 @@ run_tests() {
   python3 -m pytest -q -p no:cacheprovider -m gpu "${par[@]}" --durations=15 "${@:-tests/python}" 2>&1 \
     | tee "$OUT/gpu-tests.txt" | tail -40
 }
-run_bench() {
+# bench/one_gpu.py of the tree at $1 (its purlin first on PYTHONPATH) beside the floors.
+run_bench_in() {
+  local root=$1
+  shift
   [ -x .ref/floor ] || nvcc -O3 -arch=sm_90 .ref/one_gpu_floor.cu -o .ref/floor
-  python3 bench/one_gpu.py --floor .ref/floor --least-traffic .ref/least_traffic.py --out "$OUT" "$@"
+  mkdir -p "$OUT"
+  PYTHONPATH=/tmp/site:$(cd "$root" && pwd) python3 "$root/bench/one_gpu.py" --floor .ref/floor \
+    --least-traffic .ref/least_traffic.py --out "$OUT" "$@"
+}
+run_bench() { run_bench_in . "$@"; }
+run_ab() {
+  local tree=${1:?usage: bench/gpu_call.sh ab TREE [ONE_GPU ARGS]}
+  shift
+  [ -f "$tree/bench/one_gpu.py" ] || { echo "gpu_call: $tree holds no bench/one_gpu.py" >&2; exit 2; }
+  cp purlin/_runtime*.so "$tree/purlin/"
+  echo "== a: $tree"
+  OUT=$OUT/a run_bench_in "$tree" "$@" || echo "gpu_call: a: bench/one_gpu.py exit status $?"
+  echo "== b: this checkout"
+  OUT=$OUT/b run_bench_in . "$@"
 }
 case "$what" in
   tests) run_tests "$@" ;;
   bench) run_bench "$@" ;;
   both) run_tests; run_bench "$@" ;;
   py) python3 "$@" ;;
-  *) echo "usage: bench/gpu_call.sh tests|bench|both|py [ARGS]" >&2; exit 2 ;;
+  ab) run_ab "$@" ;;
+  *) echo "usage: bench/gpu_call.sh tests|bench|both|py|ab [ARGS]" >&2; exit 2 ;;
 esac
