@@ -15,6 +15,7 @@ void register_bindings(py::module_& m) {
   py::register_exception<TimeoutError>(m, "CudaTimeoutError", PyExc_TimeoutError);
   py::register_exception<CudaError>(m, "CudaBackendError", PyExc_RuntimeError);
   py::register_exception<BadCountsError>(m, "BadCountsError", PyExc_ValueError);
+  py::register_exception<BadBuffersError>(m, "BadBuffersError", PyExc_ValueError);
   py::class_<KernelSpec>(m, "KernelSpec", "A compiled collective as the CUDA runtime launches it")
       .def(py::init<>())
       .def_property(
@@ -63,8 +64,9 @@ void register_bindings(py::module_& m) {
       m, "CudaProcessCommunicator",
       "One rank per process (as under torchrun): this rank's symmetric memory, shared with the other ranks' "
       "processes through CUDA IPC handles.")
-      .def(py::init<KernelSpec, int, int, double, std::string>(), py::arg("spec"), py::arg("rank"),
-           py::arg("device"), py::arg("timeout"), py::arg("name"))
+      .def(py::init<KernelSpec, int, int, double, std::string, int64_t>(), py::arg("spec"), py::arg("rank"),
+           py::arg("device"), py::arg("timeout"), py::arg("name"), py::arg("heap_bytes") = 0,
+           "A symmetric kernel's buffers lie in this rank's heap of heap_bytes (alloc() in Python).")
       .def(
           "ipc_handle", [](const ProcessCommunicator& c) { return py::bytes(c.ipc_handle()); },
           "This rank's handle, for every rank's connect().")
@@ -77,6 +79,8 @@ void register_bindings(py::module_& m) {
       .def("synchronize", &ProcessCommunicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for this rank's GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &ProcessCommunicator::epoch, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("heap", &ProcessCommunicator::heap, "This rank's heap (a device pointer as an int).")
+      .def_property_readonly("heap_bytes", &ProcessCommunicator::heap_bytes)
       .def_property_readonly("rank", &ProcessCommunicator::rank)
       .def_property_readonly("world", &ProcessCommunicator::world);
   m.def(

@@ -63,7 +63,7 @@ SHARED_TABLE_WORDS = 4096
 
 # abi::Header: every field 8 bytes.
 HEADER_FIELDS = ("rank", "input", "output", "blocks", "arrivals", "error", "error_claim", "abort",
-                 "timeout_ns", "tables", "table_words", "counts", "recv_counts")
+                 "timeout_ns", "tables", "table_words", "counts", "recv_counts", "record_at", "input_at", "output_at")
 HEADER_BYTES = 8 * len(HEADER_FIELDS)
 BLOCK_STATE_BYTES = 16
 
@@ -73,8 +73,9 @@ MOVES = {"staging": 0, "packets": 1, "pull": 2, "push": 3}
 # abi::LayoutKind and abi::CountsError.
 LAYOUT_KINDS = {"packed": 0, "scattered": 1, "addressed": 2, "transposed": 3}
 COUNTS_ERRORS = {"None": 0, "Negative": 1, "Input": 2, "Output": 3, "Buffer": 4, "Tables": 5}
-# ErrorRecord.packets of a counts error.
+# ErrorRecord.packets of a counts error, and of a peer's buffers at other offsets of its heap.
 BAD_COUNTS = 2
+BAD_BUFFERS = 3
 
 # The C++ names of the constants above.
 CONSTANTS = {
@@ -91,4 +92,5 @@ CONSTANTS = {
     "kGDst": G_DST, "kGBytes": G_BYTES, "kGSourcesAt": G_SOURCES_AT, "kGSources": G_SOURCES,
     "kGRemote": G_REMOTE, "kGroupWords": GROUP_WORDS,
     "kSRank": S_RANK, "kSUnit": S_UNIT, "kSOffset": S_OFFSET, "kSourceWords": SOURCE_WORDS,
+    "kBadCounts": BAD_COUNTS, "kBadBuffers": BAD_BUFFERS,
 }

@@ -52,6 +52,7 @@ from purlin.plan import Plan, decode, validate
 from purlin.runtime import aliasing
 from purlin.runtime.backend import (
     BACKENDS,
+    BadBuffersError,
     CollectiveTimeout,
     _runtime,
     available_backends,
@@ -70,7 +71,7 @@ from purlin.runtime.process import ProcessCommunicator
 if TYPE_CHECKING:
     from purlin.cuda.program import CudaProgram
 
-__all__ = ["BACKENDS", "CollectiveTimeout", "Communicator", "ProcessCommunicator", "available_backends",
+__all__ = ["BACKENDS", "BadBuffersError", "CollectiveTimeout", "Communicator", "ProcessCommunicator", "available_backends",
            "default_backend", "kernel_spec", "to_device", "to_host"]
 
 class Communicator:

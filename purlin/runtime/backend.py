@@ -182,15 +182,43 @@ class BadCountsError(ValueError):
     """A call's device counts do not fit the buffers the collective was built for."""
 
 
+class BadBuffersError(ValueError):
+    """One rank per process, symmetric plan: a peer's buffers of a call sit at
+    other offsets of its heap than this rank's."""
+
+
 def cuda_synchronize(impl) -> None:
     """`impl.synchronize()` of a CUDA communicator, a recorded timeout raised as
-    CollectiveTimeout, counts a kernel refused as BadCountsError."""
+    CollectiveTimeout, counts a kernel refused as BadCountsError, peers' buffers
+    at other heap offsets as BadBuffersError."""
     try:
         impl.synchronize()
     except _runtime.CudaTimeoutError as e:
         raise CollectiveTimeout(str(e)) from None
     except _runtime.BadCountsError as e:
         raise BadCountsError(str(e)) from None
+    except _runtime.BadBuffersError as e:
+        raise BadBuffersError(str(e)) from None
+
+
+class _DeviceBytes:
+    """`nbytes` of device memory at `ptr` as __cuda_array_interface__ (bytes),
+    for torch.as_tensor to view without copying."""
+
+    def __init__(self, ptr: int, nbytes: int) -> None:
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False),
+                                         "version": 3, "strides": None}
+
+
+def device_view(ptr: int, elems: int, dtype: str, device: int):
+    """A torch tensor of `elems` elements of purlin dtype `dtype` over the device
+    memory at `ptr` (which the caller keeps alive), its data_ptr() `ptr` even
+    when empty."""
+    import torch
+
+    eb = DTYPE_BYTES[dtype]
+    raw = torch.as_tensor(_DeviceBytes(ptr, max(elems, 1) * eb), device=f"cuda:{device}")
+    return raw.view(getattr(torch, _TORCH_DTYPES[dtype]))[:elems]
 
 
 def to_device(a: np.ndarray, device: int):

@@ -27,13 +27,20 @@ device-counts collective's kernel (purlin.compile.compile_device_counts(...)
 the bounds.
 
 A symmetric plan (compile_plan(symmetric=True)) reads and writes the peers'
-buffers in place. On cpu each rank's buffers then live in its shared heap,
-`heap_bytes` after its region (default: room for this plan's largest input
-and output), which `alloc` hands out:
+buffers in place. Each rank's buffers then live in its heap, `heap_bytes`
+after its symmetric memory (default: room for this plan's largest input and
+output), which `alloc` hands out: on cpu shared memory, on cuda device
+memory shared with the peers by the same CUDA IPC handle:
 
     comm = ProcessCommunicator(compile_plan(..., symmetric=True), name="all_gather")
-    x, y = comm.alloc(n_in), comm.alloc(n_out)   # numpy arrays, every rank alike
+    x, y = comm.alloc(n_in), comm.alloc(n_out)   # numpy arrays (cpu) or CUDA tensors, every rank alike
     comm.run(x, y)
+
+On cuda every rank passes buffers at the same offsets of its heap in each
+call (allocated alike, in the same order); the kernel checks each peer's
+before it touches them, and a call where they differ raises BadBuffersError
+at `synchronize` (no rank writes into such a peer; the communicator is then
+spent). Copy-engine steps (mech=ce) are refused across processes.
 
 or, with `buffers="anywhere"`, anywhere in its process: the peers then read
 and write them by cross-memory attach (process_vm_readv / process_vm_writev,
@@ -61,6 +68,7 @@ from purlin.runtime.backend import (
     cuda_synchronize,
     current_stream,
     device_buffer,
+    device_view,
     host_buffer,
     kernel_spec,
 )
@@ -139,9 +147,6 @@ class ProcessCommunicator:
         self._extents = extents[self.rank]
         # A device-counts collective is never symmetric (its counts are known only on the device).
         symmetric = plan is not None and plan.symmetric
-        if symmetric and backend != "cpu":
-            raise ValueError(f"{name}: the plan is symmetric (it reads and writes the peers' buffers in place); "
-                             "on cuda one process runs every rank of such a plan (purlin.runtime.Communicator)")
         if buffers not in BUFFERS:
             raise ValueError(f"{name}: buffers={buffers!r}, expected one of {', '.join(map(repr, BUFFERS))}")
         if buffers == "anywhere" and not (symmetric and backend == "cpu"):
@@ -163,7 +168,7 @@ class ProcessCommunicator:
             return
         self.device = torch.cuda.current_device() if device is None else device
         spec = kernel_spec(kernel, [self.device], extents)
-        self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name)
+        self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name, heap_bytes)
         with torch.cuda.device(self.device):
             gathered = self._gather(dist, size, self._impl.ipc_handle())
         self._impl.connect([handle for _, handle in gathered])
@@ -210,15 +215,18 @@ class ProcessCommunicator:
             self._impl.close()
             raise
 
-    def alloc(self, elems: int) -> np.ndarray:
-        """`elems` elements of the plan's dtype in this rank's shared heap (cpu),
-        where a symmetric plan's buffers must be: 64-byte aligned, never
-        freed, valid until `close`. Each call tells the peers where in the
-        heap its buffers are, so ranks may pass different ones."""
+    def alloc(self, elems: int):
+        """`elems` elements of the plan's dtype in this rank's heap, where a
+        symmetric plan's buffers must be: 64-byte aligned, never freed, valid
+        until `close`. cpu: a numpy array in shared memory; each call tells
+        the peers where in the heap its buffers are, so ranks may pass
+        different ones. cuda: a CUDA tensor on the rank's GPU; every rank
+        passes buffers at the same offsets, so allocate alike on every rank."""
         if self._impl is None:
             raise RuntimeError(f"{self.name}: the communicator is closed")
-        if self.backend != "cpu":
-            raise ValueError(f"{self.name}: alloc gives host memory of the cpu backend's shared heap")
+        if self.backend != "cpu" and not self._impl.heap_bytes:
+            raise ValueError(f"{self.name}: this communicator has no heap: alloc is for a symmetric plan, whose "
+                             "peers reach its buffers in place; this plan's buffers may be any CUDA tensors")
         if self.buffers == "anywhere":
             raise ValueError(f"{self.name}: alloc gives memory of the shared heap; with buffers='anywhere' this "
                              "rank's buffers are any arrays of its process")
@@ -227,10 +235,13 @@ class ProcessCommunicator:
             raise ValueError(f"{self.name}: rank {self.rank}'s shared heap of {self._impl.heap_bytes} bytes has "
                              f"{self._impl.heap_bytes - self._heap_used} left, {nbytes} asked for; construct the "
                              "communicator with a larger heap_bytes")
+        at = self._impl.heap + self._heap_used
+        self._heap_used = _aligned(self._heap_used + nbytes)
+        if self.backend == "cuda":
+            return device_view(at, elems, self.dtype, self.device)
         import ctypes
 
-        raw = (ctypes.c_char * nbytes).from_address(self._impl.heap + self._heap_used)
-        self._heap_used = _aligned(self._heap_used + nbytes)
+        raw = (ctypes.c_char * nbytes).from_address(at)
         return np.frombuffer(raw, dtype=numpy_dtype(self.dtype), count=elems)
 
     def epoch(self) -> int:

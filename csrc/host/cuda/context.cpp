@@ -209,6 +209,13 @@ std::vector<cudaKernel_t> Executor::kernels() const {
   return all;
 }
 
+void Executor::reserve_heap(int64_t bytes) {
+  if (bytes < 0) throw std::invalid_argument(name_ + ": heap_bytes must be non-negative, got " + std::to_string(bytes));
+  if (!ranks_.empty()) throw std::logic_error(name_ + ": the heap is reserved before the memory is allocated");
+  heap_bytes_ = bytes;
+  record_at_ = (std::max<int64_t>(spec_.symmetric_bytes, 256) + 255) / 256 * 256;
+}
+
 void Executor::allocate(const std::vector<Rank>& ranks) {
   const size_t error_bytes = ranks.size() * sizeof(abi::ErrorRecord) + sizeof(int32_t);
   check(cudaHostAlloc(reinterpret_cast<void**>(&errors_), error_bytes, cudaHostAllocMapped | cudaHostAllocPortable),
@@ -220,7 +227,7 @@ void Executor::allocate(const std::vector<Rank>& ranks) {
     mine.rank = r.rank;
     mine.device = r.device;
     check(cudaSetDevice(mine.device), "cudaSetDevice");
-    const int64_t sym = std::max<int64_t>(spec_.symmetric_bytes, 256);
+    const int64_t sym = heap_bytes_ ? heap_at() + heap_bytes_ : std::max<int64_t>(spec_.symmetric_bytes, 256);
     check(cudaMalloc(&mine.symmetric, sym), "allocating symmetric memory");
     check(cudaMemset(mine.symmetric, 0, sym), "zeroing symmetric memory");
     check(cudaMalloc(&mine.state, state_bytes()), "allocating the device state");
@@ -259,6 +266,7 @@ void Executor::upload(const std::vector<char*>& symmetric) {
           "uploading the tables");
     h.tables = reinterpret_cast<const i64*>(mine.tables);
     h.table_words = static_cast<i64>(tables.size());
+    h.record_at = record_at();
     mine.params = h;
   }
 }
@@ -284,7 +292,8 @@ void Executor::check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const 
 }
 
 void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-                   const std::vector<uintptr_t>& streams, const CallCounts& counts) {
+                   const std::vector<uintptr_t>& streams, const CallCounts& counts,
+                   const std::vector<char*>& given_peers, int64_t input_at, int64_t output_at) {
   if (failed_)
     throw CudaError(name_ + ": this communicator failed earlier (a wait timed out, or counts did not fit) and its "
                     "epochs are inconsistent; create a new one");
@@ -320,8 +329,8 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
     check(cudaStreamWaitEvent(ranks_[i].side, ranks_[i].fork, 0), "forking a rank's stream");
   }
   // A symmetric kernel's abi::Peers: every rank's input, then every rank's output.
-  std::vector<char*> peers;
-  if (spec_.symmetric) {
+  std::vector<char*> peers = given_peers;
+  if (spec_.symmetric && peers.empty()) {
     if (static_cast<int>(ranks_.size()) != spec_.world)
       throw std::invalid_argument(name_ + ": the kernel reads and writes every rank's buffers in place "
                                   "(symmetric), so one process must run all its ranks");
@@ -336,6 +345,8 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
     abi::Header& h = headers[i] = ranks_[i].params;
     h.input = reinterpret_cast<char*>(inputs[i]);
     h.output = reinterpret_cast<char*>(outputs[i]);
+    h.input_at = input_at;
+    h.output_at = output_at;
     if (device_counts) {
       h.counts = reinterpret_cast<const i64*>(counts.counts[i]);
       h.recv_counts = reinterpret_cast<i64*>(counts.recv[i]);
@@ -436,11 +447,19 @@ void Executor::check_recorded_errors() {
   using std::to_string;
   std::string msg;
   int found = 0;
-  std::string counts_msg;
+  std::string counts_msg, buffers_msg;
   for (size_t i = 0; i < ranks_.size(); ++i) {
     const volatile abi::ErrorRecord& e = errors_[i];
     if (!e.valid) continue;
-    if (e.packets == 2) {
+    if (e.packets == abi::kBadBuffers) {
+      const char* what = e.packet ? "output" : "input";
+      buffers_msg += (buffers_msg.empty() ? "" : "\n") + name_ + ": rank " + to_string(int(e.rank)) + "'s " + what +
+                     " is at offset " + to_string(int64_t(e.awaited)) + " of its heap, rank " +
+                     to_string(int(e.slot)) + "'s at " + to_string(int64_t(e.seen)) + " (epoch " +
+                     to_string(uint64_t(e.epoch)) + ")";
+      continue;
+    }
+    if (e.packets == abi::kBadCounts) {
       counts_msg += (counts_msg.empty() ? "" : "\n") + name_ + ": rank " + to_string(int(e.rank)) + ": " +
                     counts_problem(int(e.packet), int(e.slot), int64_t(e.seen), int64_t(e.awaited));
       continue;
@@ -448,7 +467,9 @@ void Executor::check_recorded_errors() {
     char seconds[32];
     std::snprintf(seconds, sizeof(seconds), "%g", timeout_ns_ / 1e9);
     const int site = e.site;
-    const std::string what = site >= 0 && site < spec_.sites ? spec_.site_names[site] : "site " + to_string(site);
+    const std::string what = site >= 0 && site < spec_.sites ? spec_.site_names[site]
+                             : site == -1 ? "the check of rank " + to_string(int(e.slot)) + "'s buffer offsets"
+                                          : "site " + to_string(site);
     msg += (found++ ? "\n" : "") + name_ + ": rank " + to_string(int(e.rank)) + " (GPU " +
            to_string(ranks_[i].device) + ") timed out after " + seconds + " s in block " + to_string(int(e.block)) +
            " at " + what + ": ";
@@ -463,7 +484,12 @@ void Executor::check_recorded_errors() {
              to_string(uint64_t(e.awaited));
     msg += " (epoch " + to_string(uint64_t(e.epoch)) + ")";
   }
-  if (found > 0 || !counts_msg.empty()) failed_ = true;
+  if (found > 0 || !counts_msg.empty() || !buffers_msg.empty()) failed_ = true;
+  if (!buffers_msg.empty())
+    throw BadBuffersError(buffers_msg +
+                          "\nevery rank must pass buffers at the same offsets of their heaps in each call (allocate "
+                          "them alike, in the same order, with alloc()); no rank wrote into a peer whose buffers "
+                          "differ; this communicator cannot be used again");
   if (!counts_msg.empty() && !found)
     throw BadCountsError(counts_msg + "\nno rank moved any data; this communicator cannot be used again");
   if (found)
@@ -559,13 +585,14 @@ uint64_t Communicator::epoch(int rank) {
 
 namespace {
 
-constexpr char kIpcTag[16] = "purlin.ipc.v2";
+constexpr char kIpcTag[16] = "purlin.ipc.v3";
 
 // What ipc_handle() returns, byte for byte.
 struct IpcBlob {
   char tag[16];
   int32_t rank, world;
   int64_t bytes;         // of the symmetric allocation
+  int64_t heap_bytes;    // after it, in the same allocation
   uint64_t fingerprint;  // ranks must run the same kernel
   cudaIpcMemHandle_t memory;
 };
@@ -588,16 +615,24 @@ uint64_t fingerprint(const KernelSpec& s) {
 
 }  // namespace
 
-ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name)
+ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name,
+                                         int64_t heap_bytes)
     : exec_(std::move(spec), timeout_s, std::move(name)), rank_(rank), device_(device),
       fingerprint_(fingerprint(exec_.spec())) {
   if (rank < 0 || rank >= world())
     throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside the kernel's world " +
                                 std::to_string(world()));
-  if (exec_.spec().symmetric)
+  if (exec_.spec().symmetric && heap_bytes <= 0)
     throw std::invalid_argument(exec_.name() + ": the kernel reads and writes the peers' buffers in place "
-                                "(symmetric), which another process's ranks cannot map; lower it without "
-                                "symmetric=true");
+                                "(symmetric): another process reaches them only in this rank's heap; give it "
+                                "heap_bytes > 0 and buffers from alloc()");
+  if (!exec_.spec().symmetric && heap_bytes != 0)
+    throw std::invalid_argument(exec_.name() + ": heap_bytes is for a symmetric kernel; this one stages the data "
+                                "in its own memory, and its buffers may be anywhere on the rank's GPU");
+  if (!exec_.spec().stream.empty())
+    throw std::invalid_argument(exec_.name() + ": the kernel has copy-engine steps (a stream role), whose copies "
+                                "into the peers' buffers no device check orders across processes; lower it "
+                                "without mech=ce");
   // A world of one has no other process to order anything for.
   if (exec_.spec().gpu_scope && world() > 1)
     throw std::invalid_argument(exec_.name() + ": the kernel signals at GPU scope, which orders nothing for ranks "
@@ -605,6 +640,7 @@ ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, 
   DeviceRestore restore;
   try {
     exec_.check_devices({device});
+    exec_.reserve_heap(heap_bytes);
     detail::Executor::Rank r;
     r.rank = rank;
     r.device = device;
@@ -625,6 +661,7 @@ void ProcessCommunicator::close_peers() {
   for (char* p : peers_)
     if (p) cudaIpcCloseMemHandle(p);
   peers_.clear();
+  heaps_.clear();
   cudaGetLastError();
 }
 
@@ -634,6 +671,7 @@ std::string ProcessCommunicator::export_handle() const {
   blob.rank = rank_;
   blob.world = world();
   blob.bytes = exec_.spec().symmetric_bytes;
+  blob.heap_bytes = exec_.heap_bytes();
   blob.fingerprint = fingerprint_;
   check(cudaIpcGetMemHandle(&blob.memory, exec_.ranks()[0].symmetric),
         exec_.name() + ": exporting rank " + std::to_string(rank_) + "'s symmetric memory");
@@ -664,6 +702,9 @@ void ProcessCommunicator::connect(const std::vector<std::string>& handles) {
                                   " bytes of symmetric memory, this rank has " +
                                   std::to_string(exec_.spec().symmetric_bytes) +
                                   "); every rank must run the same collective");
+    if (b.heap_bytes != exec_.heap_bytes())
+      throw std::invalid_argument(where + " has a heap of " + std::to_string(b.heap_bytes) + " bytes, this rank's " +
+                                  std::to_string(exec_.heap_bytes()) + "; every rank's heap must be one size");
   }
   if (handles[rank_] != handle_)
     throw std::invalid_argument(who + ": handle " + std::to_string(rank_) + " is not this communicator's own");
@@ -684,6 +725,8 @@ void ProcessCommunicator::connect(const std::vector<std::string>& handles) {
       symmetric[r] = peers_[r] = static_cast<char*>(p);
     }
     exec_.upload(symmetric);
+    if (exec_.heap_bytes())
+      for (char* base : symmetric) heaps_.push_back(base + exec_.heap_at());
   } catch (...) {
     close_peers();
     throw;
@@ -696,8 +739,32 @@ void ProcessCommunicator::run(uintptr_t input, uintptr_t output, uintptr_t strea
   if (!connected_)
     throw std::logic_error(exec_.name() + ": rank " + std::to_string(rank_) +
                            " is not connected: call connect() with every rank's ipc_handle() first");
-  exec_.run({input}, {output}, {stream},
-            exec_.spec().count_words > 0 || counts || recv_counts ? CallCounts{{counts}, {recv_counts}} : CallCounts{});
+  const CallCounts call =
+      exec_.spec().count_words > 0 || counts || recv_counts ? CallCounts{{counts}, {recv_counts}} : CallCounts{};
+  if (!exec_.spec().symmetric) {
+    exec_.run({input}, {output}, {stream}, call);
+    return;
+  }
+  const int64_t input_at = heap_offset(input, exec_.spec().input_bytes[rank_], "input");
+  const int64_t output_at = heap_offset(output, exec_.spec().output_bytes[rank_], "output");
+  // Every rank's buffers at this rank's offsets of its heap: the kernel checks
+  // the peers' records before it touches theirs.
+  std::vector<char*> peers(2 * heaps_.size());
+  for (size_t r = 0; r < heaps_.size(); ++r) {
+    peers[r] = heaps_[r] + input_at;
+    peers[heaps_.size() + r] = heaps_[r] + output_at;
+  }
+  exec_.run({input}, {output}, {stream}, call, peers, input_at, output_at);
+}
+
+int64_t ProcessCommunicator::heap_offset(uintptr_t ptr, int64_t bytes, const char* what) const {
+  const uintptr_t heap = this->heap();
+  if (ptr < heap || int64_t(ptr - heap) + bytes > heap_bytes())
+    throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank_) + "'s " + what + " (" +
+                                std::to_string(bytes) + " bytes) is not in its heap of " +
+                                std::to_string(heap_bytes()) + " bytes: a symmetric kernel's buffers come from "
+                                "alloc(), at the same offsets on every rank");
+  return int64_t(ptr - heap);
 }
 
 }  // namespace purlin::cuda

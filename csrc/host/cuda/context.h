@@ -30,6 +30,13 @@ class BadCountsError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// One rank per process, symmetric kernel: a peer's buffers of a call sit at
+// other offsets of its heap than this rank's.
+class BadBuffersError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 // A CUDA call that failed, or a device that cannot run the kernel.
 class CudaError : public std::runtime_error {
  public:
@@ -95,14 +102,26 @@ class Executor {
   // Refuses a missing GPU, one of another generation than the kernel, or a
   // GPU that cannot hold all the grids of the ranks it hosts at once.
   void check_devices(const std::vector<int>& devices);
+  // Room for `bytes` of buffers after each rank's symmetric memory, in the
+  // same allocation, and the record of its buffers' offsets in it (one rank
+  // per process, symmetric: abi::Header::record_at); before allocate().
+  void reserve_heap(int64_t bytes);
+  // Where the record and the heap start in a rank's allocation (0: no heap).
+  int64_t record_at() const { return heap_bytes_ ? record_at_ : 0; }
+  int64_t heap_at() const { return heap_bytes_ ? record_at_ + kRecordBytes : 0; }
+  int64_t heap_bytes() const { return heap_bytes_; }
   // Allocates and zeroes every (rank, device)'s symmetric memory and state.
   void allocate(const std::vector<Rank>& ranks);
   // Fills every local rank's parameter; `symmetric[r]` is rank r's
   // allocation as this process addresses it.
   void upload(const std::vector<char*>& symmetric);
-  // One launch per local rank, after the pointer checks; no host sync.
+  // One launch per local rank, after the pointer checks; no host sync. A
+  // symmetric kernel whose ranks are not all local takes every rank's input,
+  // then output, as this process addresses them (`peers`), and this call's
+  // offsets of the buffers in the heap.
   void run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
-           const std::vector<uintptr_t>& streams, const CallCounts& counts);
+           const std::vector<uintptr_t>& streams, const CallCounts& counts, const std::vector<char*>& peers = {},
+           int64_t input_at = 0, int64_t output_at = 0);
   // The launch of local rank `local` alone, on `stream` (ranks' launches may
   // come from several threads at once, one each); no host sync.
   void launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t stream);
@@ -125,7 +144,10 @@ class Executor {
   // The kernel, or a stream program's step kernels, the first of them first.
   std::vector<cudaKernel_t> kernels() const;
 
+  static constexpr int64_t kRecordBytes = 256;  // an abi::BufferRecord, the heap aligned after it
+
   KernelSpec spec_;
+  int64_t heap_bytes_ = 0, record_at_ = 0;
   uint64_t timeout_ns_;
   std::string name_;
   cudaLibrary_t library_ = nullptr;
@@ -168,10 +190,14 @@ class Communicator {
 
 // One rank in this process; the other ranks live in other processes of the
 // same node. ipc_handle() from every rank, gathered in rank order, goes to
-// connect() before the first run().
+// connect() before the first run(). A symmetric kernel reads and writes the
+// peers' buffers in place: every rank's lie in its heap (`heap_bytes` after
+// its symmetric memory, one IPC handle for both), at the same offsets on
+// every rank in each call, which the kernel checks before it touches them.
 class ProcessCommunicator {
  public:
-  ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name);
+  ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name,
+                      int64_t heap_bytes = 0);
   // Peers must be done with this rank's memory (e.g. after a barrier).
   ~ProcessCommunicator();
   ProcessCommunicator(const ProcessCommunicator&) = delete;
@@ -186,9 +212,14 @@ class ProcessCommunicator {
   uint64_t epoch() { return exec_.epoch(0); }
   int rank() const { return rank_; }
   int world() const { return exec_.spec().world; }
+  // This rank's heap (device memory, 256-byte aligned) and its size.
+  uintptr_t heap() const { return reinterpret_cast<uintptr_t>(exec_.ranks()[0].symmetric + exec_.heap_at()); }
+  int64_t heap_bytes() const { return exec_.heap_bytes(); }
 
  private:
   std::string export_handle() const;
+  // Where buffer `ptr` of `bytes` sits in this rank's heap; refuses one outside it.
+  int64_t heap_offset(uintptr_t ptr, int64_t bytes, const char* what) const;
   void close_peers();
 
   detail::Executor exec_;
@@ -197,6 +228,7 @@ class ProcessCommunicator {
   uint64_t fingerprint_;
   std::string handle_;
   std::vector<char*> peers_;  // opened IPC mappings, by rank; null for this rank
+  std::vector<char*> heaps_;  // every rank's heap as this process addresses it (symmetric kernels)
   bool connected_ = false;
 };
 

@@ -44,8 +44,9 @@ class FakeImpl:
 
     timeout: str | None = None
 
-    def __init__(self, spec, rank, device, timeout, name):
+    def __init__(self, spec, rank, device, timeout, name, heap_bytes=0):
         self.rank, self.device, self.calls = rank, device, []
+        self.heap, self.heap_bytes = 0x7000000, heap_bytes
 
     def ipc_handle(self):
         return b"handle-%d" % self.rank
@@ -164,6 +165,31 @@ def test_run_passes_pointers_and_the_current_stream(torch_of):
     assert comm.epoch() == 7
 
 
+SYMMETRIC = compiled(Case("all_gather", 2, "bf16", None, 64), "regime=throughput symmetric=true")
+
+
+def test_a_symmetric_plan_gets_a_heap_for_its_largest_buffers(torch_of):
+    torch_of(2, 1)
+    comm = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag")
+    eb = SYMMETRIC.plan.elem_bytes
+    assert comm._impl.heap_bytes == 64 * eb + 128 * eb
+    big = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap_bytes=1 << 20)
+    assert big._impl.heap_bytes == 1 << 20
+    with pytest.raises(ValueError, match="ag: rank 1's shared heap of 384 bytes has 0 left, 2 asked for"):
+        comm._heap_used = 384
+        comm.alloc(1)
+
+
+def test_only_a_symmetric_plan_has_a_heap_on_cuda(torch_of):
+    torch_of(2, 0)
+    comm = process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar")
+    assert comm._impl.heap_bytes == 0
+    with pytest.raises(ValueError, match="ar: this communicator has no heap: alloc is for a symmetric plan"):
+        comm.alloc(8)
+    with pytest.raises(ValueError, match="buffers='anywhere' is for a symmetric plan on the cpu backend"):
+        process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", buffers="anywhere")
+
+
 def test_a_device_counts_collective_connects(torch_of):
     from purlin.compile import compile_device_counts
 
@@ -270,6 +296,19 @@ def test_gpu_scope_kernels_are_refused_where_another_process_has_ranks():
 def test_malformed_kernel_descriptions_are_refused(changes, match):
     with pytest.raises(ValueError, match=f"ar: .*{match}"):
         _runtime.CudaProcessCommunicator(spec_of(all_reduce(latency=True), **changes), 0, 0, 1.0, "ar")
+
+
+@needs_cuda_build
+def test_a_symmetric_kernel_across_processes_needs_a_heap_and_no_copy_engine():
+    symmetric = spec_of(SYMMETRIC)
+    assert symmetric.symmetric and not symmetric.gpu_scope
+    with pytest.raises(ValueError, match="ag: the kernel reads and writes the peers' buffers in place \\(symmetric\\): "
+                                         "another process reaches them only in this rank's heap; give it heap_bytes"):
+        _runtime.CudaProcessCommunicator(symmetric, 0, 0, 1.0, "ag")
+    with pytest.raises(ValueError, match="ar: heap_bytes is for a symmetric kernel"):
+        _runtime.CudaProcessCommunicator(spec_of(COMPILED), 0, 0, 1.0, "ar", heap_bytes=4096)
+    with pytest.raises(ValueError, match="ag: the kernel has copy-engine steps .* lower it without mech=ce"):
+        _runtime.CudaProcessCommunicator(spec_of(SYMMETRIC, stream=[0, -1]), 0, 0, 1.0, "ag", heap_bytes=4096)
 
 
 @needs_cuda_build

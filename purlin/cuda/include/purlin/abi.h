@@ -102,12 +102,17 @@ struct BlockState {
 };
 
 // Where a wait gave up, written by the device into host-mapped memory.
+// ErrorRecord::packets of a counts error, and of a peer's buffers at other
+// offsets of its heap than this rank's.
+constexpr int kBadCounts = 2;
+constexpr int kBadBuffers = 3;
 struct ErrorRecord {
   i32 valid;
   i32 site;     // the wait's index in the kernel (purlin/cuda/codegen.py names it)
   i32 rank, block;
-  i32 packets;  // 0: a signal wait, 1: a packet poll, 2: bad counts (packet: the CountsError)
-  i32 slot;     // the signal slot, or the rank whose packets were awaited
+  i32 packets;  // 0: a signal wait, 1: a packet poll, 2: bad counts (packet: the CountsError),
+                // 3: a peer's buffers at other heap offsets (packet: 0 input, 1 output)
+  i32 slot;     // the signal slot, or the rank whose packets (or buffers) were awaited
   i64 packet;   // the packet's index in the group, -1 for signals
   u64 awaited, seen, epoch;
 };
@@ -128,6 +133,21 @@ struct Header {
   i64 table_words;          // their length; a block copies them to shared memory when they fit
   const i64* counts;        // device counts: this rank's (a count, or a row of the matrix)
   i64* recv_counts;         // device counts: where the counts this rank receives go, or null
+  // One rank per process, symmetric kernel: where every rank's record of its
+  // call sits in its symmetric allocation (0: ranks of one process, no
+  // record), and this call's input and output offsets in this rank's heap.
+  // Each rank publishes them there; a rank checks a peer's before it touches
+  // the peer's buffers (kernel.cuh, same_offsets).
+  i64 record_at;
+  i64 input_at;
+  i64 output_at;
+};
+
+// A rank's record (Header::record_at): its epoch + 1 once input_at and
+// output_at are this call's.
+struct BufferRecord {
+  u64 epoch;
+  i64 input_at, output_at;
 };
 
 // A symmetric kernel's second parameter: every rank's input and output of

@@ -94,7 +94,7 @@ __device__ bool device_counts(K& k, i64* shared, const counts::PhaseShape (&phas
       if (at < 0) p = {i64(abi::CountsError::Tables), k.rank(), 0, capacity};
     }
     bad = p.code != 0;
-    if (bad && blockIdx.x == 0) record_timeout(k.h, k.epoch, site, 2, int(p.rank), p.code, p.have, p.need);
+    if (bad && blockIdx.x == 0) record_timeout(k.h, k.epoch, site, abi::kBadCounts, int(p.rank), p.code, p.have, p.need);
   }
   __syncthreads();
   if (bad) {

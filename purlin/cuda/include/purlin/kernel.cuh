@@ -57,6 +57,13 @@ struct Kernel {
     }
     epoch = s.epoch;
     prev = s.prev;
+    // One rank per process: this call's buffer offsets, for the peers' same_offsets.
+    if (h.record_at && blockIdx.x == 0 && threadIdx.x == 0) {
+      auto* rec = reinterpret_cast<abi::BufferRecord*>(sym(h.rank) + h.record_at);
+      st_relaxed<System>(reinterpret_cast<u64*>(&rec->input_at), u64(h.input_at));
+      st_relaxed<System>(reinterpret_cast<u64*>(&rec->output_at), u64(h.output_at));
+      st_release<System>(&rec->epoch, epoch + 1);
+    }
   }
 
   // Table word i: indices are 32-bit (see the constructor).
@@ -98,7 +105,10 @@ __device__ void group_sources(const K& k, int ph, int group, u64 half, Span* src
     else if constexpr (Mv == abi::Moves::Packets)
       srcs[j] = window_span(k, ph, s, half);
     else if constexpr (Mv == abi::Moves::Pull)
-      srcs[j] = {k.source_of(ph, k.t(s + abi::kSRank)) + k.t(s + abi::kSOffset), -1};
+      // A peer whose buffers sit elsewhere is not read (the call fails).
+      srcs[j] = {(same_offsets(k, k.t(s + abi::kSRank)) ? k.source_of(ph, k.t(s + abi::kSRank)) : k.source(ph)) +
+                     k.t(s + abi::kSOffset),
+                 -1};
     else
       srcs[j] = {k.half_of(ph, k.t(s + abi::kSRank), half) +
                      k.t(s + abi::kSUnit) % k.t(ph + abi::kPhSlots) * k.t(ph + abi::kPhSlotBytes),

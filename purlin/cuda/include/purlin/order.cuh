@@ -142,6 +142,26 @@ __device__ bool poll_signal(const K& k, const u64* slot, u64 need, int site, int
   return true;
 }
 
+// One rank per process (Header::record_at): before this rank touches rank
+// r's buffers in place, r's record of this call must show the heap offsets
+// this rank's buffers have. False, once recorded (kBadBuffers), where they
+// differ: the caller leaves r's buffers alone and the host raises.
+template <class K>
+__device__ bool same_offsets(const K& k, i64 r) {
+  if (!k.h.record_at || r == k.rank()) return true;
+  const auto* rec = reinterpret_cast<const abi::BufferRecord*>(k.sym(r) + k.h.record_at);
+  if (!poll_signal(k, &rec->epoch, k.epoch + 1, -1, int(r))) return false;
+  ld_acquire<K::system>(&rec->epoch);
+  const i64 in = i64(ld_relaxed<K::system>(reinterpret_cast<const u64*>(&rec->input_at)));
+  const i64 out = i64(ld_relaxed<K::system>(reinterpret_cast<const u64*>(&rec->output_at)));
+  if (in == k.h.input_at && out == k.h.output_at) return true;
+  const bool input = in != k.h.input_at;
+  if (!*k.h.abort)
+    record_timeout(k.h, k.epoch, -1, abi::kBadBuffers, int(r), input ? 0 : 1, u64(input ? k.h.input_at : k.h.output_at),
+                   u64(input ? in : out));
+  return false;
+}
+
 // The threads share out every (slot, need, which) that `each` visits, each
 // polling its own relaxed, then acquiring what it saw; the block continues
 // together after the barrier, which orders every thread's later reads after

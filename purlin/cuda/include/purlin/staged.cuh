@@ -145,7 +145,9 @@ __device__ void stage(const K& k, int phase, u64 u, u64 half, Part part, char* s
 }
 
 // The destinations of unit `unit` of a direct push phase into `dsts`, but
-// where the unit would be copied onto itself; returns how many.
+// where the unit would be copied onto itself, or into a peer whose buffers
+// sit elsewhere than this rank's (same_offsets: the call fails); returns how
+// many.
 template <class K>
 __device__ int unit_destinations(const K& k, int unit, const char* src, Span* dsts, int first) {
   __shared__ int count;
@@ -154,7 +156,7 @@ __device__ int unit_destinations(const K& k, int unit, const char* src, Span* ds
     const i64 at = k.t(unit + abi::kUDestsAt);
     for (i64 c = 0; c < k.t(unit + abi::kUDests); ++c) {
       char* p = k.output_of(k.t(at + 2 * c)) + k.t(at + 2 * c + 1);
-      if (p != src) dsts[n++] = {p, -1};
+      if (p != src && same_offsets(k, k.t(at + 2 * c))) dsts[n++] = {p, -1};
     }
     count = n;
   }
