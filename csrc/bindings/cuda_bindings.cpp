@@ -60,13 +60,30 @@ void register_bindings(py::module_& m) {
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("world", &Communicator::world);
+  py::class_<DeviceHeap, std::shared_ptr<DeviceHeap>>(
+      m, "CudaDeviceHeap",
+      "Device memory of this rank that every rank of its process group maps through CUDA IPC: where symmetric "
+      "kernels whose ranks are in other processes find every rank's buffers.")
+      .def(py::init<int, int, int, int64_t, std::string>(), py::arg("rank"), py::arg("world"), py::arg("device"),
+           py::arg("bytes"), py::arg("name"))
+      .def(
+          "ipc_handle", [](const DeviceHeap& h) { return py::bytes(h.ipc_handle()); },
+          "This rank's handle, for every rank's connect().")
+      .def("connect", &DeviceHeap::connect, py::arg("handles"),
+           "Map the peers' heaps: every rank's ipc_handle() in rank order, this rank's included.")
+      .def_property_readonly("base", &DeviceHeap::base, "This rank's heap (a device pointer as an int).")
+      .def_property_readonly("bytes", &DeviceHeap::bytes)
+      .def_property_readonly("rank", &DeviceHeap::rank)
+      .def_property_readonly("world", &DeviceHeap::world)
+      .def_property_readonly("device", &DeviceHeap::device)
+      .def_property_readonly("connected", &DeviceHeap::connected);
   py::class_<ProcessCommunicator>(
       m, "CudaProcessCommunicator",
       "One rank per process (as under torchrun): this rank's symmetric memory, shared with the other ranks' "
       "processes through CUDA IPC handles.")
-      .def(py::init<KernelSpec, int, int, double, std::string, int64_t>(), py::arg("spec"), py::arg("rank"),
-           py::arg("device"), py::arg("timeout"), py::arg("name"), py::arg("heap_bytes") = 0,
-           "A symmetric kernel's buffers lie in this rank's heap of heap_bytes (alloc() in Python).")
+      .def(py::init<KernelSpec, int, int, double, std::string, std::shared_ptr<DeviceHeap>>(), py::arg("spec"),
+           py::arg("rank"), py::arg("device"), py::arg("timeout"), py::arg("name"), py::arg("heap") = nullptr,
+           "A symmetric kernel's buffers lie in `heap`, a connected CudaDeviceHeap of this rank.")
       .def(
           "ipc_handle", [](const ProcessCommunicator& c) { return py::bytes(c.ipc_handle()); },
           "This rank's handle, for every rank's connect().")
@@ -79,8 +96,6 @@ void register_bindings(py::module_& m) {
       .def("synchronize", &ProcessCommunicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for this rank's GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &ProcessCommunicator::epoch, py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("heap", &ProcessCommunicator::heap, "This rank's heap (a device pointer as an int).")
-      .def_property_readonly("heap_bytes", &ProcessCommunicator::heap_bytes)
       .def_property_readonly("rank", &ProcessCommunicator::rank)
       .def_property_readonly("world", &ProcessCommunicator::world);
   m.def(

@@ -66,13 +66,14 @@ from purlin.runtime.backend import (
     to_device,
     to_host,
 )
+from purlin.runtime.heap import DeviceHeap
 from purlin.runtime.process import ProcessCommunicator
 
 if TYPE_CHECKING:
     from purlin.cuda.program import CudaProgram
 
-__all__ = ["BACKENDS", "BadBuffersError", "CollectiveTimeout", "Communicator", "ProcessCommunicator", "available_backends",
-           "default_backend", "kernel_spec", "to_device", "to_host"]
+__all__ = ["BACKENDS", "BadBuffersError", "CollectiveTimeout", "Communicator", "DeviceHeap", "ProcessCommunicator",
+           "available_backends", "default_backend", "kernel_spec", "to_device", "to_host"]
 
 class Communicator:
     """A plan bound to a backend's symmetric memory, epochs kept across calls;

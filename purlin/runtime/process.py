@@ -27,16 +27,17 @@ device-counts collective's kernel (purlin.compile.compile_device_counts(...)
 the bounds.
 
 A symmetric plan (compile_plan(symmetric=True)) reads and writes the peers'
-buffers in place. Each rank's buffers then live in its heap, `heap_bytes`
-after its symmetric memory (default: room for this plan's largest input and
-output), which `alloc` hands out: on cpu shared memory, on cuda device
-memory shared with the peers by the same CUDA IPC handle:
+buffers in place. Each rank's buffers then live in a heap its peers map,
+which `alloc` hands out: on cpu shared memory, `heap_bytes` after the rank's
+region (default: room for this plan's largest input and output); on cuda a
+purlin.runtime.DeviceHeap, given as `heap` (which other communicators of the
+group may share) or made for this one of `heap_bytes`:
 
     comm = ProcessCommunicator(compile_plan(..., symmetric=True), name="all_gather")
     x, y = comm.alloc(n_in), comm.alloc(n_out)   # numpy arrays (cpu) or CUDA tensors, every rank alike
     comm.run(x, y)
 
-On cuda every rank passes buffers at the same offsets of its heap in each
+On cuda every rank passes buffers at the same offsets of the heap in each
 call (allocated alike, in the same order); the kernel checks each peer's
 before it touches them, and a call where they differ raises BadBuffersError
 at `synchronize` (no rank writes into such a peer; the communicator is then
@@ -59,6 +60,7 @@ import numpy as np
 from purlin.dtypes import DTYPE_BYTES, numpy_dtype
 from purlin.plan import Plan, decode, validate
 from purlin.runtime.aliasing import AliasingError, Buffers
+from purlin.runtime.heap import ALIGN, DeviceHeap, gathered_by_rank
 from purlin.runtime.backend import (
     BACKENDS,
     _runtime,
@@ -68,7 +70,6 @@ from purlin.runtime.backend import (
     cuda_synchronize,
     current_stream,
     device_buffer,
-    device_view,
     host_buffer,
     kernel_spec,
 )
@@ -101,6 +102,7 @@ class ProcessCommunicator:
         heap_bytes: int | None = None,
         kernel: CudaProgram | None = None,
         buffers: str = "heap",
+        heap: DeviceHeap | None = None,
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
@@ -153,11 +155,17 @@ class ProcessCommunicator:
             raise ValueError(f"{name}: buffers='anywhere' is for a symmetric plan on the cpu backend (its peers reach "
                              "the ranks' buffers in place); this communicator's buffers are its own")
         self.buffers = buffers
+        if heap is not None and not (symmetric and backend == "cuda"):
+            raise ValueError(f"{name}: a DeviceHeap is for a symmetric plan on cuda; this communicator's buffers "
+                             + ("live in its own shared heap (heap_bytes)" if backend == "cpu" else
+                                "may be any CUDA tensors"))
+        if heap is not None and heap_bytes is not None:
+            raise ValueError(f"{name}: give a heap or heap_bytes, not both")
         if heap_bytes is None:
             # Every rank's heap is one size: room for the largest rank's input and output.
-            eb = self.elem_bytes
-            in_heap = symmetric and buffers == "heap"
-            heap_bytes = max(_aligned(i * eb) + _aligned(o * eb) for i, o in extents) if in_heap else 0
+            eb, align = self.elem_bytes, ALIGN if backend == "cuda" else 64
+            in_heap = symmetric and buffers == "heap" and heap is None
+            heap_bytes = max(_aligned(i * eb, align) + _aligned(o * eb, align) for i, o in extents) if in_heap else 0
         if heap_bytes < 0:
             raise ValueError(f"{name}: heap_bytes must be non-negative, got {heap_bytes}")
         self._heap_used = 0
@@ -167,22 +175,21 @@ class ProcessCommunicator:
             self._connect_cpu(dist, size, timeout_s, heap_bytes)
             return
         self.device = torch.cuda.current_device() if device is None else device
+        # A symmetric plan's own heap, where none is shared: collective, as the communicator is.
+        self._own_heap = heap is None and heap_bytes > 0
+        if self._own_heap:
+            heap = DeviceHeap(heap_bytes, group=group, device=self.device, rank=self.rank, name=f"{name} heap")
+        self._heap = heap
         spec = kernel_spec(kernel, [self.device], extents)
-        self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name, heap_bytes)
+        self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name,
+                                                      None if heap is None else heap.handle())
         with torch.cuda.device(self.device):
             gathered = self._gather(dist, size, self._impl.ipc_handle())
         self._impl.connect([handle for _, handle in gathered])
 
     def _gather(self, dist, size: int, *payload) -> list[tuple]:
         """(rank, *payload) of every process of the group, in rank order."""
-        # Gathered with their ranks, so a `rank` other than the group rank still connects in plan order.
-        gathered: list = [None] * size
-        dist.all_gather_object(gathered, (self.rank, *payload), group=self.group)
-        ranks = sorted(g[0] for g in gathered)
-        if ranks != list(range(size)):
-            raise ValueError(
-                f"{self.name}: the group's processes claim ranks {ranks}, expected each of 0..{size - 1} once")
-        return sorted(gathered, key=lambda g: g[0])
+        return gathered_by_rank(dist, self.group, self.rank, size, self.name, *payload)
 
     def _connect_cpu(self, dist, size: int, timeout_s: float, heap_bytes: int) -> None:
         words = self.plan.encode()
@@ -224,9 +231,11 @@ class ProcessCommunicator:
         passes buffers at the same offsets, so allocate alike on every rank."""
         if self._impl is None:
             raise RuntimeError(f"{self.name}: the communicator is closed")
-        if self.backend != "cpu" and not self._impl.heap_bytes:
-            raise ValueError(f"{self.name}: this communicator has no heap: alloc is for a symmetric plan, whose "
-                             "peers reach its buffers in place; this plan's buffers may be any CUDA tensors")
+        if self.backend != "cpu":
+            if self._heap is None:
+                raise ValueError(f"{self.name}: this communicator has no heap: alloc is for a symmetric plan, whose "
+                                 "peers reach its buffers in place; this plan's buffers may be any CUDA tensors")
+            return self._heap.alloc(elems, self.dtype)
         if self.buffers == "anywhere":
             raise ValueError(f"{self.name}: alloc gives memory of the shared heap; with buffers='anywhere' this "
                              "rank's buffers are any arrays of its process")
@@ -235,13 +244,10 @@ class ProcessCommunicator:
             raise ValueError(f"{self.name}: rank {self.rank}'s shared heap of {self._impl.heap_bytes} bytes has "
                              f"{self._impl.heap_bytes - self._heap_used} left, {nbytes} asked for; construct the "
                              "communicator with a larger heap_bytes")
-        at = self._impl.heap + self._heap_used
-        self._heap_used = _aligned(self._heap_used + nbytes)
-        if self.backend == "cuda":
-            return device_view(at, elems, self.dtype, self.device)
         import ctypes
 
-        raw = (ctypes.c_char * nbytes).from_address(at)
+        raw = (ctypes.c_char * nbytes).from_address(self._impl.heap + self._heap_used)
+        self._heap_used = _aligned(self._heap_used + nbytes)
         return np.frombuffer(raw, dtype=numpy_dtype(self.dtype), count=elems)
 
     def epoch(self) -> int:
@@ -363,8 +369,12 @@ class ProcessCommunicator:
             with torch.cuda.device(self.device):
                 dist.barrier(group=self.group)
             self._impl = None
+            # Its own heap goes with it: the barrier above told every peer is done with it.
+            if self._own_heap:
+                self._heap._impl = None
+            self._heap = None
 
 
-def _aligned(nbytes: int) -> int:
-    """`nbytes` rounded up to the heap's 64-byte alignment."""
-    return -(-nbytes // 64) * 64
+def _aligned(nbytes: int, align: int = 64) -> int:
+    """`nbytes` rounded up to a heap's alignment (the cpu heap's 64 bytes, DeviceHeap's 256)."""
+    return -(-nbytes // align) * align

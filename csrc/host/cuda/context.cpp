@@ -209,10 +209,8 @@ std::vector<cudaKernel_t> Executor::kernels() const {
   return all;
 }
 
-void Executor::reserve_heap(int64_t bytes) {
-  if (bytes < 0) throw std::invalid_argument(name_ + ": heap_bytes must be non-negative, got " + std::to_string(bytes));
-  if (!ranks_.empty()) throw std::logic_error(name_ + ": the heap is reserved before the memory is allocated");
-  heap_bytes_ = bytes;
+void Executor::reserve_record() {
+  if (!ranks_.empty()) throw std::logic_error(name_ + ": the record is reserved before the memory is allocated");
   record_at_ = (std::max<int64_t>(spec_.symmetric_bytes, 256) + 255) / 256 * 256;
 }
 
@@ -227,7 +225,7 @@ void Executor::allocate(const std::vector<Rank>& ranks) {
     mine.rank = r.rank;
     mine.device = r.device;
     check(cudaSetDevice(mine.device), "cudaSetDevice");
-    const int64_t sym = heap_bytes_ ? heap_at() + heap_bytes_ : std::max<int64_t>(spec_.symmetric_bytes, 256);
+    const int64_t sym = record_at_ ? record_at_ + kRecordBytes : std::max<int64_t>(spec_.symmetric_bytes, 256);
     check(cudaMalloc(&mine.symmetric, sym), "allocating symmetric memory");
     check(cudaMemset(mine.symmetric, 0, sym), "zeroing symmetric memory");
     check(cudaMalloc(&mine.state, state_bytes()), "allocating the device state");
@@ -586,14 +584,22 @@ uint64_t Communicator::epoch(int rank) {
 namespace {
 
 constexpr char kIpcTag[16] = "purlin.ipc.v3";
+constexpr char kHeapTag[16] = "purlin.heap.v1";
 
 // What ipc_handle() returns, byte for byte.
 struct IpcBlob {
   char tag[16];
   int32_t rank, world;
   int64_t bytes;         // of the symmetric allocation
-  int64_t heap_bytes;    // after it, in the same allocation
   uint64_t fingerprint;  // ranks must run the same kernel
+  cudaIpcMemHandle_t memory;
+};
+
+// What DeviceHeap::ipc_handle() returns.
+struct HeapBlob {
+  char tag[16];
+  int32_t rank, world;
+  int64_t bytes;
   cudaIpcMemHandle_t memory;
 };
 
@@ -613,34 +619,154 @@ uint64_t fingerprint(const KernelSpec& s) {
   return h;
 }
 
+// The blobs of `handles` (every rank's, in rank order) checked for their tag,
+// size, rank and world; `T` has tag, rank and world first.
+template <class T>
+std::vector<T> read_blobs(const std::vector<std::string>& handles, const char* tag, int world,
+                          const std::string& who) {
+  if (static_cast<int>(handles.size()) != world)
+    throw std::invalid_argument(who + ": connect needs one handle per rank (" + std::to_string(world) + "), got " +
+                                std::to_string(handles.size()));
+  std::vector<T> blobs(handles.size());
+  for (size_t r = 0; r < handles.size(); ++r) {
+    const std::string where = who + ": handle " + std::to_string(r);
+    if (handles[r].size() != sizeof(T) || std::memcmp(handles[r].data(), tag, std::strlen(tag) + 1) != 0)
+      throw std::invalid_argument(where + " is not a purlin IPC handle (" + tag + ", " + std::to_string(sizeof(T)) +
+                                  " bytes); pass ipc_handle() of every rank");
+    T& b = blobs[r];
+    std::memcpy(&b, handles[r].data(), sizeof(b));
+    if (b.world != world)
+      throw std::invalid_argument(where + " is from a world of " + std::to_string(b.world) + ", this one's is " +
+                                  std::to_string(world));
+    if (b.rank != static_cast<int>(r))
+      throw std::invalid_argument(where + " is rank " + std::to_string(b.rank) + "'s; handles go in rank order");
+  }
+  return blobs;
+}
+
+// Every rank's memory as this process addresses it: `mine` for `rank`, the
+// others' IPC handles opened on `device` (into `opened`, by rank).
+template <class T>
+std::vector<char*> open_blobs(const std::vector<T>& blobs, int rank, int device, char* mine,
+                              std::vector<char*>& opened, const std::string& who) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  opened.assign(blobs.size(), nullptr);
+  std::vector<char*> all(blobs.size());
+  for (size_t r = 0; r < blobs.size(); ++r) {
+    if (static_cast<int>(r) == rank) {
+      all[r] = mine;
+      continue;
+    }
+    void* p = nullptr;
+    check(cudaIpcOpenMemHandle(&p, blobs[r].memory, cudaIpcMemLazyEnablePeerAccess),
+          who + ": rank " + std::to_string(rank) + " (GPU " + std::to_string(device) + ") opening rank " +
+              std::to_string(r) + "'s memory (ranks must share a node, with peer access between their GPUs)");
+    all[r] = opened[r] = static_cast<char*>(p);
+  }
+  return all;
+}
+
+// Closes the mappings `opened` on `device`, once its kernels are done with them.
+void close_opened(std::vector<char*>& opened, int device) {
+  DeviceRestore restore;
+  cudaSetDevice(device);
+  cudaDeviceSynchronize();
+  for (char* p : opened)
+    if (p) cudaIpcCloseMemHandle(p);
+  opened.clear();
+  cudaGetLastError();
+}
+
 }  // namespace
 
+// -- a heap every rank maps ---------------------------------------------------
+
+DeviceHeap::DeviceHeap(int rank, int world, int device, int64_t bytes, std::string name)
+    : rank_(rank), world_(world), device_(device), bytes_(bytes), name_(std::move(name)) {
+  if (world < 1 || rank < 0 || rank >= world)
+    throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + " is outside a world of " +
+                                std::to_string(world));
+  if (bytes <= 0) throw std::invalid_argument(name_ + ": a heap needs a positive size, got " + std::to_string(bytes));
+  DeviceRestore restore;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaMalloc(&memory_, size_t(bytes)), name_ + ": allocating " + std::to_string(bytes) + " bytes of heap");
+  HeapBlob blob{};
+  std::memcpy(blob.tag, kHeapTag, sizeof(kHeapTag));
+  blob.rank = rank;
+  blob.world = world;
+  blob.bytes = bytes;
+  const cudaError_t e = cudaIpcGetMemHandle(&blob.memory, memory_);
+  if (e != cudaSuccess) {
+    cudaFree(memory_);
+    check(e, name_ + ": exporting rank " + std::to_string(rank) + "'s heap");
+  }
+  handle_.assign(reinterpret_cast<const char*>(&blob), sizeof(blob));
+}
+
+DeviceHeap::~DeviceHeap() {
+  close_opened(peers_, device_);
+  DeviceRestore restore;
+  cudaSetDevice(device_);
+  cudaFree(memory_);
+  cudaGetLastError();
+}
+
+void DeviceHeap::connect(const std::vector<std::string>& handles) {
+  if (connected()) throw std::logic_error(name_ + ": rank " + std::to_string(rank_) + " is already connected");
+  const std::vector<HeapBlob> blobs = read_blobs<HeapBlob>(handles, kHeapTag, world_, name_);
+  for (size_t r = 0; r < blobs.size(); ++r)
+    if (blobs[r].bytes != bytes_)
+      throw std::invalid_argument(name_ + ": handle " + std::to_string(r) + " is a heap of " +
+                                  std::to_string(blobs[r].bytes) + " bytes, this rank's has " +
+                                  std::to_string(bytes_) + "; every rank's heap must be one size");
+  if (handles[rank_] != handle_)
+    throw std::invalid_argument(name_ + ": handle " + std::to_string(rank_) + " is not this heap's own");
+  DeviceRestore restore;
+  try {
+    bases_ = open_blobs(blobs, rank_, device_, memory_, peers_, name_);
+  } catch (...) {
+    close_opened(peers_, device_);
+    throw;
+  }
+}
+
+// -- one process per rank -----------------------------------------------------
+
 ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name,
-                                         int64_t heap_bytes)
+                                         std::shared_ptr<DeviceHeap> heap)
     : exec_(std::move(spec), timeout_s, std::move(name)), rank_(rank), device_(device),
-      fingerprint_(fingerprint(exec_.spec())) {
+      fingerprint_(fingerprint(exec_.spec())), heap_(std::move(heap)) {
+  const std::string& who = exec_.name();
   if (rank < 0 || rank >= world())
-    throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank) + " is outside the kernel's world " +
+    throw std::invalid_argument(who + ": rank " + std::to_string(rank) + " is outside the kernel's world " +
                                 std::to_string(world()));
-  if (exec_.spec().symmetric && heap_bytes <= 0)
-    throw std::invalid_argument(exec_.name() + ": the kernel reads and writes the peers' buffers in place "
-                                "(symmetric): another process reaches them only in this rank's heap; give it "
-                                "heap_bytes > 0 and buffers from alloc()");
-  if (!exec_.spec().symmetric && heap_bytes != 0)
-    throw std::invalid_argument(exec_.name() + ": heap_bytes is for a symmetric kernel; this one stages the data "
-                                "in its own memory, and its buffers may be anywhere on the rank's GPU");
+  if (exec_.spec().symmetric && !heap_)
+    throw std::invalid_argument(who + ": the kernel reads and writes the peers' buffers in place (symmetric): "
+                                "another process reaches them only in a heap every rank maps; give it a "
+                                "DeviceHeap and buffers from it");
+  if (!exec_.spec().symmetric && heap_)
+    throw std::invalid_argument(who + ": a heap is for a symmetric kernel; this one stages the data in its own "
+                                "memory, and its buffers may be anywhere on the rank's GPU");
+  if (heap_ && (heap_->rank() != rank || heap_->world() != world() || heap_->device() != device))
+    throw std::invalid_argument(who + ": the heap is rank " + std::to_string(heap_->rank()) + "'s of a world of " +
+                                std::to_string(heap_->world()) + " on GPU " + std::to_string(heap_->device()) +
+                                ", this communicator is rank " + std::to_string(rank) + " of " +
+                                std::to_string(world()) + " on GPU " + std::to_string(device));
+  if (heap_ && !heap_->connected())
+    throw std::invalid_argument(who + ": the heap is not connected: call its connect() with every rank's handle "
+                                "first");
   if (!exec_.spec().stream.empty())
-    throw std::invalid_argument(exec_.name() + ": the kernel has copy-engine steps (a stream role), whose copies "
-                                "into the peers' buffers no device check orders across processes; lower it "
-                                "without mech=ce");
+    throw std::invalid_argument(who + ": the kernel has copy-engine steps (a stream role), whose copies into the "
+                                "peers' buffers no device check orders across processes; lower it without "
+                                "mech=ce");
   // A world of one has no other process to order anything for.
   if (exec_.spec().gpu_scope && world() > 1)
-    throw std::invalid_argument(exec_.name() + ": the kernel signals at GPU scope, which orders nothing for ranks "
-                                "of other processes on other GPUs; lower it with scope=system");
+    throw std::invalid_argument(who + ": the kernel signals at GPU scope, which orders nothing for ranks of other "
+                                "processes on other GPUs; lower it with scope=system");
   DeviceRestore restore;
   try {
     exec_.check_devices({device});
-    exec_.reserve_heap(heap_bytes);
+    if (heap_) exec_.reserve_record();
     detail::Executor::Rank r;
     r.rank = rank;
     r.device = device;
@@ -652,18 +778,7 @@ ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, 
   }
 }
 
-ProcessCommunicator::~ProcessCommunicator() { close_peers(); }
-
-void ProcessCommunicator::close_peers() {
-  DeviceRestore restore;
-  cudaSetDevice(device_);
-  cudaDeviceSynchronize();  // this rank's kernels may still read the peers' memory
-  for (char* p : peers_)
-    if (p) cudaIpcCloseMemHandle(p);
-  peers_.clear();
-  heaps_.clear();
-  cudaGetLastError();
-}
+ProcessCommunicator::~ProcessCommunicator() { close_opened(peers_, device_); }
 
 std::string ProcessCommunicator::export_handle() const {
   IpcBlob blob{};
@@ -671,7 +786,6 @@ std::string ProcessCommunicator::export_handle() const {
   blob.rank = rank_;
   blob.world = world();
   blob.bytes = exec_.spec().symmetric_bytes;
-  blob.heap_bytes = exec_.heap_bytes();
   blob.fingerprint = fingerprint_;
   check(cudaIpcGetMemHandle(&blob.memory, exec_.ranks()[0].symmetric),
         exec_.name() + ": exporting rank " + std::to_string(rank_) + "'s symmetric memory");
@@ -681,54 +795,20 @@ std::string ProcessCommunicator::export_handle() const {
 void ProcessCommunicator::connect(const std::vector<std::string>& handles) {
   const std::string& who = exec_.name();
   if (connected_) throw std::logic_error(who + ": rank " + std::to_string(rank_) + " is already connected");
-  if (static_cast<int>(handles.size()) != world())
-    throw std::invalid_argument(who + ": connect needs one handle per rank (" + std::to_string(world()) + "), got " +
-                                std::to_string(handles.size()));
-  std::vector<IpcBlob> blobs(handles.size());
-  for (size_t r = 0; r < handles.size(); ++r) {
-    const std::string where = who + ": handle " + std::to_string(r);
-    if (handles[r].size() != sizeof(IpcBlob) || std::memcmp(handles[r].data(), kIpcTag, sizeof(kIpcTag)) != 0)
-      throw std::invalid_argument(where + " is not a purlin IPC handle (" + kIpcTag + ", " +
-                                  std::to_string(sizeof(IpcBlob)) + " bytes); pass ipc_handle() of every rank");
-    IpcBlob& b = blobs[r];
-    std::memcpy(&b, handles[r].data(), sizeof(b));
-    if (b.world != world())
-      throw std::invalid_argument(where + " is from a communicator of world " + std::to_string(b.world) +
-                                  ", this one's is " + std::to_string(world()));
-    if (b.rank != static_cast<int>(r))
-      throw std::invalid_argument(where + " is rank " + std::to_string(b.rank) + "'s; handles go in rank order");
-    if (b.fingerprint != fingerprint_ || b.bytes != exec_.spec().symmetric_bytes)
-      throw std::invalid_argument(where + " is for another kernel (" + std::to_string(b.bytes) +
-                                  " bytes of symmetric memory, this rank has " +
+  const std::vector<IpcBlob> blobs = read_blobs<IpcBlob>(handles, kIpcTag, world(), who);
+  for (size_t r = 0; r < blobs.size(); ++r)
+    if (blobs[r].fingerprint != fingerprint_ || blobs[r].bytes != exec_.spec().symmetric_bytes)
+      throw std::invalid_argument(who + ": handle " + std::to_string(r) + " is for another kernel (" +
+                                  std::to_string(blobs[r].bytes) + " bytes of symmetric memory, this rank has " +
                                   std::to_string(exec_.spec().symmetric_bytes) +
                                   "); every rank must run the same collective");
-    if (b.heap_bytes != exec_.heap_bytes())
-      throw std::invalid_argument(where + " has a heap of " + std::to_string(b.heap_bytes) + " bytes, this rank's " +
-                                  std::to_string(exec_.heap_bytes()) + "; every rank's heap must be one size");
-  }
   if (handles[rank_] != handle_)
     throw std::invalid_argument(who + ": handle " + std::to_string(rank_) + " is not this communicator's own");
   DeviceRestore restore;
-  check(cudaSetDevice(device_), "cudaSetDevice");
-  peers_.assign(handles.size(), nullptr);
-  std::vector<char*> symmetric(handles.size());
   try {
-    for (size_t r = 0; r < handles.size(); ++r) {
-      if (static_cast<int>(r) == rank_) {
-        symmetric[r] = exec_.ranks()[0].symmetric;
-        continue;
-      }
-      void* p = nullptr;
-      check(cudaIpcOpenMemHandle(&p, blobs[r].memory, cudaIpcMemLazyEnablePeerAccess),
-            who + ": rank " + std::to_string(rank_) + " (GPU " + std::to_string(device_) + ") opening rank " +
-                std::to_string(r) + "'s memory (ranks must share a node, each on its own GPU, with peer access)");
-      symmetric[r] = peers_[r] = static_cast<char*>(p);
-    }
-    exec_.upload(symmetric);
-    if (exec_.heap_bytes())
-      for (char* base : symmetric) heaps_.push_back(base + exec_.heap_at());
+    exec_.upload(open_blobs(blobs, rank_, device_, exec_.ranks()[0].symmetric, peers_, who));
   } catch (...) {
-    close_peers();
+    close_opened(peers_, device_);
     throw;
   }
   connected_ = true;
@@ -741,7 +821,7 @@ void ProcessCommunicator::run(uintptr_t input, uintptr_t output, uintptr_t strea
                            " is not connected: call connect() with every rank's ipc_handle() first");
   const CallCounts call =
       exec_.spec().count_words > 0 || counts || recv_counts ? CallCounts{{counts}, {recv_counts}} : CallCounts{};
-  if (!exec_.spec().symmetric) {
+  if (!heap_) {
     exec_.run({input}, {output}, {stream}, call);
     return;
   }
@@ -749,21 +829,22 @@ void ProcessCommunicator::run(uintptr_t input, uintptr_t output, uintptr_t strea
   const int64_t output_at = heap_offset(output, exec_.spec().output_bytes[rank_], "output");
   // Every rank's buffers at this rank's offsets of its heap: the kernel checks
   // the peers' records before it touches theirs.
-  std::vector<char*> peers(2 * heaps_.size());
-  for (size_t r = 0; r < heaps_.size(); ++r) {
-    peers[r] = heaps_[r] + input_at;
-    peers[heaps_.size() + r] = heaps_[r] + output_at;
+  const std::vector<char*>& bases = heap_->bases();
+  std::vector<char*> peers(2 * bases.size());
+  for (size_t r = 0; r < bases.size(); ++r) {
+    peers[r] = bases[r] + input_at;
+    peers[bases.size() + r] = bases[r] + output_at;
   }
   exec_.run({input}, {output}, {stream}, call, peers, input_at, output_at);
 }
 
 int64_t ProcessCommunicator::heap_offset(uintptr_t ptr, int64_t bytes, const char* what) const {
-  const uintptr_t heap = this->heap();
-  if (ptr < heap || int64_t(ptr - heap) + bytes > heap_bytes())
+  const uintptr_t heap = heap_->base();
+  if (ptr < heap || int64_t(ptr - heap) + bytes > heap_->bytes())
     throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank_) + "'s " + what + " (" +
                                 std::to_string(bytes) + " bytes) is not in its heap of " +
-                                std::to_string(heap_bytes()) + " bytes: a symmetric kernel's buffers come from "
-                                "alloc(), at the same offsets on every rank");
+                                std::to_string(heap_->bytes()) + " bytes: a symmetric kernel's buffers come from "
+                                "the heap, at the same offsets on every rank");
   return int64_t(ptr - heap);
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -102,14 +103,12 @@ class Executor {
   // Refuses a missing GPU, one of another generation than the kernel, or a
   // GPU that cannot hold all the grids of the ranks it hosts at once.
   void check_devices(const std::vector<int>& devices);
-  // Room for `bytes` of buffers after each rank's symmetric memory, in the
-  // same allocation, and the record of its buffers' offsets in it (one rank
-  // per process, symmetric: abi::Header::record_at); before allocate().
-  void reserve_heap(int64_t bytes);
-  // Where the record and the heap start in a rank's allocation (0: no heap).
-  int64_t record_at() const { return heap_bytes_ ? record_at_ : 0; }
-  int64_t heap_at() const { return heap_bytes_ ? record_at_ + kRecordBytes : 0; }
-  int64_t heap_bytes() const { return heap_bytes_; }
+  // Room after each rank's symmetric memory, in the same allocation, for the
+  // record of its call's buffer offsets (one rank per process, symmetric:
+  // abi::Header::record_at); before allocate().
+  void reserve_record();
+  // Where the record sits in a rank's allocation (0: none).
+  int64_t record_at() const { return record_at_; }
   // Allocates and zeroes every (rank, device)'s symmetric memory and state.
   void allocate(const std::vector<Rank>& ranks);
   // Fills every local rank's parameter; `symmetric[r]` is rank r's
@@ -144,10 +143,10 @@ class Executor {
   // The kernel, or a stream program's step kernels, the first of them first.
   std::vector<cudaKernel_t> kernels() const;
 
-  static constexpr int64_t kRecordBytes = 256;  // an abi::BufferRecord, the heap aligned after it
+  static constexpr int64_t kRecordBytes = 256;  // an abi::BufferRecord, padded
 
   KernelSpec spec_;
-  int64_t heap_bytes_ = 0, record_at_ = 0;
+  int64_t record_at_ = 0;
   uint64_t timeout_ns_;
   std::string name_;
   cudaLibrary_t library_ = nullptr;
@@ -188,16 +187,50 @@ class Communicator {
   detail::Executor exec_;
 };
 
+// Device memory of one rank that every rank of its process group maps
+// (CUDA IPC): where the buffers of symmetric kernels whose ranks are in other
+// processes lie. ipc_handle() from every rank, gathered in rank order, goes
+// to connect(); any number of communicators of the group may share it.
+class DeviceHeap {
+ public:
+  DeviceHeap(int rank, int world, int device, int64_t bytes, std::string name);
+  // Peers must be done with this rank's memory (e.g. after a barrier).
+  ~DeviceHeap();
+  DeviceHeap(const DeviceHeap&) = delete;
+  DeviceHeap& operator=(const DeviceHeap&) = delete;
+
+  const std::string& ipc_handle() const { return handle_; }
+  void connect(const std::vector<std::string>& handles);
+  // This rank's memory, and every rank's as this process addresses it (after connect).
+  uintptr_t base() const { return reinterpret_cast<uintptr_t>(memory_); }
+  const std::vector<char*>& bases() const { return bases_; }
+  int64_t bytes() const { return bytes_; }
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  int device() const { return device_; }
+  const std::string& name() const { return name_; }
+  bool connected() const { return !bases_.empty(); }
+
+ private:
+  int rank_, world_, device_;
+  int64_t bytes_;
+  std::string name_;
+  char* memory_ = nullptr;
+  std::string handle_;
+  std::vector<char*> peers_;  // opened IPC mappings, by rank; null for this rank
+  std::vector<char*> bases_;
+};
+
 // One rank in this process; the other ranks live in other processes of the
 // same node. ipc_handle() from every rank, gathered in rank order, goes to
 // connect() before the first run(). A symmetric kernel reads and writes the
-// peers' buffers in place: every rank's lie in its heap (`heap_bytes` after
-// its symmetric memory, one IPC handle for both), at the same offsets on
-// every rank in each call, which the kernel checks before it touches them.
+// peers' buffers in place: every rank's lie in its `heap`, at the same
+// offsets on every rank in each call, which the kernel checks before it
+// touches them.
 class ProcessCommunicator {
  public:
   ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name,
-                      int64_t heap_bytes = 0);
+                      std::shared_ptr<DeviceHeap> heap = nullptr);
   // Peers must be done with this rank's memory (e.g. after a barrier).
   ~ProcessCommunicator();
   ProcessCommunicator(const ProcessCommunicator&) = delete;
@@ -212,15 +245,11 @@ class ProcessCommunicator {
   uint64_t epoch() { return exec_.epoch(0); }
   int rank() const { return rank_; }
   int world() const { return exec_.spec().world; }
-  // This rank's heap (device memory, 256-byte aligned) and its size.
-  uintptr_t heap() const { return reinterpret_cast<uintptr_t>(exec_.ranks()[0].symmetric + exec_.heap_at()); }
-  int64_t heap_bytes() const { return exec_.heap_bytes(); }
 
  private:
   std::string export_handle() const;
   // Where buffer `ptr` of `bytes` sits in this rank's heap; refuses one outside it.
   int64_t heap_offset(uintptr_t ptr, int64_t bytes, const char* what) const;
-  void close_peers();
 
   detail::Executor exec_;
   int rank_;
@@ -228,7 +257,7 @@ class ProcessCommunicator {
   uint64_t fingerprint_;
   std::string handle_;
   std::vector<char*> peers_;  // opened IPC mappings, by rank; null for this rank
-  std::vector<char*> heaps_;  // every rank's heap as this process addresses it (symmetric kernels)
+  std::shared_ptr<DeviceHeap> heap_;  // symmetric kernels: where every rank's buffers lie
   bool connected_ = false;
 };
 

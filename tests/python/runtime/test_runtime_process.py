@@ -16,7 +16,7 @@ from purlin.compile import Compiled
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.cuda.program import CudaProgram
-from purlin.runtime import CollectiveTimeout, available_backends, default_backend, process
+from purlin.runtime import CollectiveTimeout, available_backends, default_backend, heap, process
 from purlin.testing.cases import Case
 
 needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason="purlin built without CUDA")
@@ -44,9 +44,8 @@ class FakeImpl:
 
     timeout: str | None = None
 
-    def __init__(self, spec, rank, device, timeout, name, heap_bytes=0):
-        self.rank, self.device, self.calls = rank, device, []
-        self.heap, self.heap_bytes = 0x7000000, heap_bytes
+    def __init__(self, spec, rank, device, timeout, name, heap=None):
+        self.rank, self.device, self.calls, self.heap = rank, device, [], heap
 
     def ipc_handle(self):
         return b"handle-%d" % self.rank
@@ -63,6 +62,20 @@ class FakeImpl:
 
     def epoch(self):
         return 7
+
+
+class FakeHeap:
+    """The C++ heap's stand-in: its size and the handles it was connected with."""
+
+    def __init__(self, rank, world, device, nbytes, name):
+        self.rank, self.world, self.device, self.bytes, self.name = rank, world, device, nbytes, name
+        self.base, self.handles = 0x7000000, None
+
+    def ipc_handle(self):
+        return b"heap-%d" % self.rank
+
+    def connect(self, handles):
+        self.handles = handles
 
 
 class FakeTensor:
@@ -107,7 +120,9 @@ def torch_of(monkeypatch):
     """Installs a fake torch (arguments of `fake_torch`) and the recording C++ stand-in."""
     # raising=False: a CPU-only build has no CudaProcessCommunicator to replace.
     monkeypatch.setattr(process._runtime, "CudaProcessCommunicator", FakeImpl, raising=False)
+    monkeypatch.setattr(process._runtime, "CudaDeviceHeap", FakeHeap, raising=False)
     monkeypatch.setattr(process, "available_backends", lambda: ("cpu", "cuda"))
+    monkeypatch.setattr(heap, "available_backends", lambda: ("cpu", "cuda"))
     # The kernel is compiled for a GPU's SM count: none here.
     monkeypatch.setattr(process, "kernel_spec", lambda kernel, devices, extents: kernel)
     monkeypatch.setattr(FakeImpl, "timeout", None)
@@ -171,19 +186,37 @@ SYMMETRIC = compiled(Case("all_gather", 2, "bf16", None, 64), "regime=throughput
 def test_a_symmetric_plan_gets_a_heap_for_its_largest_buffers(torch_of):
     torch_of(2, 1)
     comm = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag")
-    eb = SYMMETRIC.plan.elem_bytes
-    assert comm._impl.heap_bytes == 64 * eb + 128 * eb
+    # Input and output, each at a 256-byte boundary, exchanged and mapped before the communicator's memory.
+    own = comm._impl.heap
+    assert (own.bytes, own.rank, own.world, own.name) == (256 + 256, 1, 2, "ag heap")
+    assert own.handles == [b"handle-0", b"heap-1"]  # the fake group's peers give b"handle-r" for anything
     big = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap_bytes=1 << 20)
-    assert big._impl.heap_bytes == 1 << 20
-    with pytest.raises(ValueError, match="ag: rank 1's shared heap of 384 bytes has 0 left, 2 asked for"):
-        comm._heap_used = 384
+    assert big._impl.heap.bytes == 1 << 20
+    comm._heap.used = 512
+    with pytest.raises(ValueError, match="ag heap: rank 1's heap of 512 bytes has 0 left, 2 asked for"):
         comm.alloc(1)
+
+
+def test_communicators_share_a_heap(torch_of):
+    torch_of(2, 0)
+    shared = heap.DeviceHeap(4096, name="h")
+    a = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap=shared)
+    b = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag2", heap=shared)
+    assert a._impl.heap is b._impl.heap is shared.handle()
+    with pytest.raises(ValueError, match="ag: give a heap or heap_bytes, not both"):
+        process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap=shared, heap_bytes=64)
+    with pytest.raises(ValueError, match="ar: a DeviceHeap is for a symmetric plan on cuda; .*any CUDA tensors"):
+        process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar", heap=shared)
+    with pytest.raises(ValueError, match="h: unknown dtype 'bf17'"):
+        shared.alloc(4, "bf17")
+    with pytest.raises(ValueError, match="h: a heap needs a positive size, got 0 bytes"):
+        heap.DeviceHeap(0, name="h")
 
 
 def test_only_a_symmetric_plan_has_a_heap_on_cuda(torch_of):
     torch_of(2, 0)
     comm = process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar")
-    assert comm._impl.heap_bytes == 0
+    assert comm._impl.heap is None
     with pytest.raises(ValueError, match="ar: this communicator has no heap: alloc is for a symmetric plan"):
         comm.alloc(8)
     with pytest.raises(ValueError, match="buffers='anywhere' is for a symmetric plan on the cpu backend"):
@@ -299,16 +332,12 @@ def test_malformed_kernel_descriptions_are_refused(changes, match):
 
 
 @needs_cuda_build
-def test_a_symmetric_kernel_across_processes_needs_a_heap_and_no_copy_engine():
+def test_a_symmetric_kernel_across_processes_needs_a_heap():
     symmetric = spec_of(SYMMETRIC)
     assert symmetric.symmetric and not symmetric.gpu_scope
-    with pytest.raises(ValueError, match="ag: the kernel reads and writes the peers' buffers in place \\(symmetric\\): "
-                                         "another process reaches them only in this rank's heap; give it heap_bytes"):
+    with pytest.raises(ValueError, match="ag: the kernel reads and writes the peers' buffers in place "
+                                         "\\(symmetric\\): another process reaches them only in a heap"):
         _runtime.CudaProcessCommunicator(symmetric, 0, 0, 1.0, "ag")
-    with pytest.raises(ValueError, match="ar: heap_bytes is for a symmetric kernel"):
-        _runtime.CudaProcessCommunicator(spec_of(COMPILED), 0, 0, 1.0, "ar", heap_bytes=4096)
-    with pytest.raises(ValueError, match="ag: the kernel has copy-engine steps .* lower it without mech=ce"):
-        _runtime.CudaProcessCommunicator(spec_of(SYMMETRIC, stream=[0, -1]), 0, 0, 1.0, "ag", heap_bytes=4096)
 
 
 @needs_cuda_build

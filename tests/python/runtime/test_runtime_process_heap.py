@@ -1,11 +1,13 @@
-"""Symmetric kernels with one rank per process: every rank's buffers in its
-purlin heap (ProcessCommunicator.alloc, device memory shared by CUDA IPC),
-read and written in place by the peers. Checked against the numpy reference
-for the four fixed collectives and a V form, over repeated calls and a
-CUDA-graph replay; buffers at other heap offsets on one rank fail every rank
-with BadBuffersError (not a timeout), and a buffer outside the heap is
-refused at run. The ranks run on GPU rank % GPUs: on one GPU the processes
-take turns on it (time slices), so calls are slow there but complete."""
+"""Symmetric kernels with one rank per process: every rank's buffers in a
+purlin.runtime.DeviceHeap (device memory every rank maps by CUDA IPC), read
+and written in place by the peers. Checked against the numpy reference for
+the four fixed collectives and a V form, their communicators sharing one
+heap, over repeated calls and a CUDA-graph replay, and one communicator with
+a heap of its own; buffers at other heap offsets on one rank fail every rank
+with BadBuffersError (not a timeout); a buffer outside the heap, a heap of
+another rank and a heap for a kernel that takes none are refused. The ranks
+run on GPU rank % GPUs: on one GPU the processes take turns on it (time
+slices), so calls are slow there but complete."""
 
 from __future__ import annotations
 
@@ -47,12 +49,16 @@ def filled(comm, array):
 
 
 def in_place_collectives(rank: int, world: int) -> None:
-    for name, size, lowering in (("all_gather", 4096, THROUGHPUT), ("all_reduce", 1 << 16, THROUGHPUT),
-                                 ("reduce_scatter", 8192, THROUGHPUT), ("all_to_all", 4096, THROUGHPUT),
-                                 ("all_gather_v", 4096, THROUGHPUT), ("all_reduce", 64, "")):
+    torch.cuda.set_device(rank % GPUS)
+    shared = runtime.DeviceHeap(4 << 20, name="shared")
+    # The last has a heap of its own (the communicator makes it).
+    cases = [(name, size, THROUGHPUT, shared) for name, size in (("all_gather", 4096), ("all_reduce", 1 << 16),
+                                                                 ("reduce_scatter", 8192), ("all_to_all", 4096),
+                                                                 ("all_gather_v", 4096))]
+    for name, size, lowering, heap in cases + [("all_reduce", 64, "", None)]:
         case = make_case(name, size, world)
         args = case.make_args(seed=3)
-        _, comm = communicator(case, rank, lowering)
+        _, comm = communicator(case, rank, lowering, heap=heap)
         x, y = filled(comm, args[0][rank]), filled(comm, args[1][rank])
         for _ in range(3):
             comm.run(x, y)
@@ -65,6 +71,7 @@ def in_place_collectives(rank: int, world: int) -> None:
         mismatch = compare([got], [case.expected(args)[rank]], case.dtype, case.op, case.contributions, 8.0, "%out")
         assert mismatch is None, f"rank {rank}: {name}: {mismatch}"
         comm.close()
+    shared.close()
 
 
 def offsets_that_differ(rank: int, world: int) -> None:
@@ -72,11 +79,11 @@ def offsets_that_differ(rank: int, world: int) -> None:
     args = case.make_args(seed=3)
     _, comm = communicator(case, rank, heap_bytes=1 << 20)
     if rank == 1:
-        comm.alloc(64)  # every later buffer of rank 1 sits 128 bytes further on
+        comm.alloc(64)  # every later buffer of rank 1 sits 256 bytes further on
     x, y = filled(comm, args[0][rank]), filled(comm, args[1][rank])
     comm.run(x, y)
-    with pytest.raises(runtime.BadBuffersError, match=r"(?s)all_gather: rank \d's input is at offset (0|128) of its "
-                                                     r"heap, rank \d's at (128|0).*same offsets of their heaps"):
+    with pytest.raises(runtime.BadBuffersError, match=r"(?s)all_gather: rank \d's input is at offset (0|256) of its "
+                                                     r"heap, rank \d's at (256|0).*same offsets of their heaps"):
         comm.synchronize()
     with pytest.raises(RuntimeError, match="failed earlier"):
         comm.run(x, y)
@@ -85,19 +92,33 @@ def offsets_that_differ(rank: int, world: int) -> None:
         comm.close()
 
 
-def buffers_outside_the_heap(rank: int, world: int) -> None:
+def refused(rank: int, world: int) -> None:
     case = make_case("all_gather", 4096, world)
     args = case.make_args(seed=3)
-    _, comm = communicator(case, rank)
+    compiled, comm = communicator(case, rank)
     x = runtime.to_device(args[0][rank], comm.device)
     y = comm.alloc(case.buffer_sizes()[1])
     with pytest.raises(ValueError, match=r"all_gather: rank \d's input \(\d+ bytes\) is not in its heap of \d+ bytes"):
         comm.run(x, y)
     comm.close()
+    heap = runtime.DeviceHeap(1 << 16, name="h")
+    extents = [case.buffer_sizes()] * world
+    spec = runtime.kernel_spec(compiled.cuda, [comm.device], extents)
+    with pytest.raises(ValueError, match=r"ag: the heap is rank \d's of a world of \d on GPU \d, this communicator"):
+        runtime._runtime.CudaProcessCommunicator(spec, (rank + 1) % world, comm.device, 1.0, "ag", heap.handle())
+    with pytest.raises(ValueError, match="ag: the kernel has copy-engine steps .* lower it without mech=ce"):
+        spec.stream = [0, -1]
+        runtime._runtime.CudaProcessCommunicator(spec, rank, comm.device, 1.0, "ag", heap.handle())
+    staged = compile_collective("all_gather", world, "bf16", None, 2048, arch=arch_of_device())
+    assert not staged.plan.symmetric
+    spec = runtime.kernel_spec(staged.cuda, [comm.device], extents)
+    with pytest.raises(ValueError, match="ag: a heap is for a symmetric kernel"):
+        runtime._runtime.CudaProcessCommunicator(spec, rank, comm.device, 1.0, "ag", heap.handle())
+    heap.close()
 
 
-@pytest.mark.parametrize("world", [2])
-@pytest.mark.parametrize("job", [in_place_collectives, offsets_that_differ, buffers_outside_the_heap])
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("job", [in_place_collectives, offsets_that_differ, refused])
 def test_symmetric_process_ranks(job, world, monkeypatch):
     for k, v in NO_MULTICAST.items():
         monkeypatch.setenv(k, v)

@@ -1,0 +1,101 @@
+"""Device memory that every rank of a process group maps, for symmetric
+kernels whose ranks are in different processes (one rank per GPU, as under
+torchrun):
+
+    heap = DeviceHeap(64 << 20)                  # collective over the group
+    x, y = heap.alloc(n_in, "bf16"), heap.alloc(n_out, "bf16")   # CUDA tensors
+    comm = ProcessCommunicator(compiled.plan, kernel=compiled.cuda, heap=heap)
+    comm.run(x, y)                               # the peers push and pull in place
+
+Each rank allocates its heap on its GPU and exports it as a CUDA IPC handle;
+the constructor gathers every rank's through `torch.distributed` and maps
+them. `alloc` carves tensors in order, 256-byte aligned, never freed: ranks
+that allocate the same sizes in the same order get the same offsets, which is
+what a symmetric kernel needs (it checks each peer's offsets before it
+touches them, and a call where they differ raises BadBuffersError). Any
+number of communicators of the group may share one heap."""
+
+from __future__ import annotations
+
+from purlin.dtypes import DTYPE_BYTES
+from purlin.runtime.backend import _runtime, available_backends, device_view
+
+# Every allocation starts at a multiple of this: any element type and the kernels' widest access.
+ALIGN = 256
+
+
+def gathered_by_rank(dist, group, rank: int, size: int, name: str, *payload) -> list[tuple]:
+    """(rank, *payload) of every process of `group`, in rank order; refuses
+    ranks claimed twice or missing."""
+    # Gathered with their ranks, so a rank other than the group rank still connects in plan order.
+    gathered: list = [None] * size
+    dist.all_gather_object(gathered, (rank, *payload), group=group)
+    ranks = sorted(g[0] for g in gathered)
+    if ranks != list(range(size)):
+        raise ValueError(f"{name}: the group's processes claim ranks {ranks}, expected each of 0..{size - 1} once")
+    return sorted(gathered, key=lambda g: g[0])
+
+
+class DeviceHeap:
+    """`nbytes` of device memory on this rank's GPU that every rank of `group`
+    maps; constructed by every rank of the group at the same point, each with
+    the same size. `rank`: this process's rank in the plans that use it
+    (default: its group rank)."""
+
+    def __init__(self, nbytes: int, group=None, device: int | None = None, rank: int | None = None,
+                 name: str = "heap") -> None:
+        import torch
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError(f"{name}: torch.distributed is not initialised; call "
+                               "torch.distributed.init_process_group first (the ranks exchange their heaps through it)")
+        if "cuda" not in available_backends():
+            raise RuntimeError("purlin was built without CUDA")
+        if nbytes <= 0:
+            raise ValueError(f"{name}: a heap needs a positive size, got {nbytes} bytes")
+        self.name = name
+        self.group = group
+        size = dist.get_world_size(group)
+        self.rank = dist.get_rank(group) if rank is None else rank
+        self.device = torch.cuda.current_device() if device is None else device
+        self._impl = _runtime.CudaDeviceHeap(self.rank, size, self.device, nbytes, name)
+        with torch.cuda.device(self.device):
+            gathered = gathered_by_rank(dist, group, self.rank, size, name, self._impl.ipc_handle())
+        self._impl.connect([handle for _, handle in gathered])
+        self.nbytes = nbytes
+        self.used = 0
+
+    def alloc(self, elems: int, dtype: str):
+        """A CUDA tensor of `elems` elements of purlin dtype `dtype` (bf16, f32, ...)
+        at the heap's next 256-byte boundary, valid until `close`."""
+        if self._impl is None:
+            raise RuntimeError(f"{self.name}: the heap is closed")
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"{self.name}: unknown dtype {dtype!r}, expected one of {', '.join(DTYPE_BYTES)}")
+        nbytes = elems * DTYPE_BYTES[dtype]
+        if elems < 0 or self.used + nbytes > self.nbytes:
+            raise ValueError(f"{self.name}: rank {self.rank}'s heap of {self.nbytes} bytes has "
+                             f"{self.nbytes - self.used} left, {nbytes} asked for; make a larger one")
+        at = self._impl.base + self.used
+        self.used = -(-(self.used + nbytes) // ALIGN) * ALIGN
+        return device_view(at, elems, dtype, self.device)
+
+    def handle(self):
+        """The C++ heap, for communicators that keep it alive while they run."""
+        if self._impl is None:
+            raise RuntimeError(f"{self.name}: the heap is closed")
+        return self._impl
+
+    def close(self) -> None:
+        """Once every rank is done with it (a barrier over the group), drops this
+        rank's heap; communicators that use it keep it until they are closed."""
+        import torch
+        import torch.distributed as dist
+
+        if self._impl is None:
+            return
+        with torch.cuda.device(self.device):
+            torch.cuda.synchronize()
+            dist.barrier(group=self.group)
+        self._impl = None
