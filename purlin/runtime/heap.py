@@ -36,6 +36,13 @@ def gathered_by_rank(dist, group, rank: int, size: int, name: str, *payload) -> 
     return sorted(gathered, key=lambda g: g[0])
 
 
+def _raise_any(name: str, what: str, outcomes: list[tuple]) -> None:
+    """RuntimeError naming every rank whose outcome (the last field) is a failure."""
+    why = [f"rank {o[0]}: {o[-1]}" for o in outcomes if o[-1]]
+    if why:
+        raise RuntimeError(f"{name}: the ranks could not {what}: " + "; ".join(why))
+
+
 class DeviceHeap:
     """`nbytes` of device memory on this rank's GPU that every rank of `group`
     maps; constructed by every rank of the group at the same point, each with
@@ -59,10 +66,23 @@ class DeviceHeap:
         size = dist.get_world_size(group)
         self.rank = dist.get_rank(group) if rank is None else rank
         self.device = torch.cuda.current_device() if device is None else device
-        self._impl = _runtime.CudaDeviceHeap(self.rank, size, self.device, nbytes, name)
+        # Every rank learns every rank's failure, so that all raise instead of some waiting for the rest.
+        impl, handle, failed = None, b"", ""
+        try:
+            impl = _runtime.CudaDeviceHeap(self.rank, size, self.device, nbytes, name)
+            handle = impl.ipc_handle()
+        except (RuntimeError, ValueError) as e:
+            failed = str(e)
         with torch.cuda.device(self.device):
-            gathered = gathered_by_rank(dist, group, self.rank, size, name, self._impl.ipc_handle())
-        self._impl.connect([handle for _, handle in gathered])
+            gathered = gathered_by_rank(dist, group, self.rank, size, name, handle, failed)
+            _raise_any(name, "make their heaps", gathered)
+            try:
+                impl.connect([h for _, h, _ in gathered])
+                failed = ""
+            except (RuntimeError, ValueError) as e:
+                failed = str(e)
+            _raise_any(name, "map each other's heaps", gathered_by_rank(dist, group, self.rank, size, name, failed))
+        self._impl = impl
         self.nbytes = nbytes
         self.used = 0
 

@@ -17,7 +17,11 @@ times every strategy, and with --lowering NAME=OPTIONS any collective in
 other lowerings too, so the cost model can be tuned (bench/results/README.md
 says how).
 
-Under torchrun (one process per GPU) results are checked against NCCL's.
+Under torchrun (one process per GPU) results are checked against NCCL's;
+besides purlin.torch (staged through each rank's own memory) the row
+"purlin-heap" runs the cost model's symmetric lowering through a
+ProcessCommunicator whose buffers lie in a purlin.runtime.DeviceHeap, so the
+ranks push into and pull from each other's buffers in place.
 --single-process (the default without torchrun) drives every rank from one
 process through one `purlin.runtime.Communicator`, compiled for that
 placement (symmetric buffers; blocks sized for the ranks sharing a GPU). On
@@ -360,6 +364,12 @@ def _torch_meta(torch) -> dict:
 # -- torchrun: one process per GPU ----------------------------------------------
 
 
+def _fixed_count(coll: str, x, y, world: int) -> int:
+    """compile_collective's count of a fixed collective of this rank's input x and output y."""
+    return {"all_gather": x.numel(), "reduce_scatter": y.numel(), "all_to_all": x.numel() // world}.get(
+        coll, x.numel())
+
+
 def _graph_time(fn: Callable[[], object]) -> tuple[float, str]:
     """Median microseconds per call over CUDA-graph replays, slowest rank."""
     import torch
@@ -423,6 +433,7 @@ class _Bench(_Recorder):
             scratch = x.clone()
             self.record(coll, "nccl", nbytes, None, lambda: dist.all_reduce(scratch))
             self.purlin(coll, nbytes, lambda lw: pt.all_reduce(x, out=y, lowering=lw), ref)
+            self.heap(coll, nbytes, x, y, ref, _fixed_count(coll, x, y, w))
             if nbytes <= SYMM_MAX_BYTES:
                 self.symmetric_memory(n, nbytes, ref)
             return
@@ -460,6 +471,37 @@ class _Bench(_Recorder):
         nccl()
         self.record(coll, "nccl", nbytes, None, nccl)
         self.purlin(coll, nbytes, lambda lw: purlin_fn(y, x, *v_counts, lowering=lw), ref)
+        self.heap(coll, nbytes, x, y, ref, counts if coll.endswith("_v") else _fixed_count(coll, x, y, w))
+
+    def heap(self, coll: str, nbytes: int, x, y, ref, count) -> None:
+        """The row "purlin-heap": the symmetric lowering, its buffers in a DeviceHeap
+        made for this call (every rank makes it, then its communicator, together)."""
+        from purlin.compile import arch_of_device, compile_collective
+        from purlin.runtime import DeviceHeap, ProcessCommunicator
+
+        op = "sum" if "reduce" in coll else None
+        counts = count if isinstance(count, list) else None
+        try:
+            compiled = compile_collective(coll, self.world, "bf16", op, 0 if counts else count, counts=counts,
+                                          arch=arch_of_device(), symmetric=True)
+        except Exception as e:  # the same on every rank: none makes the heap
+            self.fail(coll, "purlin-heap", nbytes, e)
+            return
+        heap = DeviceHeap(2 * 256 + 2 * (x.numel() + y.numel()), name=f"{coll} heap")
+        comm = ProcessCommunicator(compiled.plan, kernel=compiled.cuda, heap=heap, name=coll)
+        try:
+            xh, yh = heap.alloc(x.numel(), "bf16"), heap.alloc(y.numel(), "bf16")
+            xh.copy_(x)
+
+            def check() -> bool:
+                comm.run(xh, yh)
+                comm.synchronize()
+                return self.torch.equal(yh, ref)
+
+            self.record(coll, "purlin-heap", nbytes, check, lambda: comm.run(xh, yh))
+        finally:
+            comm.close()
+            heap.close()
 
     def symmetric_memory(self, n: int, nbytes: int, ref) -> None:
         import torch.distributed as dist

@@ -99,8 +99,10 @@ def fake_torch(world: int, rank: int, initialised: bool = True, claimed=None):
     claimed = claimed or list(range(world))
 
     def all_gather_object(out, obj, group=None):
+        # The peers send what this rank sends, their handles named after them.
         for r in range(world):
-            out[r] = obj if r == rank else (claimed[r], b"handle-%d" % claimed[r])
+            peer = (claimed[r], *(b"handle-%d" % claimed[r] if isinstance(x, bytes) else x for x in obj[1:]))
+            out[r] = obj if r == rank else peer
 
     dist = types.SimpleNamespace(
         is_available=lambda: True, is_initialized=lambda: initialised,
@@ -221,6 +223,28 @@ def test_only_a_symmetric_plan_has_a_heap_on_cuda(torch_of):
         comm.alloc(8)
     with pytest.raises(ValueError, match="buffers='anywhere' is for a symmetric plan on the cpu backend"):
         process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", buffers="anywhere")
+
+
+def test_a_heap_that_one_rank_cannot_make_fails_every_rank(torch_of, monkeypatch):
+    torch_of(2, 1)
+
+    class NoMemory(FakeHeap):
+        def __init__(self, *args):
+            raise RuntimeError("cudaMalloc: out of memory")
+
+    monkeypatch.setattr(process._runtime, "CudaDeviceHeap", NoMemory)
+    # The peers (here: echoing this rank) take part in the exchange and learn why, instead of waiting.
+    with pytest.raises(RuntimeError, match="h: the ranks could not make their heaps: rank 0: cudaMalloc: out of "
+                                           "memory; rank 1: cudaMalloc: out of memory"):
+        heap.DeviceHeap(4096, name="h")
+
+    class Unmappable(FakeHeap):
+        def connect(self, handles):
+            raise RuntimeError("cudaIpcOpenMemHandle: invalid argument")
+
+    monkeypatch.setattr(process._runtime, "CudaDeviceHeap", Unmappable)
+    with pytest.raises(RuntimeError, match="h: the ranks could not map each other's heaps: rank 0: cudaIpcOpenMem"):
+        heap.DeviceHeap(4096, name="h")
 
 
 def test_a_device_counts_collective_connects(torch_of):
