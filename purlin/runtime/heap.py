@@ -19,28 +19,10 @@ from __future__ import annotations
 
 from purlin.dtypes import DTYPE_BYTES
 from purlin.runtime.backend import _runtime, available_backends, device_view
+from purlin.runtime.exchange import connected
 
 # Every allocation starts at a multiple of this: any element type and the kernels' widest access.
 ALIGN = 256
-
-
-def gathered_by_rank(dist, group, rank: int, size: int, name: str, *payload) -> list[tuple]:
-    """(rank, *payload) of every process of `group`, in rank order; refuses
-    ranks claimed twice or missing."""
-    # Gathered with their ranks, so a rank other than the group rank still connects in plan order.
-    gathered: list = [None] * size
-    dist.all_gather_object(gathered, (rank, *payload), group=group)
-    ranks = sorted(g[0] for g in gathered)
-    if ranks != list(range(size)):
-        raise ValueError(f"{name}: the group's processes claim ranks {ranks}, expected each of 0..{size - 1} once")
-    return sorted(gathered, key=lambda g: g[0])
-
-
-def _raise_any(name: str, what: str, outcomes: list[tuple]) -> None:
-    """RuntimeError naming every rank whose outcome (the last field) is a failure."""
-    why = [f"rank {o[0]}: {o[-1]}" for o in outcomes if o[-1]]
-    if why:
-        raise RuntimeError(f"{name}: the ranks could not {what}: " + "; ".join(why))
 
 
 class DeviceHeap:
@@ -66,23 +48,9 @@ class DeviceHeap:
         size = dist.get_world_size(group)
         self.rank = dist.get_rank(group) if rank is None else rank
         self.device = torch.cuda.current_device() if device is None else device
-        # Every rank learns every rank's failure, so that all raise instead of some waiting for the rest.
-        impl, handle, failed = None, b"", ""
-        try:
-            impl = _runtime.CudaDeviceHeap(self.rank, size, self.device, nbytes, name)
-            handle = impl.ipc_handle()
-        except (RuntimeError, ValueError) as e:
-            failed = str(e)
         with torch.cuda.device(self.device):
-            gathered = gathered_by_rank(dist, group, self.rank, size, name, handle, failed)
-            _raise_any(name, "make their heaps", gathered)
-            try:
-                impl.connect([h for _, h, _ in gathered])
-                failed = ""
-            except (RuntimeError, ValueError) as e:
-                failed = str(e)
-            _raise_any(name, "map each other's heaps", gathered_by_rank(dist, group, self.rank, size, name, failed))
-        self._impl = impl
+            self._impl = connected(dist, group, self.rank, size, name, "heaps",
+                                   lambda: _runtime.CudaDeviceHeap(self.rank, size, self.device, nbytes, name))
         self.nbytes = nbytes
         self.used = 0
 

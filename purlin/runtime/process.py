@@ -15,7 +15,9 @@ Each rank allocates its own symmetric memory; the constructor exchanges the
 CUDA IPC handles (cuda) or POSIX shared memory names (cpu) through
 `torch.distributed.all_gather_object`, so every rank of `group` must
 construct its communicator, from the same plan, at the same point (on cpu a
-different plan on some rank is refused there, on every rank). The ranks must
+different plan on some rank is refused there, on every rank; on cuda a rank
+that cannot make or connect its communicator makes every rank raise, naming
+why: purlin.runtime.exchange). The ranks must
 share a node. On cuda `run` only launches (capturable in CUDA graphs); on cpu
 it runs this rank's role threads and returns when the rank is done. Buffers
 follow the rules of `purlin.runtime.Communicator`.
@@ -60,7 +62,8 @@ import numpy as np
 from purlin.dtypes import DTYPE_BYTES, numpy_dtype
 from purlin.plan import Plan, decode, validate
 from purlin.runtime.aliasing import AliasingError, Buffers
-from purlin.runtime.heap import ALIGN, DeviceHeap, gathered_by_rank
+from purlin.runtime.exchange import connected, gathered_by_rank
+from purlin.runtime.heap import ALIGN, DeviceHeap
 from purlin.runtime.backend import (
     BACKENDS,
     _runtime,
@@ -180,12 +183,14 @@ class ProcessCommunicator:
         if self._own_heap:
             heap = DeviceHeap(heap_bytes, group=group, device=self.device, rank=self.rank, name=f"{name} heap")
         self._heap = heap
-        spec = kernel_spec(kernel, [self.device], extents)
-        self._impl = _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name,
-                                                      None if heap is None else heap.handle())
+        heap_handle = None if heap is None else heap.handle()
+
+        def make():
+            spec = kernel_spec(kernel, [self.device], extents)
+            return _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name, heap_handle)
+
         with torch.cuda.device(self.device):
-            gathered = self._gather(dist, size, self._impl.ipc_handle())
-        self._impl.connect([handle for _, handle in gathered])
+            self._impl = connected(dist, group, self.rank, size, name, "communicators", make)
 
     def _gather(self, dist, size: int, *payload) -> list[tuple]:
         """(rank, *payload) of every process of the group, in rank order."""

@@ -247,6 +247,19 @@ def test_a_heap_that_one_rank_cannot_make_fails_every_rank(torch_of, monkeypatch
         heap.DeviceHeap(4096, name="h")
 
 
+def test_a_communicator_that_one_rank_cannot_make_fails_every_rank(torch_of, monkeypatch):
+    torch_of(2, 0)
+
+    class Refused(FakeImpl):
+        def __init__(self, *args):
+            raise ValueError("ar: the kernel is for sm_90, GPU 0 is sm_80")
+
+    monkeypatch.setattr(process._runtime, "CudaProcessCommunicator", Refused)
+    with pytest.raises(ValueError, match="ar: the ranks could not make their communicators: rank 0: ar: the kernel "
+                                         "is for sm_90, GPU 0 is sm_80; rank 1: "):
+        process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar")
+
+
 def test_a_device_counts_collective_connects(torch_of):
     from purlin.compile import compile_device_counts
 
