@@ -171,6 +171,9 @@ class ProcessCommunicator:
             heap_bytes = max(_aligned(i * eb, align) + _aligned(o * eb, align) for i, o in extents) if in_heap else 0
         if heap_bytes < 0:
             raise ValueError(f"{name}: heap_bytes must be non-negative, got {heap_bytes}")
+        if heap_bytes and backend == "cuda" and not symmetric:
+            raise ValueError(f"{name}: heap_bytes is for a symmetric plan on cuda; this communicator's buffers may be "
+                             "any CUDA tensors")
         self._heap_used = 0
         self._checked: set[tuple] = set()
         if backend == "cpu":

@@ -223,6 +223,8 @@ def test_only_a_symmetric_plan_has_a_heap_on_cuda(torch_of):
         comm.alloc(8)
     with pytest.raises(ValueError, match="buffers='anywhere' is for a symmetric plan on the cpu backend"):
         process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", buffers="anywhere")
+    with pytest.raises(ValueError, match="ar: heap_bytes is for a symmetric plan on cuda"):
+        process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar", heap_bytes=4096)
 
 
 def test_a_heap_that_one_rank_cannot_make_fails_every_rank(torch_of, monkeypatch):
