@@ -66,6 +66,10 @@ void register_bindings(py::module_& m) {
       "kernels whose ranks are in other processes find every rank's buffers.")
       .def(py::init<int, int, int, int64_t, std::string>(), py::arg("rank"), py::arg("world"), py::arg("device"),
            py::arg("bytes"), py::arg("name"))
+      .def(py::init<int, int, int, uintptr_t, int64_t, std::string>(), py::arg("rank"), py::arg("world"),
+           py::arg("device"), py::arg("memory"), py::arg("bytes"), py::arg("name"),
+           "Registered: `bytes` of the caller's device memory at `memory` (inside a cudaMalloc allocation), which "
+           "the caller keeps alive and frees.")
       .def(
           "ipc_handle", [](const DeviceHeap& h) { return py::bytes(h.ipc_handle()); },
           "This rank's handle, for every rank's connect().")
@@ -76,14 +80,18 @@ void register_bindings(py::module_& m) {
       .def_property_readonly("rank", &DeviceHeap::rank)
       .def_property_readonly("world", &DeviceHeap::world)
       .def_property_readonly("device", &DeviceHeap::device)
-      .def_property_readonly("connected", &DeviceHeap::connected);
+      .def_property_readonly("connected", &DeviceHeap::connected)
+      .def_property_readonly("registered", &DeviceHeap::registered)
+      .def_property_readonly("serial", &DeviceHeap::serial,
+                             "The heap's number, the same on every rank once connected.");
   py::class_<ProcessCommunicator>(
       m, "CudaProcessCommunicator",
       "One rank per process (as under torchrun): this rank's symmetric memory, shared with the other ranks' "
       "processes through CUDA IPC handles.")
-      .def(py::init<KernelSpec, int, int, double, std::string, std::shared_ptr<DeviceHeap>>(), py::arg("spec"),
-           py::arg("rank"), py::arg("device"), py::arg("timeout"), py::arg("name"), py::arg("heap") = nullptr,
-           "A symmetric kernel's buffers lie in `heap`, a connected CudaDeviceHeap of this rank.")
+      .def(py::init<KernelSpec, int, int, double, std::string, std::vector<std::shared_ptr<DeviceHeap>>>(),
+           py::arg("spec"), py::arg("rank"), py::arg("device"), py::arg("timeout"), py::arg("name"),
+           py::arg("heaps") = std::vector<std::shared_ptr<DeviceHeap>>{},
+           "A symmetric kernel's buffers lie in `heaps`, connected CudaDeviceHeaps of this rank.")
       .def(
           "ipc_handle", [](const ProcessCommunicator& c) { return py::bytes(c.ipc_handle()); },
           "This rank's handle, for every rank's connect().")

@@ -13,7 +13,19 @@ them. `alloc` carves tensors in order, 256-byte aligned, never freed: ranks
 that allocate the same sizes in the same order get the same offsets, which is
 what a symmetric kernel needs (it checks each peer's offsets before it
 touches them, and a call where they differ raises BadBuffersError). Any
-number of communicators of the group may share one heap."""
+number of communicators of the group may share one heap.
+
+Memory the caller already has registers instead, as NCCL's buffer
+registration does: every rank's tensor of the same size, mapped by its peers
+
+    xs = DeviceHeap.register(x)                   # collective; x stays the caller's
+    ys = DeviceHeap.register(y)
+    comm = ProcessCommunicator(plan, kernel=kernel, heap=[xs, ys])
+    comm.run(x, y)                                # or views at the same offsets on every rank
+
+Every rank passes its buffers in the same heap at the same offsets: each
+heap has a serial number the ranks agree on, and the kernel's check covers
+both."""
 
 from __future__ import annotations
 
@@ -33,6 +45,46 @@ class DeviceHeap:
 
     def __init__(self, nbytes: int, group=None, device: int | None = None, rank: int | None = None,
                  name: str = "heap") -> None:
+        if nbytes <= 0:
+            raise ValueError(f"{name}: a heap needs a positive size, got {nbytes} bytes")
+        self._setup(group, rank, device, name, "heaps",
+                    lambda r, size, dev: _runtime.CudaDeviceHeap(r, size, dev, nbytes, name))
+        self.nbytes = nbytes
+        self.used = 0
+        self.tensor = None
+
+    @classmethod
+    def register(cls, tensor, group=None, rank: int | None = None, name: str = "registered") -> DeviceHeap:
+        """A heap over `tensor`'s memory (a contiguous CUDA tensor, from cudaMalloc as
+        torch's allocator gives without expandable_segments), which every rank of
+        `group` maps; collective, every rank's tensor of the same size in bytes. The
+        heap keeps the tensor alive; its buffers are the tensor and its views."""
+        import torch
+        import torch.distributed as dist
+
+        if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cuda":
+            raise TypeError(f"{name}: register takes a CUDA tensor, got "
+                            + (f"one on {tensor.device.type}" if isinstance(tensor, torch.Tensor) else type(tensor).__name__))
+        if not tensor.is_contiguous():
+            raise ValueError(f"{name}: register takes a contiguous tensor (its memory is one span); "
+                             "register the tensor it is a view of")
+        nbytes = tensor.numel() * tensor.element_size()
+        heap = cls.__new__(cls)
+        heap._setup(group, rank, tensor.device.index, name, "registered memory",
+                    lambda r, size, device: _runtime.CudaDeviceHeap(r, size, device, memory=tensor.data_ptr(),
+                                                                    bytes=nbytes, name=name))
+        heap.nbytes = nbytes
+        heap.used = nbytes
+        heap.tensor = tensor
+        return heap
+
+    @property
+    def serial(self) -> int:
+        """The heap's number, the same on every rank of its group."""
+        return self.handle().serial
+
+    def _setup(self, group, rank: int | None, device: int | None, name: str, what: str, make) -> None:
+        """Makes this rank's C++ heap with make(rank, world, device), connected to every rank's."""
         import torch
         import torch.distributed as dist
 
@@ -41,24 +93,23 @@ class DeviceHeap:
                                "torch.distributed.init_process_group first (the ranks exchange their heaps through it)")
         if "cuda" not in available_backends():
             raise RuntimeError("purlin was built without CUDA")
-        if nbytes <= 0:
-            raise ValueError(f"{name}: a heap needs a positive size, got {nbytes} bytes")
         self.name = name
         self.group = group
         size = dist.get_world_size(group)
         self.rank = dist.get_rank(group) if rank is None else rank
         self.device = torch.cuda.current_device() if device is None else device
         with torch.cuda.device(self.device):
-            self._impl = connected(dist, group, self.rank, size, name, "heaps",
-                                   lambda: _runtime.CudaDeviceHeap(self.rank, size, self.device, nbytes, name))
-        self.nbytes = nbytes
-        self.used = 0
+            self._impl = connected(dist, group, self.rank, size, name, what,
+                                   lambda: make(self.rank, size, self.device))
 
     def alloc(self, elems: int, dtype: str):
         """A CUDA tensor of `elems` elements of purlin dtype `dtype` (bf16, f32, ...)
         at the heap's next 256-byte boundary, valid until `close`."""
         if self._impl is None:
             raise RuntimeError(f"{self.name}: the heap is closed")
+        if self.tensor is not None:
+            raise ValueError(f"{self.name}: a registered heap is the tensor given to register: pass it or views of "
+                             "it; alloc carves a heap purlin allocated (DeviceHeap(nbytes))")
         if dtype not in DTYPE_BYTES:
             raise ValueError(f"{self.name}: unknown dtype {dtype!r}, expected one of {', '.join(DTYPE_BYTES)}")
         nbytes = elems * DTYPE_BYTES[dtype]

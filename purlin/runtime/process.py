@@ -33,14 +33,15 @@ buffers in place. Each rank's buffers then live in a heap its peers map,
 which `alloc` hands out: on cpu shared memory, `heap_bytes` after the rank's
 region (default: room for this plan's largest input and output); on cuda a
 purlin.runtime.DeviceHeap, given as `heap` (which other communicators of the
-group may share) or made for this one of `heap_bytes`:
+group may share; or several, e.g. the user's tensors each registered with
+DeviceHeap.register) or made for this one of `heap_bytes`:
 
     comm = ProcessCommunicator(compile_plan(..., symmetric=True), name="all_gather")
     x, y = comm.alloc(n_in), comm.alloc(n_out)   # numpy arrays (cpu) or CUDA tensors, every rank alike
     comm.run(x, y)
 
-On cuda every rank passes buffers at the same offsets of the heap in each
-call (allocated alike, in the same order); the kernel checks each peer's
+On cuda every rank passes buffers in the same heap at the same offsets in
+each call (allocated alike, in the same order); the kernel checks each peer's
 before it touches them, and a call where they differ raises BadBuffersError
 at `synchronize` (no rank writes into such a peer; the communicator is then
 spent). Copy-engine steps (mech=ce) are refused across processes.
@@ -55,6 +56,7 @@ raises RuntimeError saying so.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -105,7 +107,7 @@ class ProcessCommunicator:
         heap_bytes: int | None = None,
         kernel: CudaProgram | None = None,
         buffers: str = "heap",
-        heap: DeviceHeap | None = None,
+        heap: DeviceHeap | Sequence[DeviceHeap] | None = None,
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
@@ -185,12 +187,19 @@ class ProcessCommunicator:
         self._own_heap = heap is None and heap_bytes > 0
         if self._own_heap:
             heap = DeviceHeap(heap_bytes, group=group, device=self.device, rank=self.rank, name=f"{name} heap")
-        self._heap = heap
-        heap_handle = None if heap is None else heap.handle()
+        heaps = [] if heap is None else [heap] if isinstance(heap, DeviceHeap) else list(heap)
+        if not all(isinstance(h, DeviceHeap) for h in heaps):
+            raise TypeError(f"{name}: heap takes a DeviceHeap or a sequence of them")
+        if symmetric and backend == "cuda" and heap is not None and not heaps:
+            raise ValueError(f"{name}: heap is an empty sequence; a symmetric plan's buffers need a heap")
+        # alloc carves the first heap purlin allocated; the communicator keeps every heap's memory mapped.
+        self._heaps = heaps
+        self._heap = next((h for h in heaps if h.tensor is None), None)
+        handles = [h.handle() for h in heaps]
 
         def make():
             spec = kernel_spec(kernel, [self.device], extents)
-            return _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name, heap_handle)
+            return _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name, handles)
 
         with torch.cuda.device(self.device):
             self._impl = connected(dist, group, self.rank, size, name, "communicators", make)
@@ -241,8 +250,10 @@ class ProcessCommunicator:
             raise RuntimeError(f"{self.name}: the communicator is closed")
         if self.backend != "cpu":
             if self._heap is None:
-                raise ValueError(f"{self.name}: this communicator has no heap: alloc is for a symmetric plan, whose "
-                                 "peers reach its buffers in place; this plan's buffers may be any CUDA tensors")
+                raise ValueError(f"{self.name}: this communicator has no heap to allocate from: alloc is for a "
+                                 "symmetric plan, whose peers reach its buffers in place"
+                                 + (", and its heaps are registered tensors (pass those or views of them)"
+                                    if self._heaps else "; this plan's buffers may be any CUDA tensors"))
             return self._heap.alloc(elems, self.dtype)
         if self.buffers == "anywhere":
             raise ValueError(f"{self.name}: alloc gives memory of the shared heap; with buffers='anywhere' this "
@@ -381,6 +392,7 @@ class ProcessCommunicator:
             if self._own_heap:
                 self._heap._impl = None
             self._heap = None
+            self._heaps = []
 
 
 def _aligned(nbytes: int, align: int = 64) -> int:

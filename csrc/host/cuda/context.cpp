@@ -3,6 +3,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -451,10 +452,14 @@ void Executor::check_recorded_errors() {
     if (!e.valid) continue;
     if (e.packets == abi::kBadBuffers) {
       const char* what = e.packet ? "output" : "input";
+      // The records hold keys: (heap serial << kSerialShift) + offset.
+      auto where = [](uint64_t key) {
+        return "offset " + std::to_string(key & ((uint64_t(1) << DeviceHeap::kSerialShift) - 1)) + " of heap " +
+               std::to_string(key >> DeviceHeap::kSerialShift);
+      };
       buffers_msg += (buffers_msg.empty() ? "" : "\n") + name_ + ": rank " + to_string(int(e.rank)) + "'s " + what +
-                     " is at offset " + to_string(int64_t(e.awaited)) + " of its heap, rank " +
-                     to_string(int(e.slot)) + "'s at " + to_string(int64_t(e.seen)) + " (epoch " +
-                     to_string(uint64_t(e.epoch)) + ")";
+                     " is at " + where(e.awaited) + ", rank " + to_string(int(e.slot)) + "'s at " + where(e.seen) +
+                     " (epoch " + to_string(uint64_t(e.epoch)) + ")";
       continue;
     }
     if (e.packets == abi::kBadCounts) {
@@ -485,8 +490,8 @@ void Executor::check_recorded_errors() {
   if (found > 0 || !counts_msg.empty() || !buffers_msg.empty()) failed_ = true;
   if (!buffers_msg.empty())
     throw BadBuffersError(buffers_msg +
-                          "\nevery rank must pass buffers at the same offsets of their heaps in each call (allocate "
-                          "them alike, in the same order, with alloc()); no rank wrote into a peer whose buffers "
+                          "\nevery rank must pass buffers in the same heap, at the same offsets, in each call "
+                          "(allocate them alike, in the same order, with alloc(), or register alike memory); no rank wrote into a peer whose buffers "
                           "differ; this communicator cannot be used again");
   if (!counts_msg.empty() && !found)
     throw BadCountsError(counts_msg + "\nno rank moved any data; this communicator cannot be used again");
@@ -600,8 +605,21 @@ struct HeapBlob {
   char tag[16];
   int32_t rank, world;
   int64_t bytes;
+  int64_t offset;   // of the heap in the allocation `memory` exports (registered memory)
+  uint64_t serial;  // this rank's proposal: the heap's serial is the largest
   cudaIpcMemHandle_t memory;
 };
+
+// Proposals for DeviceHeap serials: increasing in the order a process makes
+// its heaps, so the largest over the ranks is too, for heaps every rank makes
+// in the same order.
+std::atomic<uint64_t> next_serial{1};
+
+void check_heap_rank(const std::string& name, int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world)
+    throw std::invalid_argument(name + ": rank " + std::to_string(rank) + " is outside a world of " +
+                                std::to_string(world));
+}
 
 // FNV-1a over what every rank's kernel must agree on.
 uint64_t fingerprint(const KernelSpec& s) {
@@ -683,28 +701,69 @@ void close_opened(std::vector<char*>& opened, int device) {
 
 DeviceHeap::DeviceHeap(int rank, int world, int device, int64_t bytes, std::string name)
     : rank_(rank), world_(world), device_(device), bytes_(bytes), name_(std::move(name)) {
-  if (world < 1 || rank < 0 || rank >= world)
-    throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + " is outside a world of " +
-                                std::to_string(world));
+  check_heap_rank(name_, rank, world);
   if (bytes <= 0) throw std::invalid_argument(name_ + ": a heap needs a positive size, got " + std::to_string(bytes));
   DeviceRestore restore;
   check(cudaSetDevice(device), "cudaSetDevice");
   check(cudaMalloc(&memory_, size_t(bytes)), name_ + ": allocating " + std::to_string(bytes) + " bytes of heap");
+  try {
+    export_handle(memory_);
+  } catch (...) {
+    cudaFree(memory_);
+    throw;
+  }
+}
+
+DeviceHeap::DeviceHeap(int rank, int world, int device, uintptr_t memory, int64_t bytes, std::string name)
+    : rank_(rank), world_(world), device_(device), bytes_(bytes), name_(std::move(name)),
+      memory_(reinterpret_cast<char*>(memory)), owned_(false) {
+  check_heap_rank(name_, rank, world);
+  if (bytes <= 0)
+    throw std::invalid_argument(name_ + ": registered memory needs a positive size, got " + std::to_string(bytes));
+  DeviceRestore restore;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  cudaPointerAttributes attrs{};
+  if (cudaPointerGetAttributes(&attrs, memory_) != cudaSuccess || attrs.type != cudaMemoryTypeDevice ||
+      attrs.device != device) {
+    cudaGetLastError();
+    throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + "'s memory at " + std::to_string(memory) +
+                                " is not device memory of GPU " + std::to_string(device));
+  }
+  AddressRangeFn range = address_range_fn();
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  if (!range || range(&base, &size, CUdeviceptr(memory)) != CUDA_SUCCESS)
+    throw std::invalid_argument(name_ + ": the allocation holding rank " + std::to_string(rank) +
+                                "'s memory could not be found (cuMemGetAddressRange)");
+  if (memory + uintptr_t(bytes) > base + size)
+    throw std::invalid_argument(name_ + ": rank " + std::to_string(rank) + "'s " + std::to_string(bytes) +
+                                " bytes run past the end of their allocation (" +
+                                std::to_string(base + size - memory) + " bytes left there)");
+  export_handle(reinterpret_cast<char*>(base));
+}
+
+void DeviceHeap::export_handle(char* allocation) {
   HeapBlob blob{};
   std::memcpy(blob.tag, kHeapTag, sizeof(kHeapTag));
-  blob.rank = rank;
-  blob.world = world;
-  blob.bytes = bytes;
-  const cudaError_t e = cudaIpcGetMemHandle(&blob.memory, memory_);
+  blob.rank = rank_;
+  blob.world = world_;
+  blob.bytes = bytes_;
+  blob.offset = memory_ - allocation;
+  blob.serial = next_serial.fetch_add(1);
+  const cudaError_t e = cudaIpcGetMemHandle(&blob.memory, allocation);
   if (e != cudaSuccess) {
-    cudaFree(memory_);
-    check(e, name_ + ": exporting rank " + std::to_string(rank) + "'s heap");
+    cudaGetLastError();
+    throw std::invalid_argument(name_ + ": exporting rank " + std::to_string(rank_) + "'s " +
+                                (owned_ ? "heap" : "registered memory") + " failed (" + cudaGetErrorString(e) +
+                                "); CUDA IPC exports memory of cudaMalloc, which a torch tensor has unless "
+                                "PYTORCH_CUDA_ALLOC_CONF sets expandable_segments");
   }
   handle_.assign(reinterpret_cast<const char*>(&blob), sizeof(blob));
 }
 
 DeviceHeap::~DeviceHeap() {
   close_opened(peers_, device_);
+  if (!owned_) return;
   DeviceRestore restore;
   cudaSetDevice(device_);
   cudaFree(memory_);
@@ -722,39 +781,48 @@ void DeviceHeap::connect(const std::vector<std::string>& handles) {
   if (handles[rank_] != handle_)
     throw std::invalid_argument(name_ + ": handle " + std::to_string(rank_) + " is not this heap's own");
   DeviceRestore restore;
+  std::vector<char*> bases;
   try {
-    bases_ = open_blobs(blobs, rank_, device_, memory_, peers_, name_);
+    bases = open_blobs(blobs, rank_, device_, memory_, peers_, name_);
   } catch (...) {
     close_opened(peers_, device_);
     throw;
   }
+  for (size_t r = 0; r < blobs.size(); ++r) {
+    if (int(r) != rank_) bases[r] += blobs[r].offset;
+    serial_ = std::max(serial_, blobs[r].serial);
+  }
+  bases_ = std::move(bases);
 }
 
 // -- one process per rank -----------------------------------------------------
 
 ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name,
-                                         std::shared_ptr<DeviceHeap> heap)
+                                         std::vector<std::shared_ptr<DeviceHeap>> heaps)
     : exec_(std::move(spec), timeout_s, std::move(name)), rank_(rank), device_(device),
-      fingerprint_(fingerprint(exec_.spec())), heap_(std::move(heap)) {
+      fingerprint_(fingerprint(exec_.spec())), heaps_(std::move(heaps)) {
   const std::string& who = exec_.name();
   if (rank < 0 || rank >= world())
     throw std::invalid_argument(who + ": rank " + std::to_string(rank) + " is outside the kernel's world " +
                                 std::to_string(world()));
-  if (exec_.spec().symmetric && !heap_)
+  if (exec_.spec().symmetric && heaps_.empty())
     throw std::invalid_argument(who + ": the kernel reads and writes the peers' buffers in place (symmetric): "
                                 "another process reaches them only in a heap every rank maps; give it a "
-                                "DeviceHeap and buffers from it");
-  if (!exec_.spec().symmetric && heap_)
+                                "DeviceHeap and buffers from it, or register the buffers' memory");
+  if (!exec_.spec().symmetric && !heaps_.empty())
     throw std::invalid_argument(who + ": a heap is for a symmetric kernel; this one stages the data in its own "
                                 "memory, and its buffers may be anywhere on the rank's GPU");
-  if (heap_ && (heap_->rank() != rank || heap_->world() != world() || heap_->device() != device))
-    throw std::invalid_argument(who + ": the heap is rank " + std::to_string(heap_->rank()) + "'s of a world of " +
-                                std::to_string(heap_->world()) + " on GPU " + std::to_string(heap_->device()) +
-                                ", this communicator is rank " + std::to_string(rank) + " of " +
-                                std::to_string(world()) + " on GPU " + std::to_string(device));
-  if (heap_ && !heap_->connected())
-    throw std::invalid_argument(who + ": the heap is not connected: call its connect() with every rank's handle "
-                                "first");
+  for (const auto& heap : heaps_) {
+    if (!heap) throw std::invalid_argument(who + ": a heap is None");
+    if (heap->rank() != rank || heap->world() != world() || heap->device() != device)
+      throw std::invalid_argument(who + ": the heap is rank " + std::to_string(heap->rank()) + "'s of a world of " +
+                                  std::to_string(heap->world()) + " on GPU " + std::to_string(heap->device()) +
+                                  ", this communicator is rank " + std::to_string(rank) + " of " +
+                                  std::to_string(world()) + " on GPU " + std::to_string(device));
+    if (!heap->connected())
+      throw std::invalid_argument(who + ": the heap is not connected: call its connect() with every rank's handle "
+                                  "first");
+  }
   if (!exec_.spec().stream.empty())
     throw std::invalid_argument(who + ": the kernel has copy-engine steps (a stream role), whose copies into the "
                                 "peers' buffers no device check orders across processes; lower it without "
@@ -766,7 +834,7 @@ ProcessCommunicator::ProcessCommunicator(KernelSpec spec, int rank, int device, 
   DeviceRestore restore;
   try {
     exec_.check_devices({device});
-    if (heap_) exec_.reserve_record();
+    if (!heaps_.empty()) exec_.reserve_record();
     detail::Executor::Rank r;
     r.rank = rank;
     r.device = device;
@@ -821,31 +889,36 @@ void ProcessCommunicator::run(uintptr_t input, uintptr_t output, uintptr_t strea
                            " is not connected: call connect() with every rank's ipc_handle() first");
   const CallCounts call =
       exec_.spec().count_words > 0 || counts || recv_counts ? CallCounts{{counts}, {recv_counts}} : CallCounts{};
-  if (!heap_) {
+  if (heaps_.empty()) {
     exec_.run({input}, {output}, {stream}, call);
     return;
   }
-  const int64_t input_at = heap_offset(input, exec_.spec().input_bytes[rank_], "input");
-  const int64_t output_at = heap_offset(output, exec_.spec().output_bytes[rank_], "output");
-  // Every rank's buffers at this rank's offsets of its heap: the kernel checks
-  // the peers' records before it touches theirs.
-  const std::vector<char*>& bases = heap_->bases();
-  std::vector<char*> peers(2 * bases.size());
-  for (size_t r = 0; r < bases.size(); ++r) {
-    peers[r] = bases[r] + input_at;
-    peers[bases.size() + r] = bases[r] + output_at;
+  const auto [in_heap, input_key] = heap_key(input, exec_.spec().input_bytes[rank_], "input");
+  const auto [out_heap, output_key] = heap_key(output, exec_.spec().output_bytes[rank_], "output");
+  // Every rank's buffers in the same heaps at this rank's offsets: the kernel
+  // checks the peers' records before it touches theirs.
+  const int64_t mask = (int64_t(1) << DeviceHeap::kSerialShift) - 1;
+  const size_t w = size_t(world());
+  std::vector<char*> peers(2 * w);
+  for (size_t r = 0; r < w; ++r) {
+    peers[r] = in_heap->bases()[r] + (input_key & mask);
+    peers[w + r] = out_heap->bases()[r] + (output_key & mask);
   }
-  exec_.run({input}, {output}, {stream}, call, peers, input_at, output_at);
+  exec_.run({input}, {output}, {stream}, call, peers, input_key, output_key);
 }
 
-int64_t ProcessCommunicator::heap_offset(uintptr_t ptr, int64_t bytes, const char* what) const {
-  const uintptr_t heap = heap_->base();
-  if (ptr < heap || int64_t(ptr - heap) + bytes > heap_->bytes())
-    throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank_) + "'s " + what + " (" +
-                                std::to_string(bytes) + " bytes) is not in its heap of " +
-                                std::to_string(heap_->bytes()) + " bytes: a symmetric kernel's buffers come from "
-                                "the heap, at the same offsets on every rank");
-  return int64_t(ptr - heap);
+std::pair<const DeviceHeap*, int64_t> ProcessCommunicator::heap_key(uintptr_t ptr, int64_t bytes,
+                                                                    const char* what) const {
+  for (const auto& heap : heaps_)
+    if (ptr >= heap->base() && int64_t(ptr - heap->base()) + bytes <= heap->bytes())
+      return {heap.get(), int64_t(heap->serial() << DeviceHeap::kSerialShift) + int64_t(ptr - heap->base())};
+  std::string sizes;
+  for (const auto& heap : heaps_) sizes += (sizes.empty() ? "" : ", ") + std::to_string(heap->bytes());
+  throw std::invalid_argument(exec_.name() + ": rank " + std::to_string(rank_) + "'s " + what + " (" +
+                              std::to_string(bytes) + " bytes) is not in its heap" +
+                              (heaps_.size() > 1 ? "s" : "") + " of " + sizes +
+                              " bytes: a symmetric kernel's buffers come from a heap or registered memory, at the "
+                              "same offsets on every rank");
 }
 
 }  // namespace purlin::cuda

@@ -31,8 +31,8 @@ class BadCountsError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// One rank per process, symmetric kernel: a peer's buffers of a call sit at
-// other offsets of its heap than this rank's.
+// One rank per process, symmetric kernel: a peer's buffers of a call sit in
+// another heap or at other offsets of it than this rank's.
 class BadBuffersError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
@@ -117,7 +117,7 @@ class Executor {
   // One launch per local rank, after the pointer checks; no host sync. A
   // symmetric kernel whose ranks are not all local takes every rank's input,
   // then output, as this process addresses them (`peers`), and this call's
-  // offsets of the buffers in the heap.
+  // keys of the buffers in their heaps (DeviceHeap::serial).
   void run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
            const std::vector<uintptr_t>& streams, const CallCounts& counts, const std::vector<char*>& peers = {},
            int64_t input_at = 0, int64_t output_at = 0);
@@ -193,7 +193,11 @@ class Communicator {
 // to connect(); any number of communicators of the group may share it.
 class DeviceHeap {
  public:
+  // `bytes` of memory of its own, freed with it.
   DeviceHeap(int rank, int world, int device, int64_t bytes, std::string name);
+  // Registered: the caller's `bytes` at `memory` (inside a cudaMalloc
+  // allocation, e.g. a torch tensor's), which the caller keeps and frees.
+  DeviceHeap(int rank, int world, int device, uintptr_t memory, int64_t bytes, std::string name);
   // Peers must be done with this rank's memory (e.g. after a barrier).
   ~DeviceHeap();
   DeviceHeap(const DeviceHeap&) = delete;
@@ -210,12 +214,22 @@ class DeviceHeap {
   int device() const { return device_; }
   const std::string& name() const { return name_; }
   bool connected() const { return !bases_.empty(); }
+  bool registered() const { return !owned_; }
+  // The heap's number, the same on every rank once connected and distinct
+  // among the heaps of a group made in the same order on every rank: a
+  // buffer's key in a kernel's record is (serial << kSerialShift) + offset.
+  uint64_t serial() const { return serial_; }
+  static constexpr int kSerialShift = 40;
 
  private:
+  void export_handle(char* allocation);
+
   int rank_, world_, device_;
   int64_t bytes_;
   std::string name_;
   char* memory_ = nullptr;
+  bool owned_ = true;
+  uint64_t serial_ = 0;
   std::string handle_;
   std::vector<char*> peers_;  // opened IPC mappings, by rank; null for this rank
   std::vector<char*> bases_;
@@ -224,13 +238,13 @@ class DeviceHeap {
 // One rank in this process; the other ranks live in other processes of the
 // same node. ipc_handle() from every rank, gathered in rank order, goes to
 // connect() before the first run(). A symmetric kernel reads and writes the
-// peers' buffers in place: every rank's lie in its `heap`, at the same
-// offsets on every rank in each call, which the kernel checks before it
-// touches them.
+// peers' buffers in place: every rank's lie in one of its `heaps`, the same
+// heap at the same offsets on every rank in each call, which the kernel
+// checks before it touches them.
 class ProcessCommunicator {
  public:
   ProcessCommunicator(KernelSpec spec, int rank, int device, double timeout_s, std::string name,
-                      std::shared_ptr<DeviceHeap> heap = nullptr);
+                      std::vector<std::shared_ptr<DeviceHeap>> heaps = {});
   // Peers must be done with this rank's memory (e.g. after a barrier).
   ~ProcessCommunicator();
   ProcessCommunicator(const ProcessCommunicator&) = delete;
@@ -248,8 +262,8 @@ class ProcessCommunicator {
 
  private:
   std::string export_handle() const;
-  // Where buffer `ptr` of `bytes` sits in this rank's heap; refuses one outside it.
-  int64_t heap_offset(uintptr_t ptr, int64_t bytes, const char* what) const;
+  // The heap buffer `ptr` of `bytes` sits in and its key there (DeviceHeap::serial); refuses one outside them.
+  std::pair<const DeviceHeap*, int64_t> heap_key(uintptr_t ptr, int64_t bytes, const char* what) const;
 
   detail::Executor exec_;
   int rank_;
@@ -257,7 +271,7 @@ class ProcessCommunicator {
   uint64_t fingerprint_;
   std::string handle_;
   std::vector<char*> peers_;  // opened IPC mappings, by rank; null for this rank
-  std::shared_ptr<DeviceHeap> heap_;  // symmetric kernels: where every rank's buffers lie
+  std::vector<std::shared_ptr<DeviceHeap>> heaps_;  // symmetric kernels: where every rank's buffers lie
   bool connected_ = false;
 };
 

@@ -44,8 +44,8 @@ class FakeImpl:
 
     timeout: str | None = None
 
-    def __init__(self, spec, rank, device, timeout, name, heap=None):
-        self.rank, self.device, self.calls, self.heap = rank, device, [], heap
+    def __init__(self, spec, rank, device, timeout, name, heaps=()):
+        self.rank, self.device, self.calls, self.heaps = rank, device, [], heaps
 
     def ipc_handle(self):
         return b"handle-%d" % self.rank
@@ -67,9 +67,10 @@ class FakeImpl:
 class FakeHeap:
     """The C++ heap's stand-in: its size and the handles it was connected with."""
 
-    def __init__(self, rank, world, device, nbytes, name):
+    def __init__(self, rank, world, device, nbytes=None, name="", memory=None, bytes=None):
+        nbytes = bytes if memory is not None else nbytes
         self.rank, self.world, self.device, self.bytes, self.name = rank, world, device, nbytes, name
-        self.base, self.handles = 0x7000000, None
+        self.base, self.handles, self.registered = memory or 0x7000000, None, memory is not None
 
     def ipc_handle(self):
         return b"heap-%d" % self.rank
@@ -81,13 +82,16 @@ class FakeHeap:
 class FakeTensor:
     def __init__(self, n, dtype="torch.bfloat16", device=0, is_cuda=True, contiguous=True):
         self.n, self.dtype, self.is_cuda, self.contiguous = n, dtype, is_cuda, contiguous
-        self.device = types.SimpleNamespace(index=device)
+        self.device = types.SimpleNamespace(index=device, type="cuda" if is_cuda else "cpu")
 
     def data_ptr(self):
         return 0x100000 * (self.n + 1)  # tensors of different sizes never overlap
 
     def numel(self):
         return self.n
+
+    def element_size(self):
+        return 2
 
     def is_contiguous(self):
         return self.contiguous
@@ -114,7 +118,7 @@ def fake_torch(world: int, rank: int, initialised: bool = True, claimed=None):
         current_device=lambda: 1, device=lambda d: nullcontext(),
         current_stream=lambda d=None: types.SimpleNamespace(cuda_stream=0xABC),
     )
-    return types.SimpleNamespace(distributed=dist, cuda=cuda)
+    return types.SimpleNamespace(distributed=dist, cuda=cuda, Tensor=FakeTensor)
 
 
 @pytest.fixture
@@ -189,11 +193,11 @@ def test_a_symmetric_plan_gets_a_heap_for_its_largest_buffers(torch_of):
     torch_of(2, 1)
     comm = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag")
     # Input and output, each at a 256-byte boundary, exchanged and mapped before the communicator's memory.
-    own = comm._impl.heap
+    (own,) = comm._impl.heaps
     assert (own.bytes, own.rank, own.world, own.name) == (256 + 256, 1, 2, "ag heap")
     assert own.handles == [b"handle-0", b"heap-1"]  # the fake group's peers give b"handle-r" for anything
     big = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap_bytes=1 << 20)
-    assert big._impl.heap.bytes == 1 << 20
+    assert big._impl.heaps[0].bytes == 1 << 20
     comm._heap.used = 512
     with pytest.raises(ValueError, match="ag heap: rank 1's heap of 512 bytes has 0 left, 2 asked for"):
         comm.alloc(1)
@@ -204,7 +208,7 @@ def test_communicators_share_a_heap(torch_of):
     shared = heap.DeviceHeap(4096, name="h")
     a = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap=shared)
     b = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag2", heap=shared)
-    assert a._impl.heap is b._impl.heap is shared.handle()
+    assert a._impl.heaps == b._impl.heaps == [shared.handle()]
     with pytest.raises(ValueError, match="ag: give a heap or heap_bytes, not both"):
         process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap=shared, heap_bytes=64)
     with pytest.raises(ValueError, match="ar: a DeviceHeap is for a symmetric plan on cuda; .*any CUDA tensors"):
@@ -215,11 +219,41 @@ def test_communicators_share_a_heap(torch_of):
         heap.DeviceHeap(0, name="h")
 
 
+def test_registered_tensors_are_heaps_beside_allocated_ones(torch_of):
+    torch_of(2, 1)
+    x = FakeTensor(64)
+    reg = heap.DeviceHeap.register(x, name="x")
+    # Every rank's handle of the tensor's memory, exchanged as a heap's.
+    assert (reg.handle().base, reg.handle().bytes, reg.handle().registered) == (x.data_ptr(), 128, True)
+    assert reg.handle().handles == [b"handle-0", b"heap-1"] and reg.tensor is x
+    with pytest.raises(ValueError, match="x: a registered heap is the tensor given to register: pass it or views"):
+        reg.alloc(4, "bf16")
+    shared = heap.DeviceHeap(4096, name="h")
+    comm = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap=[reg, shared])
+    assert comm._impl.heaps == [reg.handle(), shared.handle()]
+    assert comm._heap is shared  # alloc carves the heap purlin allocated
+    only = process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap=(reg,))
+    with pytest.raises(ValueError, match="ag: this communicator has no heap to allocate from.*its heaps are "
+                                         "registered tensors"):
+        only.alloc(8)
+    with pytest.raises(TypeError, match="ag: heap takes a DeviceHeap or a sequence of them"):
+        process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap=[reg, "x"])
+    with pytest.raises(ValueError, match="ag: heap is an empty sequence"):
+        process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", heap=[])
+    with pytest.raises(TypeError, match="r: register takes a CUDA tensor, got one on cpu"):
+        heap.DeviceHeap.register(FakeTensor(8, is_cuda=False), name="r")
+    with pytest.raises(TypeError, match="r: register takes a CUDA tensor, got list"):
+        heap.DeviceHeap.register([1], name="r")
+    with pytest.raises(ValueError, match="r: register takes a contiguous tensor"):
+        heap.DeviceHeap.register(FakeTensor(8, contiguous=False), name="r")
+
+
 def test_only_a_symmetric_plan_has_a_heap_on_cuda(torch_of):
     torch_of(2, 0)
     comm = process.ProcessCommunicator(PLAN, kernel=KERNEL, name="ar")
-    assert comm._impl.heap is None
-    with pytest.raises(ValueError, match="ar: this communicator has no heap: alloc is for a symmetric plan"):
+    assert comm._impl.heaps == []
+    with pytest.raises(ValueError, match="ar: this communicator has no heap to allocate from: alloc is for a "
+                                         "symmetric plan.*may be any CUDA tensors"):
         comm.alloc(8)
     with pytest.raises(ValueError, match="buffers='anywhere' is for a symmetric plan on the cpu backend"):
         process.ProcessCommunicator(SYMMETRIC.plan, kernel=SYMMETRIC.cuda, name="ag", buffers="anywhere")

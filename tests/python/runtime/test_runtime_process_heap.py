@@ -3,9 +3,11 @@ purlin.runtime.DeviceHeap (device memory every rank maps by CUDA IPC), read
 and written in place by the peers. Checked against the numpy reference for
 the four fixed collectives and a V form, their communicators sharing one
 heap, over repeated calls and a CUDA-graph replay, and one communicator with
-a heap of its own; buffers at other heap offsets on one rank fail every rank
-with BadBuffersError (not a timeout); a buffer outside the heap, a heap of
-another rank and a heap for a kernel that takes none are refused. The ranks
+a heap of its own; the user's own tensors registered (DeviceHeap.register),
+as buffers and through views; buffers at other heap offsets, or in another
+registered tensor, on one rank fail every rank with BadBuffersError (not a
+timeout); a buffer outside the heaps, a heap of another rank, a heap for a
+kernel that takes none and tensors that cannot be registered are refused. The ranks
 run on GPU rank % GPUs: on one GPU the processes take turns on it (time
 slices), so calls are slow there but complete."""
 
@@ -82,8 +84,9 @@ def offsets_that_differ(rank: int, world: int) -> None:
         comm.alloc(64)  # every later buffer of rank 1 sits 256 bytes further on
     x, y = filled(comm, args[0][rank]), filled(comm, args[1][rank])
     comm.run(x, y)
-    with pytest.raises(runtime.BadBuffersError, match=r"(?s)all_gather: rank \d's input is at offset (0|256) of its "
-                                                     r"heap, rank \d's at (256|0).*same offsets of their heaps"):
+    with pytest.raises(runtime.BadBuffersError, match=r"(?s)all_gather: rank \d's input is at offset (0|256) of heap "
+                                                     r"(\d+), rank \d's at offset (256|0) of heap \2.*same heap, at "
+                                                     r"the same offsets"):
         comm.synchronize()
     with pytest.raises(RuntimeError, match="failed earlier"):
         comm.run(x, y)
@@ -117,8 +120,89 @@ def refused(rank: int, world: int) -> None:
     heap.close()
 
 
+def registered_tensors(rank: int, world: int) -> None:
+    """The user's own tensors (torch's allocator) registered: each its own heap, or
+    one tensor whose views are the buffers."""
+    torch.cuda.set_device(rank % GPUS)
+    for name, size in (("all_reduce", 1 << 16), ("all_gather", 4096), ("reduce_scatter", 8192)):
+        case = make_case(name, size, world)
+        args = case.make_args(seed=5)
+        n_in, n_out = case.buffer_sizes()
+        x = runtime.to_device(args[0][rank], torch.cuda.current_device())
+        y = torch.empty_like(runtime.to_device(args[1][rank], torch.cuda.current_device()))
+        # Both buffers as views of one registered tensor, at the same offsets on every rank.
+        whole = torch.zeros(n_in + n_out + 128, dtype=x.dtype, device=x.device)
+        heaps = [runtime.DeviceHeap.register(x, name="x"), runtime.DeviceHeap.register(y, name="y"),
+                 runtime.DeviceHeap.register(whole, name="whole")]
+        serials = [None] * world
+        torch.distributed.all_gather_object(serials, [h.serial for h in heaps])
+        assert all(s == serials[0] for s in serials) and len(set(serials[0])) == 3, serials
+        _, comm = communicator(case, rank, heap=heaps)
+        wx, wy = whole[128:128 + n_in], whole[128 + n_in:]
+        wx.copy_(x)
+        for inp, out in ((x, y), (wx, wy)):
+            for _ in range(2):
+                comm.run(inp, out)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, capture_error_mode="relaxed"):
+                comm.run(inp, out)
+            graph.replay()
+            comm.synchronize()
+            got = runtime.to_host(out, numpy_dtype(case.dtype))
+            mismatch = compare([got], [case.expected(args)[rank]], case.dtype, case.op, case.contributions, 8.0,
+                               "%out")
+            assert mismatch is None, f"rank {rank}: {name} registered: {mismatch}"
+        with pytest.raises(ValueError, match=r"a registered heap is the tensor given to register"):
+            comm.alloc(16)
+        comm.close()
+        for h in heaps:
+            h.close()
+
+
+def registered_elsewhere(rank: int, world: int) -> None:
+    """Rank 1's input in another registered tensor than its peers': every rank fails, naming both heaps."""
+    torch.cuda.set_device(rank % GPUS)
+    case = make_case("all_gather", 4096, world)
+    args = case.make_args(seed=3)
+    a = runtime.to_device(args[0][rank], torch.cuda.current_device())
+    b = a.clone()
+    y = torch.empty(case.buffer_sizes()[1], dtype=a.dtype, device=a.device)
+    heaps = [runtime.DeviceHeap.register(t, name=n) for t, n in ((a, "a"), (b, "b"), (y, "y"))]
+    _, comm = communicator(case, rank, heap=heaps)
+    comm.run(b if rank == 1 else a, y)
+    a_serial, b_serial = heaps[0].serial, heaps[1].serial
+    with pytest.raises(runtime.BadBuffersError, match=rf"(?s)input is at offset 0 of heap ({a_serial}|{b_serial}), "
+                                                      rf"rank \d's at offset 0 of heap ({b_serial}|{a_serial})"):
+        comm.synchronize()
+    with pytest.raises(runtime.BadBuffersError):
+        comm.close()
+
+
+def registered_refused(rank: int, world: int) -> None:
+    torch.cuda.set_device(rank % GPUS)
+    dev = torch.cuda.current_device()
+    with pytest.raises(TypeError, match="r: register takes a CUDA tensor, got one on cpu"):
+        runtime.DeviceHeap.register(torch.zeros(16), name="r")
+    with pytest.raises(ValueError, match="r: register takes a contiguous tensor"):
+        runtime.DeviceHeap.register(torch.zeros(16, 16, device=dev).t(), name="r")
+    # Every rank fails where one rank's tensor has another size, each naming why.
+    with pytest.raises(ValueError, match=r"uneven: the ranks could not map each other's registered memory: rank \d: "
+                                         r"uneven: handle \d is a heap of \d+ bytes"):
+        runtime.DeviceHeap.register(torch.zeros(64 + 32 * (rank == 1), device=dev), name="uneven")
+    case = make_case("all_gather", 4096, world)
+    x = torch.zeros(case.buffer_sizes()[0], dtype=torch.bfloat16, device=dev)
+    xs = runtime.DeviceHeap.register(x, name="x")
+    _, comm = communicator(case, rank, heap=[xs])
+    with pytest.raises(ValueError, match=r"all_gather: rank \d's output \(\d+ bytes\) is not in its heap of \d+ "
+                                         r"bytes: a symmetric kernel's buffers come from a heap or registered memory"):
+        comm.run(x, torch.zeros(case.buffer_sizes()[1], dtype=x.dtype, device=dev))
+    comm.close()
+    xs.close()
+
+
 @pytest.mark.parametrize("world", [2, 3])
-@pytest.mark.parametrize("job", [in_place_collectives, offsets_that_differ, refused])
+@pytest.mark.parametrize("job", [in_place_collectives, offsets_that_differ, refused, registered_tensors,
+                                 registered_elsewhere, registered_refused])
 def test_symmetric_process_ranks(job, world, monkeypatch):
     for k, v in NO_MULTICAST.items():
         monkeypatch.setenv(k, v)

@@ -135,9 +135,9 @@ struct Header {
   i64* recv_counts;         // device counts: where the counts this rank receives go, or null
   // One rank per process, symmetric kernel: where every rank's record of its
   // call sits in its symmetric allocation (0: ranks of one process, no
-  // record), and this call's input and output offsets in this rank's heap.
-  // Each rank publishes them there; a rank checks a peer's before it touches
-  // the peer's buffers (kernel.cuh, same_offsets).
+  // record), and this call's input and output keys (the heap's serial and
+  // the offset in it). Each rank publishes them there; a rank checks a
+  // peer's before it touches the peer's buffers (kernel.cuh, same_offsets).
   i64 record_at;
   i64 input_at;
   i64 output_at;

@@ -143,8 +143,8 @@ __device__ bool poll_signal(const K& k, const u64* slot, u64 need, int site, int
 }
 
 // One rank per process (Header::record_at): before this rank touches rank
-// r's buffers in place, r's record of this call must show the heap offsets
-// this rank's buffers have. False, once recorded (kBadBuffers), where they
+// r's buffers in place, r's record of this call must show the keys (heap
+// and offset) this rank's buffers have. False, once recorded (kBadBuffers), where they
 // differ: the caller leaves r's buffers alone and the host raises.
 template <class K>
 __device__ bool same_offsets(const K& k, i64 r) {
