@@ -84,8 +84,8 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
                 st.run_sized(("all_reduce", n), "all_gather_v", dtype, None, counts, part, y, lowering)
                 return
         in_place = x.data_ptr() == y.data_ptr()
-        st.run(st.communicator(x.device, "all_reduce", dtype_name(x), op, n, lowering=lowering,
-                               deterministic=deterministic, in_place=in_place), x, y)
+        st.call(x, y, "all_reduce", dtype_name(x), op, n, lowering=lowering, deterministic=deterministic,
+                in_place=in_place)
         return
     nodes = st.nodes
     shard = -(-n // nodes.local)
@@ -108,7 +108,7 @@ def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
     if st.nodes is None:
         if not (x.device.type == "cpu" and st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None,
                                                          [x.numel()] * st.world, x, y, lowering)):
-            st.run(st.communicator(x.device, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering), x, y)
+            st.call(x, y, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering)
         return
     nodes = st.nodes
     block = x.new_empty(nodes.local * x.numel())
@@ -125,8 +125,7 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
         if not (x.device.type == "cpu" and not deterministic
                 and st.run_sized(("reduce_scatter", m), "reduce_scatter_v", dtype_name(x), op, [m] * st.world, x, y,
                                  lowering)):
-            st.run(st.communicator(x.device, "reduce_scatter", dtype_name(x), op, m, lowering=lowering,
-                                   deterministic=deterministic), x, y)
+            st.call(x, y, "reduce_scatter", dtype_name(x), op, m, lowering=lowering, deterministic=deterministic)
         return
     nodes = st.nodes
     # Local rank l needs slice (n, l) of every node n: regroup them by l first.
@@ -144,7 +143,7 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
         c = x.numel() // st.world
         if not (x.device.type == "cpu" and st.run_sized(("all_to_all", c), "all_to_all_v", dtype_name(x), None,
                                                          [[c] * st.world] * st.world, x, y, lowering)):
-            st.run(st.communicator(x.device, "all_to_all", dtype_name(x), None, c, lowering=lowering), x, y)
+            st.call(x, y, "all_to_all", dtype_name(x), None, c, lowering=lowering)
         return
     nodes = st.nodes
     n, local, c = nodes.count, nodes.local, x.numel() // st.world
@@ -162,7 +161,7 @@ def v_collective(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tens
     if st.nodes is None:
         if not (x.device.type == "cpu" and st.run_sized((collective, 0), collective, dtype_name(x), op, counts, x, y,
                                                          lowering)):
-            st.run(st.communicator(x.device, collective, dtype_name(x), op, counts=counts, lowering=lowering), x, y)
+            st.call(x, y, collective, dtype_name(x), op, counts=counts, lowering=lowering)
         return
     {"all_gather_v": _all_gather_v_nodes, "reduce_scatter_v": _reduce_scatter_v_nodes,
      "all_to_all_v": _all_to_all_v_nodes}[collective](st, x, y, counts, op, lowering)

@@ -25,6 +25,7 @@ from purlin.torch.board import CallBoard, CallMismatchError, group_store, header
 if TYPE_CHECKING:
     from purlin.cuda.program import CudaProgram
     from purlin.plan import Plan
+    from purlin.runtime.heap import DeviceHeap
 
 OPS = tuple(k.value for k in ReduceKind)
 TORCH_OPS = {
@@ -62,6 +63,34 @@ all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_
 reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
+class GroupMemory:
+    """The memory every rank of a group maps (purlin.torch.memory): `empty`'s arenas
+    and the registered tensors."""
+
+    def __init__(self) -> None:
+        self.heaps: list[DeviceHeap] = []
+        self.arena: DeviceHeap | None = None
+        # (start, end, heap) of every heap, for the lookups of each call.
+        self._spans: list[tuple[int, int, DeviceHeap]] = []
+
+    def add(self, heap: DeviceHeap) -> None:
+        start = heap.handle().base
+        self.heaps.append(heap)
+        self._spans.append((start, start + heap.nbytes, heap))
+
+    def holding(self, *tensors: torch.Tensor) -> tuple[DeviceHeap, ...] | None:
+        """The heap holding each of `tensors` (their bytes whole), None unless every one lies in one."""
+        found = []
+        for t in tensors:
+            start = t.data_ptr()
+            end = start + t.numel() * t.element_size()
+            heap = next((h for lo, hi, h in self._spans if lo <= start and end <= hi), None)
+            if heap is None:
+                return None
+            found.append(heap)
+        return tuple(found)
+
+
 @dataclass
 class Nodes:
     """A group over `count` nodes of `local` ranks each, ranks node-major."""
@@ -88,14 +117,28 @@ class GroupState:
     board: CallBoard | None = None
     # The store its call board is set up through; None: the one torch made the group with.
     store: Any = None
+    # Memory every rank maps (purlin.torch.empty, register), made on first use.
+    memory: GroupMemory | None = None
+
+    def call(self, x: torch.Tensor, y: torch.Tensor, collective: str, dtype: str, op: str | None, count: int = 0,
+             counts: list | None = None, lowering: str = "", deterministic: bool = False,
+             in_place: bool = False) -> None:
+        """The compiled collective on this rank's `x` and `y`: on cuda, where both
+        lie in memory every rank maps (purlin.torch.memory), its symmetric lowering."""
+        heaps = self.memory.holding(x, y) if self.memory is not None and x.device.type == "cuda" else None
+        self.run(self.communicator(x.device, collective, dtype, op, count, counts, lowering, deterministic, in_place,
+                                   heaps), x, y)
 
     def communicator(self, device: torch.device, collective: str, dtype: str, op: str | None, count: int = 0,
                      counts: list | None = None, lowering: str = "", deterministic: bool = False,
-                     in_place: bool = False) -> ProcessCommunicator:
+                     in_place: bool = False, heaps: tuple | None = None) -> ProcessCommunicator:
         """The compiled collective, cached. On cpu every call first checks on the
         call board that every rank makes the same one (its run waits for them
-        all anyway); on cuda a hit only posts, a miss (collective) checks."""
-        key = (device.type, collective, dtype, op, count, repr(counts), lowering, deterministic, in_place)
+        all anyway); on cuda a hit only posts, a miss (collective) checks.
+        `heaps`: the heaps of the input and output (cuda), which make the
+        lowering symmetric; ranks must name the same ones."""
+        serials = tuple(h.serial for h in heaps) if heaps else ()
+        key = (device.type, collective, dtype, op, count, repr(counts), lowering, deterministic, in_place, serials)
         comm = self.plans.hit(key)
         if comm is not None:
             if key[0] == "cpu":
@@ -103,7 +146,9 @@ class GroupState:
             else:
                 self.board.post(comm.purlin_header)
             return comm
-        head = header(collective, dtype, op, count, key[5], lowering, deterministic, in_place, key[0] == "cuda")
+        # The heaps are part of the call: ranks whose buffers lie elsewhere differ on the board.
+        head = header(collective, dtype, op, count, key[5], lowering + "".join(f" heap={s}" for s in serials),
+                      deterministic, in_place, key[0] == "cuda")
         if key[0] == "cpu":
             self._checked(self.call_board().agree, head)
         else:
@@ -118,10 +163,16 @@ class GroupState:
         def lower():
             # The plan and its CUDA program, generated only if the cuda backend launches it.
             return compile_collective(collective, self.world, dtype, op, count, counts=counts, arch=arch,
-                                      lowering=lowering, deterministic=deterministic, in_place=in_place)
+                                      lowering=lowering, deterministic=deterministic, in_place=in_place,
+                                      symmetric=bool(heaps))
 
-        compiled = lowered((self.world, arch, *key[1:]), lower)
-        return self._keep(key, head, compiled.plan, collective, device.type, compiled.cuda)
+        compiled = lowered((self.world, arch, *key[1:-1], bool(heaps)), lower)
+        return self._keep(key, head, compiled.plan, collective, device.type, compiled.cuda, heaps)
+
+    def agree_call(self, kind: str, dtype: str, count: int) -> None:
+        """A collective call that is not a collective (purlin.torch.memory's), checked
+        on the call board: every rank must make the same one."""
+        self._checked(self.call_board().agree, header(kind, dtype, None, count, repr(None), "", False, False, True))
 
     def agree(self, device: torch.device, collective: str, dtype: str, op: str | None) -> None:
         """A call that moves nothing (zero elements) still takes its turn on the call board on cpu."""
@@ -248,10 +299,12 @@ class GroupState:
         return head, comm, decoded
 
     def _keep(self, key: tuple, head: tuple, plan: Plan | None, collective: str, backend: str,
-              kernel: CudaProgram | None = None) -> ProcessCommunicator:
-        """A communicator of `plan` and, on cuda, `kernel` (a device-counts kernel without a plan)."""
+              kernel: CudaProgram | None = None, heaps: tuple | None = None) -> ProcessCommunicator:
+        """A communicator of `plan` and, on cuda, `kernel` (a device-counts kernel
+        without a plan); a symmetric plan's buffers lie in `heaps`."""
         comm = ProcessCommunicator(plan, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
-                                   name=collective, backend=backend, kernel=kernel)
+                                   name=collective, backend=backend, kernel=kernel,
+                                   heap=list(dict.fromkeys(heaps)) if heaps else None)
         comm.purlin_header = head
         made()
         self.plans.keep(key, comm)

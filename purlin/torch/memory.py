@@ -1,0 +1,89 @@
+"""CUDA tensors that every rank of a group maps, where purlin's collectives
+move data in place (no staging), as NCCL's registered windows and torch's
+symmetric memory do:
+
+    x = pt.empty(4096, 1024, dtype=torch.bfloat16)   # collective: every rank alike
+    pt.all_reduce(x)                                  # the peers read and write x in place
+
+    pt.register(w)                                    # a tensor of the caller's, mapped by every rank
+
+A collective on CUDA whose input and output both lie in such memory (the
+same tensors, or views at the same offsets, on every rank) runs the
+symmetric lowering; any other call stages through purlin's own memory as
+before. `empty` carves arenas of ARENA_BYTES (larger for a larger tensor)
+that purlin allocates; a registered tensor is mapped where it is. Both are
+collective, checked on the group's call board (every rank must ask for the
+same sizes in the same order), and held until the process exits: a
+tensor's memory is never handed out again, so the peers' mappings of it
+stay valid.
+"""
+
+from __future__ import annotations
+
+import math
+import torch
+
+from purlin.runtime.heap import ALIGN, DeviceHeap
+from purlin.torch.execute import dtype_name
+from purlin.torch.groups import GroupMemory, GroupState, group_name, state
+
+# Bytes of each arena `empty` carves (a tensor larger than this gets one of its own size).
+ARENA_BYTES = 64 << 20
+
+
+def empty(*size, dtype: torch.dtype | None = None, device=None, group=None) -> torch.Tensor:
+    """An uninitialised CUDA tensor of `size` (ints or one tuple, as torch.empty
+    takes) in memory every rank of `group` maps (see the module); collective."""
+    dims = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
+    return _empty(state(group_name(group)), dims, dtype or torch.get_default_dtype(), device)
+
+
+def register(tensor: torch.Tensor, group=None) -> None:
+    """Maps `tensor` (contiguous CUDA memory of torch's allocator) on every rank
+    of `group` (see the module); collective."""
+    _register(state(group_name(group)), tensor)
+
+
+def _memory(st: GroupState) -> GroupMemory:
+    if st.memory is None:
+        st.memory = GroupMemory()
+    return st.memory
+
+
+def _device(device) -> int:
+    """The CUDA device index `device` names (default: the current one)."""
+    d = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    if d.type != "cuda":
+        raise ValueError(f"purlin.torch: memory every rank maps is CUDA memory, got device {d}")
+    return torch.cuda.current_device() if d.index is None else d.index
+
+
+def _empty(st: GroupState, size: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
+    """An uninitialised tensor of `size` in group `st`'s memory (see the module)."""
+    if any(not isinstance(n, int) or n < 0 for n in size):
+        raise ValueError(f"purlin.torch.empty: sizes must be non-negative ints, got {tuple(size)}")
+    probe = torch.empty(0, dtype=dtype)
+    name = dtype_name(probe)
+    index = _device(device)
+    elems = math.prod(size)
+    nbytes = -(-elems * probe.element_size() // ALIGN) * ALIGN
+    st = st.nodes.intra if st.nodes is not None else st
+    st.agree_call("empty", name, elems)
+    mem = _memory(st)
+    if mem.arena is None or mem.arena.used + nbytes > mem.arena.nbytes or mem.arena.device != index:
+        with torch.cuda.device(index):
+            mem.arena = DeviceHeap(max(ARENA_BYTES, nbytes), group=st.group, device=index, rank=st.rank,
+                                   name=f"purlin.torch {st.name} memory")
+        mem.add(mem.arena)
+    return mem.arena.alloc(elems, name).view(size)
+
+
+def _register(st: GroupState, tensor: torch.Tensor) -> None:
+    """Maps `tensor` on every rank of group `st` (see the module)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"purlin.torch.register takes a tensor, got {type(tensor).__name__}")
+    st = st.nodes.intra if st.nodes is not None else st
+    st.agree_call("register", dtype_name(tensor), tensor.numel())
+    heap = DeviceHeap.register(tensor, group=st.group, rank=st.rank, name=f"purlin.torch {st.name} registered")
+    _memory(st).add(heap)
+
