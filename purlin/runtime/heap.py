@@ -63,8 +63,8 @@ class DeviceHeap:
         import torch.distributed as dist
 
         if not isinstance(tensor, torch.Tensor) or tensor.device.type != "cuda":
-            raise TypeError(f"{name}: register takes a CUDA tensor, got "
-                            + (f"one on {tensor.device.type}" if isinstance(tensor, torch.Tensor) else type(tensor).__name__))
+            got = f"one on {tensor.device.type}" if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            raise TypeError(f"{name}: register takes a CUDA tensor, got {got}")
         if not tensor.is_contiguous():
             raise ValueError(f"{name}: register takes a contiguous tensor (its memory is one span); "
                              "register the tensor it is a view of")

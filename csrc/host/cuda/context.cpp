@@ -491,8 +491,8 @@ void Executor::check_recorded_errors() {
   if (!buffers_msg.empty())
     throw BadBuffersError(buffers_msg +
                           "\nevery rank must pass buffers in the same heap, at the same offsets, in each call "
-                          "(allocate them alike, in the same order, with alloc(), or register alike memory); no rank wrote into a peer whose buffers "
-                          "differ; this communicator cannot be used again");
+                          "(allocate them alike, in the same order, with alloc(), or register alike memory); no "
+                          "rank wrote into a peer whose buffers differ; this communicator cannot be used again");
   if (!counts_msg.empty() && !found)
     throw BadCountsError(counts_msg + "\nno rank moved any data; this communicator cannot be used again");
   if (found)

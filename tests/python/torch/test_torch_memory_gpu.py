@@ -41,7 +41,8 @@ def _in_place(rank: int, world: int) -> None:
     part = pt.empty(4096, dtype=torch.float32)
     part.fill_(rank + 1)
     pt.all_gather(gathered, part)
-    assert torch.equal(gathered, torch.arange(1, world + 1, device="cuda", dtype=torch.float32)[:, None].expand(-1, 4096))
+    ranks = torch.arange(1, world + 1, device="cuda", dtype=torch.float32)
+    assert torch.equal(gathered, ranks[:, None].expand(-1, 4096))
     # A tensor of torch's allocator, registered, reduced in place and from a graph.
     w = torch.full((8192,), float(rank), device="cuda")
     pt.register(w)
