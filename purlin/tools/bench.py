@@ -21,7 +21,9 @@ Under torchrun (one process per GPU) results are checked against NCCL's;
 besides purlin.torch (staged through each rank's own memory) the row
 "purlin-heap" runs the cost model's symmetric lowering through a
 ProcessCommunicator whose buffers lie in a purlin.runtime.DeviceHeap, so the
-ranks push into and pull from each other's buffers in place.
+ranks push into and pull from each other's buffers in place, and the row
+"purlin-empty" runs purlin.torch on tensors of `pt.empty` (views of two
+buffers made once for the largest size), which lowers the same way.
 --single-process (the default without torchrun) drives every rank from one
 process through one `purlin.runtime.Communicator`, compiled for that
 placement (symmetric buffers; blocks sized for the ranks sharing a GPU). On
@@ -434,6 +436,7 @@ class _Bench(_Recorder):
             self.record(coll, "nccl", nbytes, None, lambda: dist.all_reduce(scratch))
             self.purlin(coll, nbytes, lambda lw: pt.all_reduce(x, out=y, lowering=lw), ref)
             self.heap(coll, nbytes, x, y, ref, _fixed_count(coll, x, y, w))
+            self.mapped(coll, nbytes, lambda a, b: pt.all_reduce(a, out=b), x, y, ref)
             if nbytes <= SYMM_MAX_BYTES:
                 self.symmetric_memory(n, nbytes, ref)
             return
@@ -472,6 +475,19 @@ class _Bench(_Recorder):
         self.record(coll, "nccl", nbytes, None, nccl)
         self.purlin(coll, nbytes, lambda lw: purlin_fn(y, x, *v_counts, lowering=lw), ref)
         self.heap(coll, nbytes, x, y, ref, counts if coll.endswith("_v") else _fixed_count(coll, x, y, w))
+        self.mapped(coll, nbytes, lambda a, b: purlin_fn(b, a, *v_counts), x, y, ref)
+
+    def mapped(self, coll: str, nbytes: int, call: Callable, x, y, ref) -> None:
+        """The row "purlin-empty": `call(input, output)` of purlin.torch on views of
+        the two pt.empty buffers (made by _main_torchrun for the largest size)."""
+        xm, ym = self.mapped_in[:x.numel()], self.mapped_out[:y.numel()]
+        xm.copy_(x)
+
+        def check() -> bool:
+            call(xm, ym)
+            return self.torch.equal(ym, ref)
+
+        self.record(coll, "purlin-empty", nbytes, check, lambda: call(xm, ym))
 
     def heap(self, coll: str, nbytes: int, x, y, ref, count) -> None:
         """The row "purlin-heap": the symmetric lowering, its buffers in a DeviceHeap
@@ -539,6 +555,10 @@ def _main_torchrun(args: argparse.Namespace) -> int:
     bench = _Bench(world, rank, args.lowerings)
     bench.sweep = args.sweep
     bench.even_counts = args.even_counts
+    # Every call's buffers are views of these, of the largest per-rank buffer any call runs.
+    largest = max(size_run(c, s, world, args.even_counts) for c in args.collectives for s in _sizes(args)) // 2
+    bench.mapped_in = pt.empty(largest, dtype=torch.bfloat16)
+    bench.mapped_out = pt.empty(largest, dtype=torch.bfloat16)
     meta = {"command": f"torchrun --nproc-per-node {world} -m purlin.tools.bench", "mode": "torchrun",
             "backend": "cuda", "world": world, "even_counts": args.even_counts, **_torch_meta(torch)}
     _sweep(args, bench, meta, lead=rank == 0)
