@@ -370,6 +370,18 @@ def spec_of(compiled: Compiled, **changes):
 
 
 @needs_cuda_build
+def test_heaps_are_refused_before_any_cuda_call():
+    with pytest.raises(ValueError, match="h: rank 2 is outside a world of 2"):
+        _runtime.CudaDeviceHeap(2, 2, 0, 64, "h")
+    with pytest.raises(ValueError, match="h: a heap needs a positive size, got 0"):
+        _runtime.CudaDeviceHeap(0, 2, 0, 0, "h")
+    with pytest.raises(ValueError, match="r: rank -1 is outside a world of 2"):
+        _runtime.CudaDeviceHeap(-1, 2, 0, memory=1 << 20, bytes=64, name="r")
+    with pytest.raises(ValueError, match="r: registered memory needs a positive size, got 0"):
+        _runtime.CudaDeviceHeap(0, 2, 0, memory=1 << 20, bytes=0, name="r")
+
+
+@needs_cuda_build
 def test_multimem_kernels_are_refused():
     with pytest.raises(ValueError, match="uses multimem.*lower without multimem"):
         _runtime.CudaProcessCommunicator(spec_of(all_reduce(multimem=True)), 0, 0, 1.0, "ar")
