@@ -9,6 +9,8 @@
 #                                            (../shared/reference copied there), results in $OUT
 #   bench/gpu_call.sh both [ONE_GPU ARGS]    the tests, then the benchmark
 #   bench/gpu_call.sh py SCRIPT [ARGS]       any other script (a probe) with the build
+#   bench/gpu_call.sh torchrun [BENCH ARGS]  purlin-bench under torchrun, one process per GPU of the
+#                                            machine (a machine of several GPUs), results in $OUT
 #   bench/gpu_call.sh ab TREE [ONE_GPU ARGS] the benchmark on TREE (another version's files in an
 #                                            ignored folder, e.g. `git archive main | tar -x -C
 #                                            .ref/main-tree`, carried) and then on this checkout, one
@@ -68,5 +70,9 @@ case "$what" in
   both) run_tests; run_bench "$@" ;;
   py) python3 "$@" ;;
   ab) run_ab "$@" ;;
-  *) echo "usage: bench/gpu_call.sh tests|bench|both|py|ab [ARGS]" >&2; exit 2 ;;
+  torchrun)
+    gpus=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+    [ "$gpus" -ge 2 ] || { echo "gpu_call: torchrun needs two GPUs or more, this machine has $gpus" >&2; exit 2; }
+    torchrun --standalone --nproc-per-node "$gpus" -m purlin.tools.bench --out "$OUT" "$@" 2>&1 | tee "$OUT/torchrun.txt" ;;
+  *) echo "usage: bench/gpu_call.sh tests|bench|both|py|ab|torchrun [ARGS]" >&2; exit 2 ;;
 esac
