@@ -16,7 +16,7 @@ shape is collective (every rank must make it), later ones cost no
 compilation. Ranks whose calls differ (shape, dtype, op) raise
 CallMismatchError on every rank, naming each rank's call.
 
-`pt.empty(...)` and `pt.register(tensor)` give CUDA memory every rank maps
+`pt.empty(...)` (and `pt.free`) and `pt.register(tensor)` give CUDA memory every rank maps
 (purlin.torch.memory): a collective whose buffers lie there moves data in
 place between the ranks' tensors, with no staging.
 
@@ -57,12 +57,12 @@ from purlin.torch.collectives import (
 from purlin.torch.board import CallMismatchError
 from purlin.torch.cache import set_limits as set_cache_limits
 from purlin.torch.groups import cache_stats, init, release
-from purlin.torch.memory import empty, register
+from purlin.torch.memory import empty, free, register
 from purlin.torch.process_group import PurlinProcessGroup, route
 from purlin.torch.work import Work
 
 __all__ = [
     "CallMismatchError", "PurlinProcessGroup", "Work", "cache_stats", "all_gather", "all_gather_v", "all_gather_v_dev", "all_reduce", "all_to_all",
-    "all_to_all_v", "all_to_all_v_dev", "empty", "functional", "init", "ops", "reduce_scatter", "reduce_scatter_v",
+    "all_to_all_v", "all_to_all_v_dev", "empty", "free", "functional", "init", "ops", "reduce_scatter", "reduce_scatter_v",
     "reduce_scatter_v_dev", "register", "release", "route", "set_cache_limits",
 ]

@@ -25,7 +25,7 @@ from purlin.torch.board import CallBoard, CallMismatchError, group_store, header
 if TYPE_CHECKING:
     from purlin.cuda.program import CudaProgram
     from purlin.plan import Plan
-    from purlin.runtime.heap import DeviceHeap
+    from purlin.torch.mapped import GroupMemory
 
 OPS = tuple(k.value for k in ReduceKind)
 TORCH_OPS = {
@@ -61,34 +61,6 @@ def torch_op_name(op: Any) -> str | None:
 # torch 2.13 renames the single-tensor gather and scatter; older releases have the old names only.
 all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-
-
-class GroupMemory:
-    """The memory every rank of a group maps (purlin.torch.memory): `empty`'s arenas
-    and the registered tensors."""
-
-    def __init__(self) -> None:
-        self.heaps: list[DeviceHeap] = []
-        self.arena: DeviceHeap | None = None
-        # (start, end, heap) of every heap, for the lookups of each call.
-        self._spans: list[tuple[int, int, DeviceHeap]] = []
-
-    def add(self, heap: DeviceHeap) -> None:
-        start = heap.handle().base
-        self.heaps.append(heap)
-        self._spans.append((start, start + heap.nbytes, heap))
-
-    def holding(self, *tensors: torch.Tensor) -> tuple[DeviceHeap, ...] | None:
-        """The heap holding each of `tensors` (their bytes whole), None unless every one lies in one."""
-        found = []
-        for t in tensors:
-            start = t.data_ptr()
-            end = start + t.numel() * t.element_size()
-            heap = next((h for lo, hi, h in self._spans if lo <= start and end <= hi), None)
-            if heap is None:
-                return None
-            found.append(heap)
-        return tuple(found)
 
 
 @dataclass

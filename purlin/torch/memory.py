@@ -21,11 +21,14 @@ stay valid.
 from __future__ import annotations
 
 import math
+
 import torch
 
+from purlin.dtypes import DTYPE_BYTES
 from purlin.runtime.heap import ALIGN, DeviceHeap
 from purlin.torch.execute import dtype_name
-from purlin.torch.groups import GroupMemory, GroupState, group_name, state
+from purlin.torch.groups import GroupState, group_name, state
+from purlin.torch.mapped import GroupMemory
 
 # Bytes of each arena `empty` carves (a tensor larger than this gets one of its own size).
 ARENA_BYTES = 64 << 20
@@ -36,6 +39,13 @@ def empty(*size, dtype: torch.dtype | None = None, device=None, group=None) -> t
     takes) in memory every rank of `group` maps (see the module); collective."""
     dims = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
     return _empty(state(group_name(group)), dims, dtype or torch.get_default_dtype(), device)
+
+
+def free(tensor: torch.Tensor, group=None) -> None:
+    """Gives `tensor`, which `empty` returned, back to `group`'s memory for later
+    `empty` calls to hand out (the tensor must not be used after); collective,
+    in the same order on every rank, as `empty` is."""
+    _free(state(group_name(group)), tensor)
 
 
 def register(tensor: torch.Tensor, group=None) -> None:
@@ -62,20 +72,29 @@ def _empty(st: GroupState, size: tuple[int, ...], dtype: torch.dtype, device) ->
     """An uninitialised tensor of `size` in group `st`'s memory (see the module)."""
     if any(not isinstance(n, int) or n < 0 for n in size):
         raise ValueError(f"purlin.torch.empty: sizes must be non-negative ints, got {tuple(size)}")
-    probe = torch.empty(0, dtype=dtype)
-    name = dtype_name(probe)
+    name = dtype_name(torch.empty(0, dtype=dtype))
     index = _device(device)
     elems = math.prod(size)
-    nbytes = -(-elems * probe.element_size() // ALIGN) * ALIGN
     st = st.nodes.intra if st.nodes is not None else st
     st.agree_call("empty", name, elems)
     mem = _memory(st)
-    if mem.arena is None or mem.arena.used + nbytes > mem.arena.nbytes or mem.arena.device != index:
+    t = mem.carve(elems, name, index)
+    if t is None:
         with torch.cuda.device(index):
-            mem.arena = DeviceHeap(max(ARENA_BYTES, nbytes), group=st.group, device=index, rank=st.rank,
-                                   name=f"purlin.torch {st.name} memory")
-        mem.add(mem.arena)
-    return mem.arena.alloc(elems, name).view(size)
+            arena = DeviceHeap(max(ARENA_BYTES, elems * DTYPE_BYTES[name] + ALIGN), group=st.group, device=index,
+                               rank=st.rank, name=f"purlin.torch {st.name} memory")
+        mem.add(arena, arena=True)
+        t = mem.carve(elems, name, index)
+    return t.view(size)
+
+
+def _free(st: GroupState, tensor: torch.Tensor) -> None:
+    """Gives `tensor` (as purlin.torch.empty returned it) back to group `st`'s arenas."""
+    st = st.nodes.intra if st.nodes is not None else st
+    st.agree_call("free", dtype_name(tensor), tensor.numel())
+    if st.memory is None or not st.memory.free(tensor.data_ptr()):
+        raise ValueError("purlin.torch.free takes a tensor purlin.torch.empty returned (not a view of one part way "
+                         "in), not yet freed")
 
 
 def _register(st: GroupState, tensor: torch.Tensor) -> None:

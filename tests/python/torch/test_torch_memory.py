@@ -1,5 +1,5 @@
-"""purlin.torch.memory without a GPU: `empty` carving arenas every rank maps,
-`register`, and a CUDA call whose input and output lie there compiling the
+"""purlin.torch.memory without a GPU: `empty` carving arenas every rank maps
+(first fit, `free` giving blocks back), `register`, and a CUDA call whose input and output lie there compiling the
 symmetric lowering over those heaps (keyed by them, and named on the call
 board), against stand-ins for the heaps, the call board and the C++
 communicator. GPU runs: tests/python/torch/test_torch_memory_gpu.py."""
@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from purlin.torch import groups, memory  # noqa: E402
+from purlin.torch import groups, mapped, memory  # noqa: E402
 from purlin.torch.board import CallMismatchError  # noqa: E402
 
 FAKE_CUDA = types.SimpleNamespace(type="cuda", index=0)
@@ -38,10 +38,6 @@ class FakeHeap:
     def handle(self):
         return self
 
-    def alloc(self, elems, dtype):
-        at = self.base + self.used
-        self.used = -(-(self.used + 2 * elems) // 256) * 256
-        return FakeTensor(at, elems)
 
 
 class FakeTensor:
@@ -91,6 +87,7 @@ class FakeCommunicator:
 @pytest.fixture
 def st(monkeypatch):
     monkeypatch.setattr(memory, "DeviceHeap", FakeHeap)
+    monkeypatch.setattr(mapped, "device_view", lambda at, elems, dtype, device: FakeTensor(at, elems))
     monkeypatch.setattr(memory, "_device", lambda device: 0)
     monkeypatch.setattr(memory.torch.cuda, "device", lambda d: _Device())
     monkeypatch.setattr(groups, "ProcessCommunicator", FakeCommunicator)
@@ -117,7 +114,7 @@ def test_empty_carves_arenas_every_rank_asks_for_alike(st):
     assert a.size == (4, 8)
     # Larger than an arena: one of its own size.
     big = memory._empty(st, (memory.ARENA_BYTES // 2 + 1,), torch.bfloat16, None)
-    assert len(st.memory.heaps) == 2 and st.memory.heaps[1].nbytes == memory.ARENA_BYTES + 256
+    assert len(st.memory.heaps) == 2 and st.memory.heaps[1].nbytes == memory.ARENA_BYTES + 2 + 256
     assert big.ptr == st.memory.heaps[1].base
     # Each asked on the board, so ranks that ask for other sizes fail together.
     assert [(h[0].rstrip(b"\0"), h[3]) for h in st.board.agreed] == [(b"empty", 32), (b"empty", 3),
@@ -129,6 +126,31 @@ def test_empty_carves_arenas_every_rank_asks_for_alike(st):
         memory._empty(st, (2, -1), torch.bfloat16, None)
     with pytest.raises(TypeError, match="purlin does not move torch.complex64"):
         memory._empty(st, (2,), torch.complex64, None)
+
+
+def test_free_blocks_are_reused_first_fit_and_merged(st):
+    blocks = [memory._empty(st, (128,), torch.float32, None) for _ in range(4)]  # 512 bytes each
+    (arena,) = st.memory.heaps
+    assert [t.ptr - arena.base for t in blocks] == [0, 512, 1024, 1536]
+    memory._free(st, blocks[1])
+    memory._free(st, blocks[2])
+    # The two freed neighbours merged: 1 KiB at 512, taken first fit before the arena's tail.
+    again = memory._empty(st, (256,), torch.float32, None)
+    assert again.ptr - arena.base == 512
+    small = memory._empty(st, (1,), torch.float32, None)
+    assert small.ptr - arena.base == 2048  # a block takes 256 bytes at least
+    memory._free(st, blocks[0])
+    with pytest.raises(ValueError, match="purlin.torch.free takes a tensor purlin.torch.empty returned"):
+        memory._free(st, blocks[0])  # freed already
+    with pytest.raises(ValueError, match="purlin.torch.free takes a tensor purlin.torch.empty returned"):
+        memory._free(st, FakeTensor(arena.base + 8, 4))
+    half = memory._empty(st, (2,), torch.float16, None)
+    assert half.ptr == arena.base
+    assert [h[0].rstrip(b"\0") for h in st.board.agreed].count(b"free") == 5
+    # A whole arena given back is one block again.
+    for t in (again, small, blocks[3], half):
+        memory._free(st, t)
+    assert st.memory._free[arena.serial] == [(0, arena.nbytes)]
 
 
 def test_calls_in_mapped_memory_lower_symmetric_over_their_heaps(st):

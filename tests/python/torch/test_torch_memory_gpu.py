@@ -1,4 +1,4 @@
-"""purlin.torch.empty and register on CUDA, one rank per process (a gloo group
+"""purlin.torch.empty, free and register on CUDA, one rank per process (a gloo group
 for the exchanges; the ranks share GPU rank % GPUs, taking turns on one):
 collectives whose buffers lie in that memory run the symmetric lowering in
 place, equal to the reference, also replayed from a CUDA graph; a rank whose
@@ -36,6 +36,14 @@ def _in_place(rank: int, world: int) -> None:
     x.copy_(base + rank)
     pt.all_reduce(x)
     want = (world * base + sum(range(world))).to(torch.bfloat16)
+    torch.testing.assert_close(x, want, rtol=0, atol=0)
+    # Freed, its block is the next one empty hands out, and reduces again through the same communicator.
+    at = x.data_ptr()
+    pt.free(x)
+    x = pt.empty(n, dtype=torch.bfloat16)
+    assert x.data_ptr() == at
+    x.copy_(base + rank)
+    pt.all_reduce(x)
     torch.testing.assert_close(x, want, rtol=0, atol=0)
     gathered = pt.empty(world, 4096, dtype=torch.float32)
     part = pt.empty(4096, dtype=torch.float32)
