@@ -35,8 +35,9 @@ ARENA_BYTES = 64 << 20
 
 
 def empty(*size, dtype: torch.dtype | None = None, device=None, group=None) -> torch.Tensor:
-    """An uninitialised CUDA tensor of `size` (ints or one tuple, as torch.empty
-    takes) in memory every rank of `group` maps (see the module); collective."""
+    """An uninitialised tensor of `size` (ints or one tuple, as torch.empty
+    takes) in memory every rank of `group` maps (see the module); collective.
+    `device`: by default the current CUDA device, or the CPU where there is none."""
     dims = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
     return _empty(state(group_name(group)), dims, dtype or torch.get_default_dtype(), device)
 
@@ -60,12 +61,16 @@ def _memory(st: GroupState) -> GroupMemory:
     return st.memory
 
 
-def _device(device) -> int:
-    """The CUDA device index `device` names (default: the current one)."""
-    d = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
-    if d.type != "cuda":
-        raise ValueError(f"purlin.torch: memory every rank maps is CUDA memory, got device {d}")
-    return torch.cuda.current_device() if d.index is None else d.index
+def _device(device) -> torch.device:
+    """The device `device` names: by default the current CUDA device, or the CPU where there is none."""
+    if device is None:
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    d = torch.device(device)
+    if d.type == "cuda" and d.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    if d.type not in ("cuda", "cpu"):
+        raise ValueError(f"purlin.torch.empty: purlin's collectives run on cuda and cpu tensors, got device {d}")
+    return d
 
 
 def _empty(st: GroupState, size: tuple[int, ...], dtype: torch.dtype, device) -> torch.Tensor:
@@ -73,10 +78,13 @@ def _empty(st: GroupState, size: tuple[int, ...], dtype: torch.dtype, device) ->
     if any(not isinstance(n, int) or n < 0 for n in size):
         raise ValueError(f"purlin.torch.empty: sizes must be non-negative ints, got {tuple(size)}")
     name = dtype_name(torch.empty(0, dtype=dtype))
-    index = _device(device)
+    d = _device(device)
     elems = math.prod(size)
     st = st.nodes.intra if st.nodes is not None else st
     st.agree_call("empty", name, elems)
+    if d.type == "cpu":
+        return torch.empty(size, dtype=dtype)
+    index = d.index
     mem = _memory(st)
     t = mem.carve(elems, name, index)
     if t is None:
@@ -92,6 +100,8 @@ def _free(st: GroupState, tensor: torch.Tensor) -> None:
     """Gives `tensor` (as purlin.torch.empty returned it) back to group `st`'s arenas."""
     st = st.nodes.intra if st.nodes is not None else st
     st.agree_call("free", dtype_name(tensor), tensor.numel())
+    if tensor.device.type == "cpu":
+        return
     if st.memory is None or not st.memory.free(tensor.data_ptr()):
         raise ValueError("purlin.torch.free takes a tensor purlin.torch.empty returned (not a view of one part way "
                          "in), not yet freed")
@@ -103,6 +113,8 @@ def _register(st: GroupState, tensor: torch.Tensor) -> None:
         raise TypeError(f"purlin.torch.register takes a tensor, got {type(tensor).__name__}")
     st = st.nodes.intra if st.nodes is not None else st
     st.agree_call("register", dtype_name(tensor), tensor.numel())
+    if tensor.device.type == "cpu":
+        return
     heap = DeviceHeap.register(tensor, group=st.group, rank=st.rank, name=f"purlin.torch {st.name} registered")
     _memory(st).add(heap)
 

@@ -2,7 +2,8 @@
 (first fit, `free` giving blocks back), `register`, and a CUDA call whose input and output lie there compiling the
 symmetric lowering over those heaps (keyed by them, and named on the call
 board), against stand-ins for the heaps, the call board and the C++
-communicator. GPU runs: tests/python/torch/test_torch_memory_gpu.py."""
+communicator; and on CPU ranks (gloo), the same calls checked alike, running
+on ordinary tensors. GPU runs: tests/python/torch/test_torch_memory_gpu.py."""
 
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ class FakeCommunicator:
 def st(monkeypatch):
     monkeypatch.setattr(memory, "DeviceHeap", FakeHeap)
     monkeypatch.setattr(mapped, "device_view", lambda at, elems, dtype, device: FakeTensor(at, elems))
-    monkeypatch.setattr(memory, "_device", lambda device: 0)
+    monkeypatch.setattr(memory, "_device", lambda device: torch.device("cuda", 0))
     monkeypatch.setattr(memory.torch.cuda, "device", lambda d: _Device())
     monkeypatch.setattr(groups, "ProcessCommunicator", FakeCommunicator)
     FakeCommunicator.made = []
@@ -157,7 +158,7 @@ def test_calls_in_mapped_memory_lower_symmetric_over_their_heaps(st):
     x = memory._empty(st, (4096,), torch.bfloat16, None)
     y = memory._empty(st, (4096,), torch.bfloat16, None)
     plain = FakeTensor(0x1000, 4096)
-    mine = torch.zeros(4096, dtype=torch.bfloat16)  # the heap stand-in takes its address
+    mine = torch.empty(4096, dtype=torch.bfloat16, device="meta")  # address 0: the heap stand-in maps it there
     memory._register(st, mine)
     (arena, registered) = st.memory.heaps
     assert st.memory.holding(x, y) == (arena, arena)
@@ -183,6 +184,39 @@ def test_calls_in_mapped_memory_lower_symmetric_over_their_heaps(st):
     assert sym.plan is both.plan
 
 
+def test_devices_are_cuda_or_cpu():
+    assert memory._device("cpu") == torch.device("cpu")
+    assert memory._device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="purlin.torch.empty: purlin's collectives run on cuda and cpu tensors, "
+                                         "got device meta"):
+        memory._device("meta")
+
+
 def test_register_takes_tensors(st):
     with pytest.raises(TypeError, match="purlin.torch.register takes a tensor, got list"):
         memory._register(st, [1, 2])
+
+
+def _on_cpu_ranks(rank: int) -> None:
+    import torch.distributed as dist
+
+    import purlin.torch as pt
+
+    pt.init()
+    x = pt.empty(2, 500, dtype=torch.float32, device="cpu")
+    assert x.shape == (2, 500) and x.device.type == "cpu"
+    x.copy_(torch.arange(1000.0).view(2, 500) * (rank + 1))
+    want = x.clone()
+    dist.all_reduce(want)
+    pt.register(x)
+    pt.all_reduce(x)
+    assert torch.equal(x, want)
+    pt.free(x)
+    with pytest.raises(pt.CallMismatchError):
+        pt.empty(8 + rank, device="cpu")
+
+
+def test_the_calls_run_on_cpu_ranks():
+    from process_group import fork_gloo
+
+    fork_gloo(2, _on_cpu_ranks)
