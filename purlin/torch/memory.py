@@ -5,17 +5,25 @@ symmetric memory do:
     x = pt.empty(4096, 1024, dtype=torch.bfloat16)   # collective: every rank alike
     pt.all_reduce(x)                                  # the peers read and write x in place
 
+    pt.free(x)                                        # collective too: a later empty reuses the block
     pt.register(w)                                    # a tensor of the caller's, mapped by every rank
 
 A collective on CUDA whose input and output both lie in such memory (the
 same tensors, or views at the same offsets, on every rank) runs the
 symmetric lowering; any other call stages through purlin's own memory as
 before. `empty` carves arenas of ARENA_BYTES (larger for a larger tensor)
-that purlin allocates; a registered tensor is mapped where it is. Both are
-collective, checked on the group's call board (every rank must ask for the
-same sizes in the same order), and held until the process exits: a
-tensor's memory is never handed out again, so the peers' mappings of it
-stay valid.
+that purlin allocates, first fit (purlin.torch.mapped), and `free` gives a
+block back; a registered tensor is mapped where it is. All three are
+collective, checked on the group's call board (every rank makes the same
+calls in the same order, so every rank's allocator hands out the same
+offsets). Arenas and registrations stay mapped until the process exits, so
+the peers' mappings of them stay valid.
+
+On CPU ranks (cpu tensors, a gloo group) the same calls are checked alike
+but map nothing: `empty` gives an ordinary tensor, `register` and `free`
+leave theirs to torch, and the collectives stage through the communicators'
+shared memory as for any cpu tensor, so code written for mapped memory runs
+unchanged on CPU ranks.
 """
 
 from __future__ import annotations
