@@ -16,9 +16,9 @@ shape is collective (every rank must make it), later ones cost no
 compilation. Ranks whose calls differ (shape, dtype, op) raise
 CallMismatchError on every rank, naming each rank's call.
 
-`pt.empty(...)` (and `pt.free`) and `pt.register(tensor)` give CUDA memory every rank maps
-(purlin.torch.memory): a collective whose buffers lie there moves data in
-place between the ranks' tensors, with no staging.
+`pt.empty(...)` (and `pt.free`) and `pt.register(tensor)` give CUDA memory
+every rank maps (purlin.torch.memory): a collective whose buffers lie there
+moves data in place between the ranks' tensors, with no staging.
 
 `pt.all_to_all_v_dev(out, x, counts, recv_counts)` (and the all_gather_v /
 reduce_scatter_v forms) take this rank's counts as a tensor: on CUDA the

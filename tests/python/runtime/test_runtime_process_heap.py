@@ -7,9 +7,9 @@ a heap of its own; the user's own tensors registered (DeviceHeap.register),
 as buffers and through views; buffers at other heap offsets, or in another
 registered tensor, on one rank fail every rank with BadBuffersError (not a
 timeout); a buffer outside the heaps, a heap of another rank, a heap for a
-kernel that takes none and tensors that cannot be registered are refused. The ranks
-run on GPU rank % GPUs: on one GPU the processes take turns on it (time
-slices), so calls are slow there but complete."""
+kernel that takes none and tensors that cannot be registered are refused.
+The ranks run on GPU rank % GPUs: on one GPU the processes take turns on it
+(time slices), so calls are slow there but complete."""
 
 from __future__ import annotations
 

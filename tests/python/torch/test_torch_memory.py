@@ -1,9 +1,10 @@
 """purlin.torch.memory without a GPU: `empty` carving arenas every rank maps
-(first fit, `free` giving blocks back), `register`, and a CUDA call whose input and output lie there compiling the
-symmetric lowering over those heaps (keyed by them, and named on the call
-board), against stand-ins for the heaps, the call board and the C++
-communicator; and on CPU ranks (gloo), the same calls checked alike, running
-on ordinary tensors. GPU runs: tests/python/torch/test_torch_memory_gpu.py."""
+(first fit, `free` giving blocks back), `register`, and a CUDA call whose
+input and output lie there compiling the symmetric lowering over those heaps
+(keyed by them, and named on the call board), against stand-ins for the
+heaps, the call board and the C++ communicator; and on CPU ranks (gloo), the
+same calls checked alike, running on ordinary tensors. GPU runs:
+tests/python/torch/test_torch_memory_gpu.py."""
 
 from __future__ import annotations
 
