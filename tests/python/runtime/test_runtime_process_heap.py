@@ -131,14 +131,17 @@ def registered_tensors(rank: int, world: int) -> None:
         x = runtime.to_device(args[0][rank], torch.cuda.current_device())
         y = torch.empty_like(runtime.to_device(args[1][rank], torch.cuda.current_device()))
         # Both buffers as views of one registered tensor, at the same offsets on every rank.
-        whole = torch.zeros(n_in + n_out + 128, dtype=x.dtype, device=x.device)
+        # The kernel's buffers start 16-byte aligned: the output's view starts at the next such offset.
+        step = 16 // x.element_size()
+        at = 128 + -(-n_in // step) * step
+        whole = torch.zeros(at + n_out, dtype=x.dtype, device=x.device)
         heaps = [runtime.DeviceHeap.register(x, name="x"), runtime.DeviceHeap.register(y, name="y"),
                  runtime.DeviceHeap.register(whole, name="whole")]
         serials = [None] * world
         torch.distributed.all_gather_object(serials, [h.serial for h in heaps])
         assert all(s == serials[0] for s in serials) and len(set(serials[0])) == 3, serials
         _, comm = communicator(case, rank, heap=heaps)
-        wx, wy = whole[128:128 + n_in], whole[128 + n_in:]
+        wx, wy = whole[128:128 + n_in], whole[at:]
         wx.copy_(x)
         for inp, out in ((x, y), (wx, wy)):
             for _ in range(2):
