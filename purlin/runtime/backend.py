@@ -5,7 +5,7 @@ buffers (numpy arrays, CPU tensors), and device buffers, streams and copies
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -161,21 +161,41 @@ def _check_elems(n: int, elems: int, where: str, rank: int) -> None:
 def current_stream(device: int) -> int:
     """The handle of the current stream on `device`: torch's, else cupy's (0,
     the default stream, with neither)."""
+    return (_stream_query or _find_stream_query())(device)
+
+
+# What current_stream calls, found on its first call: an eager launch asks it every time.
+_stream_query: Callable[[int], int] | None = None
+
+
+def _find_stream_query() -> Callable[[int], int]:
+    global _stream_query
     try:
         import torch
 
         # torch's own C++ query (inductor's): torch.cuda.current_stream(device).cuda_stream without its
         # objects; a torch without it (private, so not promised) takes the public path.
         raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
-        return raw(device) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+        _stream_query = raw if raw is not None else lambda d: torch.cuda.current_stream(d).cuda_stream
+        return _stream_query
     except ImportError:
         pass
     try:
         import cupy
     except ImportError:
-        return 0
-    with cupy.cuda.Device(device):
-        return cupy.cuda.get_current_stream().ptr
+        _stream_query = _default_stream
+        return _stream_query
+
+    def cupy_stream(d: int) -> int:
+        with cupy.cuda.Device(d):
+            return cupy.cuda.get_current_stream().ptr
+
+    _stream_query = cupy_stream
+    return _stream_query
+
+
+def _default_stream(device: int) -> int:
+    return 0
 
 
 class BadCountsError(ValueError):

@@ -72,7 +72,7 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
     if _nothing(st, x, n, "all_reduce", op):
         return
     if st.nodes is None:
-        if x.device.type == "cpu" and not deterministic:
+        if x.is_cpu and not deterministic:
             # A reduce_scatter_v of the elements' world slices into the rank's own
             # slice of y, then their all_gather_v from there: overlaps the runtime
             # allows (runtime/aliasing.py), which spare a buffer and its copies.
@@ -106,7 +106,7 @@ def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
     if _nothing(st, x, x.numel(), "all_gather", None):
         return
     if st.nodes is None:
-        if not (x.device.type == "cpu" and st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None,
+        if not (x.is_cpu and st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None,
                                                          [x.numel()] * st.world, x, y, lowering)):
             st.call(x, y, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering)
         return
@@ -122,7 +122,7 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
     if _nothing(st, x, m, "reduce_scatter", op):
         return
     if st.nodes is None:
-        if not (x.device.type == "cpu" and not deterministic
+        if not (x.is_cpu and not deterministic
                 and st.run_sized(("reduce_scatter", m), "reduce_scatter_v", dtype_name(x), op, [m] * st.world, x, y,
                                  lowering)):
             st.call(x, y, "reduce_scatter", dtype_name(x), op, m, lowering=lowering, deterministic=deterministic)
@@ -141,7 +141,7 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
         return
     if st.nodes is None:
         c = x.numel() // st.world
-        if not (x.device.type == "cpu" and st.run_sized(("all_to_all", c), "all_to_all_v", dtype_name(x), None,
+        if not (x.is_cpu and st.run_sized(("all_to_all", c), "all_to_all_v", dtype_name(x), None,
                                                          [[c] * st.world] * st.world, x, y, lowering)):
             st.call(x, y, "all_to_all", dtype_name(x), None, c, lowering=lowering)
         return
@@ -159,7 +159,7 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
 def v_collective(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tensor, counts: list,
                  op: str | None, lowering: str) -> None:
     if st.nodes is None:
-        if not (x.device.type == "cpu" and st.run_sized((collective, 0), collective, dtype_name(x), op, counts, x, y,
+        if not (x.is_cpu and st.run_sized((collective, 0), collective, dtype_name(x), op, counts, x, y,
                                                          lowering)):
             st.call(x, y, collective, dtype_name(x), op, counts=counts, lowering=lowering)
         return
@@ -243,7 +243,7 @@ def device_counts(st: GroupState, collective: str, x: torch.Tensor, y: torch.Ten
     sync); on CPU, or across nodes, gathered over the group first, then the
     collective of those counts. `recv` receives what the rank learnt: the counts
     sent to it, or every rank's."""
-    if x.device.type == "cuda" and st.nodes is None:
+    if x.is_cuda and st.nodes is None:
         st.counts_communicator(x.device, collective, dtype_name(x), op, x.numel(), y.numel(),
                                lowering).run(x, y, counts=counts, recv_counts=recv)
         return

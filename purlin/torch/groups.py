@@ -63,6 +63,10 @@ all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_
 reduce_scatter_single = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
+# torch.device.type builds a string at each call: a cached call looks it up.
+_DEVICE_TYPES: dict[torch.device, str] = {}
+
+
 @dataclass
 class Nodes:
     """A group over `count` nodes of `local` ranks each, ranks node-major."""
@@ -97,7 +101,7 @@ class GroupState:
              in_place: bool = False) -> None:
         """The compiled collective on this rank's `x` and `y`: on cuda, where both
         lie in memory every rank maps (purlin.torch.memory), its symmetric lowering."""
-        heaps = self.memory.holding(x, y) if self.memory is not None and x.device.type == "cuda" else None
+        heaps = self.memory.holding(x, y) if self.memory is not None and x.is_cuda else None
         self.run(self.communicator(x.device, collective, dtype, op, count, counts, lowering, deterministic, in_place,
                                    heaps), x, y)
 
@@ -110,7 +114,8 @@ class GroupState:
         `heaps`: the heaps of the input and output (cuda), which make the
         lowering symmetric; ranks must name the same ones."""
         serials = tuple(h.serial for h in heaps) if heaps else ()
-        key = (device.type, collective, dtype, op, count, repr(counts), lowering, deterministic, in_place, serials)
+        kind = _DEVICE_TYPES.get(device) or _DEVICE_TYPES.setdefault(device, device.type)
+        key = (kind, collective, dtype, op, count, repr(counts), lowering, deterministic, in_place, serials)
         comm = self.plans.hit(key)
         if comm is not None:
             if key[0] == "cpu":
@@ -130,7 +135,7 @@ class GroupState:
         # The compiler (xDSL, the pipeline) is imported on the first miss, not with purlin.torch.
         from purlin.compile import CPU_ARCH, compile_collective
 
-        arch = self.arch if device.type == "cuda" else CPU_ARCH
+        arch = self.arch if key[0] == "cuda" else CPU_ARCH
 
         def lower():
             # The plan and its CUDA program, generated only if the cuda backend launches it.
@@ -139,7 +144,7 @@ class GroupState:
                                       symmetric=bool(heaps))
 
         compiled = lowered((self.world, arch, *key[1:-1], bool(heaps)), lower)
-        return self._keep(key, head, compiled.plan, collective, device.type, compiled.cuda, heaps)
+        return self._keep(key, head, compiled.plan, collective, key[0], compiled.cuda, heaps)
 
     def agree_call(self, kind: str, dtype: str, count: int) -> None:
         """A collective call that is not a collective (purlin.torch.memory's), checked

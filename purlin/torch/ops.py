@@ -98,19 +98,24 @@ for _name, _c in COLLECTIVES.items():
     _register(_name, _c)
 
 
+def flat(t: torch.Tensor) -> torch.Tensor:
+    """`t` as one dimension; a 1-D tensor as it is (a view costs an eager call as much as a launch's tenth)."""
+    return t if t.dim() == 1 else t.view(-1)
+
+
 def run_out(name: str, x: torch.Tensor, y: torch.Tensor, *values) -> None:
     """purlin::NAME_out's implementation: NAME of `x` into `y` (ARGS as its schema orders them)."""
     c = COLLECTIVES[name]
     st, kw = _named(c, values)
-    c.run(st, x.view(-1), y.view(-1), **kw)
+    c.run(st, flat(x), flat(y), **kw)
 
 _lib.define("all_reduce_(Tensor(a!) tensor, " + ", ".join(f"{t} {n}" for t, n in _RED) + ") -> ()")
 
 
 def all_reduce_in_place(x: torch.Tensor, op: str, group: str, deterministic: bool, lowering: str) -> None:
     """purlin::all_reduce_'s implementation."""
-    flat = x.view(-1)
-    all_reduce(state(group), flat, flat, op, deterministic, lowering)
+    x = flat(x)
+    all_reduce(state(group), x, x, op, deterministic, lowering)
 
 
 _lib.impl("all_reduce_", all_reduce_in_place, "CompositeExplicitAutograd")
@@ -128,7 +133,7 @@ def _register_device_counts(name: str, extra: tuple[tuple[str, str], ...]) -> No
 
     def run(x: torch.Tensor, y: torch.Tensor, counts: torch.Tensor, recv: torch.Tensor, *values) -> None:
         kw = {n: v for (_, n), v in zip(args, values)}
-        device_counts(state(kw["group"]), name, x.view(-1), y.view(-1), counts, recv, kw.get("op"), kw["lowering"])
+        device_counts(state(kw["group"]), name, flat(x), flat(y), counts, recv, kw.get("op"), kw["lowering"])
 
     _lib.impl(f"{name}_dev_out", run, "CompositeExplicitAutograd")
     torch.library.register_fake(f"purlin::{name}_dev_out", lambda *a: None, lib=_lib)

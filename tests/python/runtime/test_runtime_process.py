@@ -16,7 +16,7 @@ from purlin.compile import Compiled
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.cuda.program import CudaProgram
-from purlin.runtime import CollectiveTimeout, available_backends, default_backend, heap, process
+from purlin.runtime import CollectiveTimeout, available_backends, backend, default_backend, heap, process
 from purlin.testing.cases import Case
 
 needs_cuda_build = pytest.mark.skipif("cuda" not in available_backends(), reason="purlin built without CUDA")
@@ -137,6 +137,8 @@ def torch_of(monkeypatch):
         torch = fake_torch(*args, **kwargs)
         monkeypatch.setitem(sys.modules, "torch", torch)
         monkeypatch.setitem(sys.modules, "torch.distributed", torch.distributed)
+        # current_stream finds its query once per process: again, in this torch.
+        monkeypatch.setattr(backend, "_stream_query", None)
         return torch
 
     return install

@@ -8,8 +8,6 @@ tests/python/torch/test_torch_memory_gpu.py."""
 
 from __future__ import annotations
 
-import types
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -17,7 +15,7 @@ torch = pytest.importorskip("torch")
 from purlin.torch import groups, mapped, memory  # noqa: E402
 from purlin.torch.board import CallMismatchError  # noqa: E402
 
-FAKE_CUDA = types.SimpleNamespace(type="cuda", index=0)
+FAKE_CUDA = torch.device("cuda", 0)
 
 
 class FakeHeap:
@@ -47,6 +45,7 @@ class FakeTensor:
 
     def __init__(self, ptr, n):
         self.ptr, self.n, self.device, self.dtype = ptr, n, FAKE_CUDA, torch.bfloat16
+        self.is_cuda, self.is_cpu = True, False
 
     def data_ptr(self):
         return self.ptr
