@@ -22,8 +22,9 @@ costs on the critical path:
                        at most) before the frame loads the tables, so that the first read
                        of the input does not wait a second round trip after theirs
     notify every block every block of a notifying role stores the ready signal itself, with
-                       no arrival counter: what the counter's atomics cost (a lower bound, as
-                       the consumer may go on before the last block's data is there)
+                       no arrival counter nor count: what signalling a role's blocks costs (a
+                       lower bound, as the consumer may go on before the last block's data is
+                       there)
 
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
@@ -147,7 +148,9 @@ def _prefetch_input(text: str, name: str) -> str:
 
 
 def _notify_every_block(text: str, name: str) -> str:
-    return re.sub(r"\bnotify<\d+, ", "notify<1, ", text)
+    text = re.sub(r"\bnotify<\d+, (\w+)(?:, true)?>", r"notify<1, \1>", text)
+    # Counted waits become the plain waits that one store per block satisfies.
+    return re.sub(r"\bwait_ready<(\w+), \d+>\((.*?), v\d+\);", r"wait_ready<\1>(\2);", text)
 
 
 VARIANTS = {

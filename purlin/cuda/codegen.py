@@ -51,6 +51,7 @@ from purlin.coll.attributes import DTYPES, ReduceKind, dtype_name, element_bytes
 from purlin.coll.layouts import LayoutKind
 from purlin.cuda import abi
 from purlin.cuda.abi import LAYOUT_KINDS
+from purlin.cuda.tables import counted_ready
 from purlin.diagnostics import op_error, where
 from purlin.snac import dialect as snac
 
@@ -118,6 +119,8 @@ class _Emitter:
         self.phases: dict[str, int] = {}
         self.phase_ops: dict[str, snac.PhaseOp] = {}
         self.buffers: dict[str, snac.BufferOp] = {}
+        # Phases whose ready signals count (tables.counted_ready); none where the device reads the counts.
+        self.counted: dict[str, int] = {}
         assert isinstance(kernel.input.type, MemRefType)
         dtype = dtype_name(kernel.input.type.element_type)
         assert dtype is not None
@@ -284,11 +287,13 @@ class _Emitter:
         elif isinstance(op, atom.DrainOp):
             self.emit(depth, f"drain<{strong}>(k, {p}, {n(op.value)}, {self.site(op)});")
         elif isinstance(op, atom.NotifyOp):
-            self.emit(depth, f"notify<{b}, {strong}>(k, {p}, {n(op.unit)}, {n(op.value)}, {self.site(op)});")
+            counted = ", true" if phase.sym_name.data in self.counted else ""
+            self.emit(depth, f"notify<{b}, {strong}{counted}>(k, {p}, {n(op.unit)}, {n(op.value)}, {self.site(op)});")
         elif isinstance(op, atom.WaitReadyOp):
             self.names[op.token] = "token"
             g = n(op.group)
-            self.emit(depth, f"wait_ready<{strong}>(k, {p}, {g}, {g} + 1, {n(op.epoch)}, {self.site(op)});")
+            self.emit(depth, f"{self.wait_ready(op, strong)}(k, {p}, {g}, {g} + 1, {n(op.epoch)}, "
+                             f"{self.site(op)}{self.advance_argument(op)});")
         elif isinstance(op, atom.WaitPacketsOp):
             self.names[op.token] = "token"
             self.emit(depth, f"wait_packets<{strong}>(k, {p}, {n(op.group)}, {n(op.epoch)}, part, "
@@ -371,10 +376,25 @@ class _Emitter:
             p, _, _ = self.phase_of(wait)
             self.own_rank(wait, wait.rank)
             strong = "true" if wait.order.data == snac.MemoryOrder.ACQUIRE else "false"
-            self.emit(depth, f"wait_ready<{strong}>(k, {p}, {bounds[0]}, {bounds[1]}, {self.name(wait.epoch)}, "
-                             f"{self.site(wait)});  // scf.for over atom.wait_ready")
+            self.emit(depth, f"{self.wait_ready(wait, strong)}(k, {p}, {bounds[0]}, {bounds[1]}, "
+                             f"{self.name(wait.epoch)}, {self.site(wait)}{self.advance_argument(wait)});  "
+                             "// scf.for over atom.wait_ready")
             return True
         return False
+
+    def wait_ready(self, wait: atom.WaitReadyOp, strong: str) -> str:
+        """The device function of `wait`: with its phase's notifying blocks where they count."""
+        _, phase, _ = self.phase_of(wait)
+        blocks = self.counted.get(phase.sym_name.data)
+        return f"wait_ready<{strong}, {blocks}>" if blocks else f"wait_ready<{strong}>"
+
+    def advance_argument(self, wait: atom.WaitReadyOp) -> str:
+        """A counted wait's last argument: what a call moves the epoch on by (snac.advance)."""
+        _, phase, _ = self.phase_of(wait)
+        if phase.sym_name.data not in self.counted:
+            return ""
+        (advance,) = [op for op in self.kernel.body.block.ops if isinstance(op, snac.AdvanceOp)]
+        return f", {self.name(advance.amount)}"
 
     def barrier_if_reads_output(self, op: Operation, index: SSAValue, phase: snac.PhaseOp, depth: int,
                                 role: _Role) -> None:
@@ -620,13 +640,14 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
             f"{where(kernel)}: error: '{kernel.name}': {blocks_per_sm} blocks of {threads} threads "
             f"per SM exceed the {MAX_THREADS_PER_SM} threads an SM holds"
         )
+    dynamic = kernel.counts is not None if device_counts is None else device_counts
     e = _Emitter(kernel)
+    e.counted = {} if dynamic else counted_ready(kernel)
     e.declarations()
     streamed = any(isinstance(op, atom.PushOp) and op.mech.data == atom.Mechanism.COPY_ENGINE
                    for op in kernel.body.walk())
     if not streamed:
         e.top()
-    dynamic = kernel.counts is not None if device_counts is None else device_counts
     if dynamic and kernel.counts is None:
         raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': device counts need a kernel with a counts operand")
     if dynamic and not shared_tables:

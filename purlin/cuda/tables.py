@@ -52,10 +52,39 @@ def _align(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def _symmetric_layout(kernel: atom.KernelOp, eb: int) -> tuple[int, dict[str, int], dict[str, tuple[int, int]]]:
+def counted_ready(kernel: atom.KernelOp) -> dict[str, int]:
+    """The phases whose ready signals count (phase: the blocks of the role that
+    notifies them): one role of several blocks notifies the phase, and no
+    other phase shares its ready signals. There each block adds one to slot
+    [rank x max units + unit] of every consumer (no arrival counter before
+    the signal: include/purlin/staged.cuh, notify), and a consumer waits for
+    blocks x calls so far. A kernel whose counts it reads on the device is
+    never generated so (its units vary from call to call)."""
+    notifiers: dict[str, set[int]] = {}
+    for role in kernel.body.block.ops:
+        if isinstance(role, atom.BlocksOp):
+            blocks = 1 if role.kind.data == snac.RoleKind.STREAM else role.blocks.value.data
+            for op in role.body.walk():
+                if isinstance(op, atom.NotifyOp):
+                    notifiers.setdefault(op.phase.string_value(), set()).add(blocks)
+    phases = [op for op in kernel.body.block.ops if isinstance(op, snac.PhaseOp)]
+    ready = [op.ready.string_value() for op in phases]
+    counted = {}
+    for op, name in zip(phases, ready):
+        roles = notifiers.get(op.sym_name.data, set())
+        if len(roles) == 1 and (blocks := next(iter(roles))) > 1 and ready.count(name) == 1:
+            counted[op.sym_name.data] = blocks
+    return counted
+
+
+def _symmetric_layout(kernel: atom.KernelOp, eb: int, per_rank: dict[str, int] | None = None
+                      ) -> tuple[int, dict[str, int], dict[str, tuple[int, int]]]:
     """Where each buffer and signal array sits in the symmetric allocation:
-    (bytes after them, offsets, buffer: (half bytes, slot or region bytes))."""
+    (bytes after them, offsets, buffer: (half bytes, slot or region bytes)).
+    `per_rank`: signal arrays of more than one slot per rank (counted ready
+    signals: the phase's most units)."""
     world = kernel.world_size
+    per_rank = per_rank or {}
     per_packet = PACKET_DATA_BYTES // eb
     at = 0
     offsets: dict[str, int] = {}
@@ -73,8 +102,15 @@ def _symmetric_layout(kernel: atom.KernelOp, eb: int) -> tuple[int, dict[str, in
             at = _align(at + 2 * sizes[op.sym_name.data][0])
         elif isinstance(op, snac.SignalsOp):
             offsets[op.sym_name.data] = at
-            at = _align(at + 8 * op.slots.value.data)
+            at = _align(at + 8 * op.slots.value.data * per_rank.get(op.sym_name.data, 1))
     return at, offsets, sizes
+
+
+def _counted_slots(kernel: atom.KernelOp, phases: dict[str, PhaseState]) -> dict[str, int]:
+    """Slots per rank of the counted ready signals (counted_ready): the phase's most units."""
+    counted = counted_ready(kernel)
+    return {op.ready.string_value(): max(1, phases[op.sym_name.data].plan.max_units)
+            for op in kernel.body.block.ops if isinstance(op, snac.PhaseOp) and op.sym_name.data in counted}
 
 
 def _elem_bytes(kernel: atom.KernelOp) -> int:
@@ -82,11 +118,14 @@ def _elem_bytes(kernel: atom.KernelOp) -> int:
     return element_bytes(kernel.input.type.element_type)
 
 
-def build_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState]) -> Tables:
-    """The tables of `kernel` for every rank, from its bound phase plans."""
+def build_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState], counted: bool = True) -> Tables:
+    """The tables of `kernel` for every rank, from its bound phase plans.
+    `counted`: laid out for counted ready signals (counted_ready), as a kernel
+    generated for these counts has them; False: as one that reads its counts
+    on the device lays them out."""
     world = kernel.world_size
     eb = _elem_bytes(kernel)
-    at, offsets, sizes = _symmetric_layout(kernel, eb)
+    at, offsets, sizes = _symmetric_layout(kernel, eb, _counted_slots(kernel, phases) if counted else None)
     symmetric = max(at, ALIGN)
     ordered = [phases[op.sym_name.data] for op in kernel.body.block.ops if isinstance(op, snac.PhaseOp)]
     _check_forwarding(ordered, range(world))
@@ -100,7 +139,7 @@ def build_rank_tables(kernel: atom.KernelOp, phases: dict[str, PhaseState], rank
     process running that rank launches with."""
     world = kernel.world_size
     eb = _elem_bytes(kernel)
-    at, offsets, sizes = _symmetric_layout(kernel, eb)
+    at, offsets, sizes = _symmetric_layout(kernel, eb, _counted_slots(kernel, phases))
     ordered = [phases[op.sym_name.data] for op in kernel.body.block.ops if isinstance(op, snac.PhaseOp)]
     _check_forwarding(ordered, (rank,))
     stride = _counter_stride(ordered)

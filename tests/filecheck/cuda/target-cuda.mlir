@@ -47,7 +47,10 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 
 // Throughput, composed: producer, reducer and consumer roles side by side;
 // signals of multi-block roles name their role size; the reducer waits for
-// all its blocks before it stages the output it reduced into.
+// all its blocks before it stages the output it reduced into. A phase that
+// one multi-block role notifies counts its ready signals: each block adds one
+// (notify<4, true, true>), and the wait knows the blocks and what a call
+// advances the epoch by.
 // THR:      purlin: throughput composed collective, world 4, sm_80
 // THR:      // 12 blocks of 512 threads, all co-resident.
 // THR:      if (blockIdx.x < 4) {  // atom.blocks producer first 0 blocks 4
@@ -55,14 +58,14 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 // THR-NEXT:     wait_free<abi::Moves::Staging, true>(k, 0, [[U]],
 // THR-NEXT:     stage<DType::BF16, Mech::CpAsync, 16>(k, 0, [[U]], {{v[0-9]+}}, part, smem, kSmem);
 // THR:          // atom.fence: folded into the release store that follows
-// THR-NEXT:     notify<4, true>(k, 0, [[U]],
+// THR-NEXT:     notify<4, true, true>(k, 0, [[U]],
 // THR:      if (blockIdx.x >= 4 && blockIdx.x < 8) {  // atom.blocks reducer first 4 blocks 4
-// THR:          wait_ready<true>(k, 0, [[G:v[0-9]+]],
+// THR:          wait_ready<true, 4>(k, 0, [[G:v[0-9]+]], {{.*}}, [[ADV:v[0-9]+]]);
 // THR-NEXT:     consume<DType::BF16, Mech::Vector, 16, true, abi::Moves::Staging>(k, 0, int(RedOp::Sum), [[G]],
 // THR-NEXT:     wait_free<abi::Moves::Staging, true>(k, 1, [[G]],
 // THR-NEXT:     role_barrier<4>(k, {{[0-9]+}}, [[G]]);
 // THR-NEXT:     stage<DType::BF16, Mech::CpAsync, 16>(k, 1, [[G]],
-// THR:          notify<4, true>(k, 1, [[G]],
+// THR:          notify<4, true, true>(k, 1, [[G]],
 // THR-NEXT:     ack<4, true>(k, 0, [[G]],
 // THR:        finish<4, true, abi::Moves::Staging>(k, 0,
 // THR:      if (blockIdx.x >= 8 && blockIdx.x < 12) {  // atom.blocks consumer first 8 blocks 4
@@ -84,10 +87,11 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 // SYM:          wait_ready<true>(k, 0, [[G:v[0-9]+]], [[G]] + 1,
 // SYM-NEXT:     wait_free<abi::Moves::Push, true>(k, 1, [[G]],
 // SYM-NEXT:     reduce_push<DType::BF16, Mech::Vector, 16>(k, 0, int(RedOp::Sum), [[G]], 1, part, smem, kSmem);  // atom.reduce + atom.push @forward
-// SYM:          notify<64, true>(k, 1, [[G]],
+// SYM:          notify<64, true, true>(k, 1, [[G]],
 // SYM:        finish<64, true, abi::Moves::Pull>(k, 0,
 // SYM:        grant<true>(k, 1,
 // SYM-NEXT:   const u64 [[N:v[0-9]+]] = k.t(K::phase(1) + abi::kPhGroups);
-// SYM-NEXT:   wait_ready<true>(k, 1, {{v[0-9]+}}, [[N]], {{v[0-9]+}}, {{[0-9]+}});  // scf.for over atom.wait_ready
+// SYM-NEXT:   wait_ready<true, 64>(k, 1, {{v[0-9]+}}, [[N]], {{v[0-9]+}}, {{[0-9]+}}, [[ADV:v[0-9]+]]);  // scf.for over atom.wait_ready
+// SYM:        advance(k, [[ADV]]);
 
 // NOKERNEL: error: no atom.kernel to compile; lower with convert-snac-to-atom first

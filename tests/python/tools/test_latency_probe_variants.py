@@ -20,12 +20,14 @@ def source(collective: str, world: int, count: int):
     return program.source(program.blocks_per_sm(world, 132))
 
 
-def test_notify_every_block_drops_the_arrival_counter(probe):
+def test_notify_every_block_drops_the_count(probe):
     src = source("all_gather", 2, 1 << 18)
-    assert "notify<64, true>" in src.text
+    assert "notify<64, true, true>" in src.text
+    wait = next(ln for ln in src.text.splitlines() if "wait_ready<true, 64>" in ln)
     edited = probe.VARIANTS["notify every block"](src.text, src.name)
-    assert "notify<64," not in edited and "notify<1, true>" in edited
-    assert edited.replace("notify<1, true>", "notify<64, true>") == src.text
+    assert "notify<64," not in edited and "notify<1, true>" in edited and "wait_ready<true, 64>" not in edited
+    plain = wait.replace("wait_ready<true, 64>", "wait_ready<true>").replace(", v7);", ");")
+    assert edited == src.text.replace("notify<64, true, true>", "notify<1, true>").replace(wait, plain)
 
 
 def test_prefetch_input_asks_before_the_frame(probe):

@@ -33,6 +33,11 @@ template <bool Sys>
 __device__ __forceinline__ void st_release(u64* p, u64 v) {
   PURLIN_SCOPED_ASM(Sys, "st.release", ".global.u64 [%0], %1;", ::"l"(p), "l"(v) : "memory");
 }
+// Adds one to *p without waiting for the result (counted ready signals).
+template <bool Sys>
+__device__ __forceinline__ void red_add_relaxed(u64* p) {
+  PURLIN_SCOPED_ASM(Sys, "red.relaxed", ".global.add.u64 [%0], 1;", ::"l"(p) : "memory");
+}
 // After relaxed polling: re-reading the slot with acquire orders the reads after it.
 template <bool Sys>
 __device__ __forceinline__ u64 ld_acquire(const u64* p) {

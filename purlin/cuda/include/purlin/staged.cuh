@@ -46,9 +46,14 @@ __device__ void wait_free(K& k, int phase, u64 u, u64 epoch, u64 prev, int site)
 
 // atom.wait_ready of groups [lo, hi) (a loop whose body is one wait, or one
 // wait): every remote source of each was announced, all polled at once.
-template <bool Acquire, class K>
-__device__ void wait_ready(K& k, int phase, u64 lo, u64 hi, u64 epoch, int site) {
+// Counted (the notifying role's blocks, tables.py counted_ready): each
+// source's slot [rank x max units + unit] holds how many of its blocks
+// announced that unit in all calls so far; `advance` is what a call moves the
+// epoch on by, so this is call epoch / advance + 1.
+template <bool Acquire, int Counted = 0, class K>
+__device__ void wait_ready(K& k, int phase, u64 lo, u64 hi, u64 epoch, int site, u64 advance = 1) {
   const int ph = K::phase(phase);
+  const u64 counted = Counted ? u64(Counted) * (epoch / advance + 1) : 0;
   block_wait<Acquire>(k, site, [&](auto&& visit) {
     for (u64 g = lo; g < hi; ++g) {
       const int group = k.group(ph, g);
@@ -56,15 +61,31 @@ __device__ void wait_ready(K& k, int phase, u64 lo, u64 hi, u64 epoch, int site)
         const int s = k.source_at(group, j), unit = int(k.t(s + abi::kSUnit));
         if (unit < 0) continue;
         const i64 from = k.t(s + abi::kSRank);
-        if (!visit(k.signal(k.rank(), ph, abi::kPhReady, from), epoch + u64(unit) + 1, int(from))) return;
+        const bool ok = Counted ? visit(k.signal(k.rank(), ph, abi::kPhReady, from * k.t(ph + abi::kPhMaxUnits) + unit),
+                                        counted, int(from))
+                                : visit(k.signal(k.rank(), ph, abi::kPhReady, from), epoch + u64(unit) + 1, int(from));
+        if (!ok) return;
       }
     }
   });
 }
 
-// atom.notify: `value` into slot [rank] of every consumer's ready signals.
-template <int Blocks, bool Release, class K>
+// atom.notify: `value` into slot [rank] of every consumer's ready signals,
+// by the role's last block to arrive (see last_arrival). Counted: each block
+// adds one to slot [rank x max units + u] of every consumer once its threads
+// are done (see wait_ready): no block waits for an atomic's result.
+template <int Blocks, bool Release, bool Counted = false, class K>
 __device__ void notify(const K& k, int phase, u64 u, u64 value, int site) {
+  if constexpr (Counted) {
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    const int ph = K::phase(phase), unit = k.unit(ph, u);
+    const i64 slot = k.rank() * k.t(ph + abi::kPhMaxUnits) + i64(u);
+    if constexpr (Release) fence_acq_rel<K::system>();
+    for (i64 c = 0; c < k.t(unit + abi::kUConsumers); ++c)
+      red_add_relaxed<K::system>(k.signal(k.t(k.t(unit + abi::kUConsumersAt) + c), ph, abi::kPhReady, slot));
+    return;
+  }
   if (!last_arrival<Blocks>(k, site, u)) return;
   const int ph = K::phase(phase), unit = k.unit(ph, u);
   store_signals<Release, K>([&](auto&& store) {
