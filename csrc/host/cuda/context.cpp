@@ -270,24 +270,27 @@ void Executor::upload(const std::vector<char*>& symmetric) {
   }
 }
 
-void Executor::check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const char* what) const {
+void Executor::check_pointer(Rank& r, int slot, uintptr_t ptr, int64_t bytes, const char* what) const {
   if (bytes == 0) return;
-  const std::string where = name_ + ": rank " + std::to_string(r.rank) + " " + what;
-  if (ptr % 16) throw std::invalid_argument(where + " is not 16-byte aligned");
+  std::pair<uintptr_t, int64_t>& last = r.checked[size_t(slot)];
+  if (last.first == ptr && last.second >= bytes) return;
+  auto where = [&] { return name_ + ": rank " + std::to_string(r.rank) + " " + what; };
+  if (ptr % 16) throw std::invalid_argument(where() + " is not 16-byte aligned");
   cudaPointerAttributes a;
   if (cudaPointerGetAttributes(&a, reinterpret_cast<const void*>(ptr)) != cudaSuccess) {
     cudaGetLastError();
-    throw std::invalid_argument(where + " is not a CUDA pointer");
+    throw std::invalid_argument(where() + " is not a CUDA pointer");
   }
   if ((a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) || a.device != r.device)
-    throw std::invalid_argument(where + " is not memory of GPU " + std::to_string(r.device));
+    throw std::invalid_argument(where() + " is not memory of GPU " + std::to_string(r.device));
   if (AddressRangeFn range = address_range_fn()) {
     CUdeviceptr base = 0;
     size_t size = 0;
     if (range(&base, &size, static_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS && ptr + bytes > base + size)
-      throw std::invalid_argument(where + " holds " + std::to_string(base + size - ptr) + " bytes, the kernel needs " +
-                                  std::to_string(bytes));
+      throw std::invalid_argument(where() + " holds " + std::to_string(base + size - ptr) +
+                                  " bytes, the kernel needs " + std::to_string(bytes));
   }
+  last = {ptr, bytes};
 }
 
 void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintptr_t>& outputs,
@@ -307,21 +310,22 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   for (size_t i = 0; i < ranks_.size(); ++i) {
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
     // Each rank's own extent: a V collective's smaller ranks pass smaller buffers.
-    check_pointer(ranks_[i], inputs[i], spec_.input_bytes[ranks_[i].rank], "input");
-    check_pointer(ranks_[i], outputs[i], spec_.output_bytes[ranks_[i].rank], "output");
+    check_pointer(ranks_[i], 0, inputs[i], spec_.input_bytes[ranks_[i].rank], "input");
+    check_pointer(ranks_[i], 1, outputs[i], spec_.output_bytes[ranks_[i].rank], "output");
     if (!device_counts) continue;
     if (!counts.counts[i])
       throw std::invalid_argument(name_ + ": rank " + std::to_string(ranks_[i].rank) + " passed no counts");
-    check_pointer(ranks_[i], counts.counts[i], int64_t(spec_.count_words) * 8, "counts");
-    if (counts.recv[i]) check_pointer(ranks_[i], counts.recv[i], int64_t(spec_.world) * 8, "received counts");
+    check_pointer(ranks_[i], 2, counts.counts[i], int64_t(spec_.count_words) * 8, "counts");
+    if (counts.recv[i])
+      check_pointer(ranks_[i], 3, counts.recv[i], int64_t(spec_.world) * 8, "received counts");
   }
   // A rank whose (device, stream) an earlier rank uses runs on its own stream,
   // forked before any launch (the earlier rank's kernel waits for it) and
   // joined after all of them.
-  std::set<std::pair<int, uintptr_t>> used;
   std::vector<bool> forked(ranks_.size());
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    forked[i] = !used.insert({ranks_[i].device, streams[i]}).second;
+    for (size_t j = 0; j < i && !forked[i]; ++j)
+      forked[i] = ranks_[j].device == ranks_[i].device && streams[j] == streams[i];
     if (!forked[i]) continue;
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
     check(cudaEventRecord(ranks_[i].fork, reinterpret_cast<cudaStream_t>(streams[i])), "forking a rank's stream");
@@ -415,8 +419,8 @@ void Executor::launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t
   Rank& r = ranks_.at(local);
   DeviceRestore restore;
   check(cudaSetDevice(r.device), "cudaSetDevice");
-  check_pointer(r, input, spec_.input_bytes[r.rank], "input");
-  check_pointer(r, output, spec_.output_bytes[r.rank], "output");
+  check_pointer(r, 0, input, spec_.input_bytes[r.rank], "input");
+  check_pointer(r, 1, output, spec_.output_bytes[r.rank], "output");
   abi::Header h = r.params;
   h.input = reinterpret_cast<char*>(input);
   h.output = reinterpret_cast<char*>(output);

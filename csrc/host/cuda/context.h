@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -91,6 +92,10 @@ class Executor {
     char* state = nullptr;      // block epochs, the error claim, arrival counters
     int64_t* tables = nullptr;  // this rank's, in global memory
     abi::Header params{};       // the kernel's parameter
+    // The buffers (input, output, counts, received counts) and bytes that last
+    // passed check_pointer: an eager caller passes the same ones each call,
+    // which then cost no driver queries.
+    std::array<std::pair<uintptr_t, int64_t>, 4> checked{};
     cudaStream_t side = nullptr;  // for a rank whose caller's stream another rank uses
     cudaEvent_t fork = nullptr, join = nullptr;
   };
@@ -138,7 +143,9 @@ class Executor {
   // Step `step` of rank `local`'s stream program (KernelSpec::stream) on `s`;
   // `peers` holds every rank's input, then every rank's output.
   void run_step(size_t local, int step, const std::vector<char*>& peers, abi::Header& h, cudaStream_t s);
-  void check_pointer(const Rank& r, uintptr_t ptr, int64_t bytes, const char* what) const;
+  // Refuses a buffer that is not `bytes` of device memory of r's GPU, 16-byte
+  // aligned; `slot` indexes Rank::checked.
+  void check_pointer(Rank& r, int slot, uintptr_t ptr, int64_t bytes, const char* what) const;
   int64_t state_bytes() const;
   // The kernel, or a stream program's step kernels, the first of them first.
   std::vector<cudaKernel_t> kernels() const;
