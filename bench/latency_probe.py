@@ -25,13 +25,17 @@ costs on the critical path:
                        no arrival counter nor count: what signalling a role's blocks costs (a
                        lower bound, as the consumer may go on before the last block's data is
                        there)
+    rank tables        every rank's tables compiled into the kernel (the body once per rank,
+                       a switch on the rank): a lookup at an index the compiler knows is a
+                       constant, the rest read the tables as generated
 
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
 a change to the headers, measured in the same run.
 
-Only "as generated" moves data, and only it is checked against the
-reference first; the cut-down ones are timing probes, not collectives.
+"as generated" and "rank tables" move data and are checked
+against the reference first; the cut-down ones are timing probes, not
+collectives.
 
     python bench/latency_probe.py [--worlds 2,4,8] [--bytes 16] [--collective all_reduce]
 """
@@ -153,6 +157,17 @@ def _notify_every_block(text: str, name: str) -> str:
     return re.sub(r"\bwait_ready<(\w+), \d+>\((.*?), v\d+\);", r"wait_ready<\1>(\2);", text)
 
 
+def _rank_tables(program, blocks_per_sm: int):
+    """`program`'s kernel with every rank's tables compiled in, as the runtime uploads them."""
+    from purlin.cuda.codegen import emit_cuda
+
+    ranks = [[int(w) for w in t] for t in program.tables.ranks]
+    return emit_cuda(program.kernel, program.shared_tables, blocks_per_sm, None, ranks)
+
+
+# Variants that are the collective still, built from the program rather than by editing its text.
+BUILT = {"rank tables": _rank_tables}
+
 VARIANTS = {
     "as generated": None,
     "global tables": _global_tables,
@@ -166,6 +181,7 @@ VARIANTS = {
     "signal roles first": _signal_roles_first,
     "prefetch input": _prefetch_input,
     "notify every block": _notify_every_block,
+    **{name: None for name in BUILT},
 }
 
 
@@ -225,18 +241,20 @@ def _measure(args: argparse.Namespace) -> None:
             compiled = compile_collective(args.collective, world, "bf16", spec.op, count, arch=arch, symmetric=True,
                                           ranks_per_device=world, sms=sms)
             program = compiled.cuda
-            src = program.source(program.blocks_per_sm(world, sms))
-            if edit is not None:
+            bps = program.blocks_per_sm(world, sms)
+            src = program.source(bps)
+            if variant in BUILT:
+                src = program._sources[bps] = BUILT[variant](program, bps)
+            elif edit is not None:
                 text = edit(src.text, src.name)
                 shared = src.shared_tables and "kSharedTables = true" in text
-                program._sources[program.blocks_per_sm(world, sms)] = dataclasses.replace(
-                    src, text=text, shared_tables=shared)
+                program._sources[bps] = dataclasses.replace(src, text=text, shared_tables=shared)
             comm = Communicator(compiled.plan, backend="cuda", devices=[0] * world, name=f"probe {variant}",
                                 kernel=program)
             outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
             # The ranks' streams do not wait for the current one, which made the buffers.
             torch.cuda.synchronize()
-            if edit is None:
+            if edit is None:  # a collective still: checked first
                 comm.run(ins, outs, streams)
                 comm.synchronize()
                 got = [o.float().cpu().numpy() for o in outs]

@@ -40,6 +40,7 @@ epochs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
@@ -627,13 +628,32 @@ def _counts_prologue(e: _Emitter) -> list[str]:
     ]
 
 
+def _fixed_tables(rank_tables: Sequence[Sequence[int]]) -> list[str]:
+    """Each rank's tables as a constant array, and the Fixed of its Kernel."""
+    lines = []
+    for r, words in enumerate(rank_tables):
+        lines += [
+            f"__device__ constexpr i64 kRank{r}Words[{len(words)}] = {{{', '.join(f'{int(w)}ll' for w in words)}}};",
+            f"struct Rank{r}Tables {{",
+            "  static constexpr bool fixed = true;",
+            f"  static constexpr int words = {len(words)};",
+            f"  __device__ static constexpr i64 word(int i) {{ return kRank{r}Words[i]; }}",
+            "};",
+        ]
+    return lines
+
+
 def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: int = 1,
-              device_counts: bool | None = None) -> KernelSource:
+              device_counts: bool | None = None, rank_tables: Sequence[Sequence[int]] = ()) -> KernelSource:
     """The translation unit of `kernel`: each block copies the tables into
     shared memory first (`shared_tables`) or reads them from global memory;
     registers sized for `blocks_per_sm` resident blocks per SM.
     `device_counts` (default: whether the kernel has a counts operand): the
-    kernel reads its counts on the device; else the host binds them in the tables."""
+    kernel reads its counts on the device; else the host binds them in the tables.
+    `rank_tables` (every rank's, as the host uploads them): compiled in, the
+    body once per rank (a switch on the rank); the tables are read as
+    `shared_tables` says, but a lookup at an index the compiler knows is a
+    constant (the symmetric allocations' addresses, the host's, excepted)."""
     threads = kernel.threads.value.data
     if blocks_per_sm < 1 or blocks_per_sm * threads > MAX_THREADS_PER_SM:
         raise CodegenError(
@@ -658,6 +678,9 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': copy-engine steps need a symmetric kernel "
                            "of fixed counts")
     world = kernel.world_size
+    if rank_tables and (dynamic or streamed or len(rank_tables) != world):
+        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': tables compiled in take one per rank "
+                           f"({world}, got {len(rank_tables)}), fixed counts and no copy-engine steps")
     symmetric = kernel.symmetric is not None
     system = system_scope(kernel)
     grid = grid_of(kernel)
@@ -678,7 +701,8 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         f"constexpr bool kSystem = {'true' if system else 'false'};",
         f"// Dynamic shared memory: {smem} bytes for the pipelines, then the tables.",
         f"constexpr int kSmem = {smem};",
-        "using K = Kernel<kWorld, kSharedTables, kSystem>;",
+        *([] if rank_tables else ["using K = Kernel<kWorld, kSharedTables, kSystem>;"]),
+        *_fixed_tables(rank_tables),
         "}  // namespace",
         "",
     ]
@@ -687,14 +711,25 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         return KernelSource("\n".join(head + body), name, kernel.arch.value, threads, grid, smem, shared_tables,
                             blocks_per_sm, tuple(e.sites), kernel.multimem is not None, 0, symmetric, system,
                             stream)
-    head += [
+    launch = [
         f"// {grid} block{'s' if grid > 1 else ''} of {threads} threads, all co-resident.",
         f'extern "C" __global__ void __launch_bounds__({threads}, {blocks_per_sm})',
         f"{name}({params}) {{",
         "  extern __shared__ __align__(128) char smem[];",
-        f"  K k(p, reinterpret_cast<i64*>(smem + kSmem){', &peers' if symmetric else ''});",
     ]
-    text = "\n".join(head + prologue + e.lines + ["}", ""])
+    frame = f"  K k(p, reinterpret_cast<i64*>(smem + kSmem){', &peers' if symmetric else ''});"
+    if rank_tables:
+        peers = ", const abi::Peers<kWorld>& peers" if symmetric else ""
+        text = "\n".join(head + [
+            "// The call of one rank, its tables compiled in (K's Fixed).",
+            "template <class K>",
+            f"__device__ __forceinline__ void rank_call(const abi::Header& p{peers}, char* smem) {{",
+            frame, *e.lines, "}", "", *launch, "  switch (p.rank) {",
+            *(f"    case {r}: rank_call<Kernel<kWorld, kSharedTables, kSystem, Rank{r}Tables>>(p"
+              f"{', peers' if symmetric else ''}, smem); break;" for r in range(world)),
+            "  }", "}", ""])
+    else:
+        text = "\n".join(head + launch + [frame] + prologue + e.lines + ["}", ""])
     return KernelSource(text, name, kernel.arch.value, threads, grid, smem, shared_tables, blocks_per_sm,
                         tuple(e.sites), kernel.multimem is not None, count_words(kernel) if dynamic else 0,
                         symmetric, system)

@@ -19,7 +19,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES
-from purlin.compile import compile_collective
+from purlin.compile import compile_collective, compile_device_counts
 from purlin.cuda import nvrtc
 from purlin.cuda.codegen import CodegenError, emit_cuda
 from purlin.cuda.program import ProgramError
@@ -297,3 +297,31 @@ def test_averages_compile_and_divide_once(arch, lowering, dtype, needle):
         compiled = compile_collective(name, 4, dtype, "avg", 1 << 12, arch=arch, lowering=lowering)
         ptx = nvrtc.compile_ptx(compiled.cuda.source().text, arch)
         assert needle in ptx, f"{name} {dtype} avg: no {needle} in the PTX"
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("shared", [True, False], ids=["shared", "global"])
+def test_tables_compiled_in_give_a_body_per_rank(arch, shared):
+    world = 4
+    program = compile_collective("all_reduce", world, "bf16", "sum", 64, arch=arch, symmetric=True,
+                                 ranks_per_device=world, sms=132).cuda
+    ranks = [[int(w) for w in t] for t in program.tables.ranks]
+    src = emit_cuda(program.kernel, shared, 1, None, ranks)
+    for r, words in enumerate(ranks):
+        assert f"kRank{r}Words[{len(words)}] = {{{', '.join(f'{w}ll' for w in words)}}};" in src.text
+        assert f"    case {r}: rank_call<Kernel<kWorld, kSharedTables, kSystem, Rank{r}Tables>>(p, peers, smem);" \
+            in src.text
+    assert src.text.count("K k(p,") == 1 and "using K =" not in src.text
+    assert f"kSharedTables = {'true' if shared else 'false'}" in src.text
+    assert nvrtc.compile_cubin(src.text, arch).cubin[:4] == b"\x7fELF"
+
+
+def test_tables_compiled_in_are_one_per_rank_of_fixed_counts():
+    program = compiled_of("all_reduce", world=4).cuda
+    ranks = [list(t) for t in program.tables.ranks]
+    with pytest.raises(CodegenError, match=r"tables compiled in take one per rank \(4, got 3\)"):
+        emit_cuda(program.kernel, False, 1, None, ranks[:3])
+    counted = compile_device_counts("all_gather_v", 4, "bf16", None, input_elems=64, output_elems=256,
+                                    arch="sm_90").cuda
+    with pytest.raises(CodegenError, match="tables compiled in take one per rank .* fixed counts"):
+        emit_cuda(counted.kernel, True, 1, True, ranks)

@@ -36,3 +36,14 @@ def test_prefetch_input_asks_before_the_frame(probe):
     hint, frame = edited.index("prefetch.global.L1"), edited.index("  K k(")
     assert hint < frame and edited.count("prefetch.global.L1") == 1
     assert edited.replace(edited[edited.rindex("\n", 0, hint) + 1:edited.index("\n", hint) + 1], "") == src.text
+
+
+def test_rank_tables_compile_each_rank_s_tables_in(probe):
+    program = compile_collective("all_gather", 3, "bf16", None, 300, symmetric=True, ranks_per_device=3,
+                                 sms=132).cuda
+    src = probe.BUILT["rank tables"](program, program.blocks_per_sm(3, 132))
+    assert probe.VARIANTS["rank tables"] is None  # a collective still: the probe checks its results
+    assert "switch (p.rank)" in src.text and all(f"case {r}:" in src.text for r in range(3))
+    words = [int(w) for w in program.tables.ranks[2]]
+    assert f"kRank2Words[{len(words)}] = {{{', '.join(f'{w}ll' for w in words)}}};" in src.text
+    assert src.shared_tables == program.shared_tables

@@ -14,12 +14,24 @@
 
 namespace purlin::cuda {
 
+// The tables as the kernel loads them at run time (a Kernel's default Fixed).
+struct LoadedTables {
+  static constexpr bool fixed = false;
+  static constexpr int words = 0;
+  __device__ static constexpr i64 word(int) { return 0; }
+};
+
 // One rank's call as a block sees it. W: the world size; Shared: whether the
 // block copies the tables into shared memory first (one round trip, next to
 // the epoch's load; purlin/cuda/program.py decides by their size); System:
 // whether its signals and packets are at system scope (else every rank runs
-// on this GPU and GPU scope orders them).
-template <int W, bool Shared, bool System = true>
+// on this GPU and GPU scope orders them). Fixed: LoadedTables, or this
+// rank's tables as the host uploads them (Fixed::word(i), a constant array the
+// generated code holds per rank): every lookup still loads, but the compiler
+// is told the value, so one at an index it knows folds into the code and
+// its load goes; the symmetric allocations' addresses (the host's) are not
+// among them.
+template <int W, bool Shared, bool System = true, class Fixed = LoadedTables>
 struct Kernel {
   static constexpr int world = W;
   static constexpr bool system = System;
@@ -67,10 +79,17 @@ struct Kernel {
   }
 
   // Table word i: indices are 32-bit (see the constructor).
-  __device__ i64 t(int i) const { return tab[i]; }
+  __device__ i64 t(int i) const {
+    const i64 v = tab[i];
+    if constexpr (Fixed::fixed)
+      if (i < Fixed::words && (i < abi::kGlobalWords || i >= abi::kGlobalWords + W))
+        __builtin_assume(v == Fixed::word(i));
+    return v;
+  }
   __device__ i64 rank() const { return h.rank; }
-  // Rank r's symmetric allocation, as this rank addresses it.
-  __device__ char* sym(i64 r) const { return reinterpret_cast<char*>(t(abi::kGlobalWords + r)); }
+  // Rank r's symmetric allocation, as this rank addresses it (the host's
+  // words: loaded even where the rest of the tables are compiled in).
+  __device__ char* sym(i64 r) const { return reinterpret_cast<char*>(tab[abi::kGlobalWords + r]); }
   static constexpr int phase(int k) { return abi::kGlobalWords + W + k * abi::kPhaseWords; }
   __device__ char* source(int ph) const { return t(ph + abi::kPhSource) ? h.output : h.input; }
   // Rank r's source buffer of phase ph, and its output (direct phases: symmetric kernels only).
