@@ -220,3 +220,20 @@ def test_the_calls_run_on_cpu_ranks():
     from process_group import fork_gloo
 
     fork_gloo(2, _on_cpu_ranks)
+
+
+def test_a_call_lowers_without_the_step_checks(st, monkeypatch):
+    import purlin.compile
+
+    asked = []
+    real = purlin.compile.compile_collective
+
+    def recording(*args, **kwargs):
+        asked.append(kwargs.get("verify_steps", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(purlin.compile, "compile_collective", recording)
+    x = FakeTensor(0x2000, 3 * 1000)
+    st.call(x, x, "all_reduce", "bf16", "sum", 3 * 1000, in_place=True)
+    # Lowered at run time, size by size: the module is verified once, not after every pass.
+    assert asked == [False]
