@@ -28,12 +28,14 @@ costs on the critical path:
     rank tables        every rank's tables compiled into the kernel (the body once per rank,
                        a switch on the rank): a lookup at an index the compiler knows is a
                        constant, the rest read the tables as generated
+    rank tables global as rank tables, but no copy of the tables into shared memory before
+                       the first step: the lookups left read global memory
 
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
 a change to the headers, measured in the same run.
 
-"as generated" and "rank tables" move data and are checked
+"as generated" and the "rank tables" variants move data and are checked
 against the reference first; the cut-down ones are timing probes, not
 collectives.
 
@@ -157,16 +159,18 @@ def _notify_every_block(text: str, name: str) -> str:
     return re.sub(r"\bwait_ready<(\w+), \d+>\((.*?), v\d+\);", r"wait_ready<\1>(\2);", text)
 
 
-def _rank_tables(program, blocks_per_sm: int):
-    """`program`'s kernel with every rank's tables compiled in, as the runtime uploads them."""
+def _rank_tables(program, blocks_per_sm: int, shared: bool | None = None):
+    """`program`'s kernel with every rank's tables compiled in, as the runtime uploads them;
+    read from shared memory as the program says, or (`shared` False) from global memory."""
     from purlin.cuda.codegen import emit_cuda
 
     ranks = [[int(w) for w in t] for t in program.tables.ranks]
-    return emit_cuda(program.kernel, program.shared_tables, blocks_per_sm, None, ranks)
+    return emit_cuda(program.kernel, program.shared_tables if shared is None else shared, blocks_per_sm, None, ranks)
 
 
 # Variants that are the collective still, built from the program rather than by editing its text.
-BUILT = {"rank tables": _rank_tables}
+BUILT = {"rank tables": _rank_tables,
+         "rank tables global": lambda program, bps: _rank_tables(program, bps, shared=False)}
 
 VARIANTS = {
     "as generated": None,

@@ -47,3 +47,13 @@ def test_rank_tables_compile_each_rank_s_tables_in(probe):
     words = [int(w) for w in program.tables.ranks[2]]
     assert f"kRank2Words[{len(words)}] = {{{', '.join(f'{w}ll' for w in words)}}};" in src.text
     assert src.shared_tables == program.shared_tables
+
+
+def test_rank_tables_global_reads_no_tables_into_shared_memory(probe):
+    program = compile_collective("all_reduce", 2, "bf16", "sum", 8, symmetric=True, ranks_per_device=2,
+                                 sms=132).cuda
+    assert program.shared_tables
+    src = probe.BUILT["rank tables global"](program, program.blocks_per_sm(2, 132))
+    assert probe.VARIANTS["rank tables global"] is None
+    assert not src.shared_tables and "constexpr bool kSharedTables = false;" in src.text
+    assert "switch (p.rank)" in src.text
