@@ -164,7 +164,7 @@ def _rank_tables(program, blocks_per_sm: int, shared: bool | None = None):
     read from shared memory as the program says, or (`shared` False) from global memory."""
     from purlin.cuda.codegen import emit_cuda
 
-    ranks = [[int(w) for w in t] for t in program.tables.ranks]
+    ranks = {r: [int(w) for w in t] for r, t in enumerate(program.tables.ranks)}
     return emit_cuda(program.kernel, program.shared_tables if shared is None else shared, blocks_per_sm, None, ranks)
 
 

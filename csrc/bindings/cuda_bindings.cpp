@@ -56,6 +56,16 @@ void register_bindings(py::module_& m) {
            py::arg("stream"), py::call_guard<py::gil_scoped_release>(),
            "Launch rank `rank`'s kernel alone on its stream (device pointers and a cudaStream_t as ints), as a "
            "thread driving that rank's GPU does; every rank must be launched once per call. No host sync.")
+      .def(
+          "specialise",
+          [](Communicator& c, const py::bytes& cubin, const std::string& name) {
+            std::string bytes(cubin);
+            py::gil_scoped_release release;
+            c.specialise(bytes, name);
+          },
+          py::arg("cubin"), py::arg("name"),
+          "Launch kernel `name` of `cubin` (the same kernel with the ranks' tables compiled in) from the next "
+          "call on; every rank's launch of the calls before must have been issued.")
       .def("synchronize", &Communicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())
@@ -101,6 +111,16 @@ void register_bindings(py::module_& m) {
            py::arg("counts") = 0, py::arg("recv_counts") = 0,
            "Launch this rank's kernel on the stream (device pointers and a cudaStream_t as ints); no host sync. "
            "Device counts: this rank's int64 counts and where its received counts go (0: nowhere).")
+      .def(
+          "specialise",
+          [](ProcessCommunicator& c, const py::bytes& cubin, const std::string& name) {
+            std::string bytes(cubin);
+            py::gil_scoped_release release;
+            c.specialise(bytes, name);
+          },
+          py::arg("cubin"), py::arg("name"),
+          "Launch kernel `name` of `cubin` (the same kernel with this rank's tables compiled in) from the next "
+          "call on; this rank's launches of the calls before must have been issued.")
       .def("synchronize", &ProcessCommunicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for this rank's GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &ProcessCommunicator::epoch, py::call_guard<py::gil_scoped_release>())

@@ -40,7 +40,7 @@ epochs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
@@ -628,10 +628,10 @@ def _counts_prologue(e: _Emitter) -> list[str]:
     ]
 
 
-def _fixed_tables(rank_tables: Sequence[Sequence[int]]) -> list[str]:
+def _fixed_tables(rank_tables: Mapping[int, Sequence[int]]) -> list[str]:
     """Each rank's tables as a constant array, and the Fixed of its Kernel."""
     lines = []
-    for r, words in enumerate(rank_tables):
+    for r, words in sorted(rank_tables.items()):
         lines += [
             f"__device__ constexpr i64 kRank{r}Words[{len(words)}] = {{{', '.join(f'{int(w)}ll' for w in words)}}};",
             f"struct Rank{r}Tables {{",
@@ -644,16 +644,18 @@ def _fixed_tables(rank_tables: Sequence[Sequence[int]]) -> list[str]:
 
 
 def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: int = 1,
-              device_counts: bool | None = None, rank_tables: Sequence[Sequence[int]] = ()) -> KernelSource:
+              device_counts: bool | None = None, rank_tables: Mapping[int, Sequence[int]] | None = None
+              ) -> KernelSource:
     """The translation unit of `kernel`: each block copies the tables into
     shared memory first (`shared_tables`) or reads them from global memory;
     registers sized for `blocks_per_sm` resident blocks per SM.
     `device_counts` (default: whether the kernel has a counts operand): the
     kernel reads its counts on the device; else the host binds them in the tables.
-    `rank_tables` (every rank's, as the host uploads them): compiled in, the
-    body once per rank (a switch on the rank); the tables are read as
-    `shared_tables` says, but a lookup at an index the compiler knows is a
-    constant (the symmetric allocations' addresses, the host's, excepted)."""
+    `rank_tables` (rank -> its tables as the host uploads them, for the ranks
+    one process launches): compiled in, the body once per rank (a switch on
+    the rank; another rank traps); the tables are read as `shared_tables`
+    says, but a lookup at an index the compiler knows is a constant (the
+    symmetric allocations' addresses, the host's, excepted)."""
     threads = kernel.threads.value.data
     if blocks_per_sm < 1 or blocks_per_sm * threads > MAX_THREADS_PER_SM:
         raise CodegenError(
@@ -678,9 +680,10 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': copy-engine steps need a symmetric kernel "
                            "of fixed counts")
     world = kernel.world_size
-    if rank_tables and (dynamic or streamed or len(rank_tables) != world):
-        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': tables compiled in take one per rank "
-                           f"({world}, got {len(rank_tables)}), fixed counts and no copy-engine steps")
+    if rank_tables and (dynamic or streamed or not all(0 <= r < world for r in rank_tables)):
+        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': tables compiled in take ranks of the world "
+                           f"(0-{world - 1}, got {', '.join(map(str, sorted(rank_tables)))}), fixed counts and no "
+                           "copy-engine steps")
     symmetric = kernel.symmetric is not None
     system = system_scope(kernel)
     grid = grid_of(kernel)
@@ -702,7 +705,7 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         f"// Dynamic shared memory: {smem} bytes for the pipelines, then the tables.",
         f"constexpr int kSmem = {smem};",
         *([] if rank_tables else ["using K = Kernel<kWorld, kSharedTables, kSystem>;"]),
-        *_fixed_tables(rank_tables),
+        *_fixed_tables(rank_tables or {}),
         "}  // namespace",
         "",
     ]
@@ -726,8 +729,8 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
             f"__device__ __forceinline__ void rank_call(const abi::Header& p{peers}, char* smem) {{",
             frame, *e.lines, "}", "", *launch, "  switch (p.rank) {",
             *(f"    case {r}: rank_call<Kernel<kWorld, kSharedTables, kSystem, Rank{r}Tables>>(p"
-              f"{', peers' if symmetric else ''}, smem); break;" for r in range(world)),
-            "  }", "}", ""])
+              f"{', peers' if symmetric else ''}, smem); break;" for r in sorted(rank_tables)),
+            "    default: __trap();  // a rank whose tables are not compiled in", "  }", "}", ""])
     else:
         text = "\n".join(head + launch + [frame] + prologue + e.lines + ["}", ""])
     return KernelSource(text, name, kernel.arch.value, threads, grid, smem, shared_tables, blocks_per_sm,

@@ -118,6 +118,23 @@ class CudaProgram:
         except NvrtcError as e:
             raise ProgramError(op_error(self.kernel, str(e))) from None
 
+    def specialised(self, blocks_per_sm: int, ranks: Sequence[int]) -> tuple[KernelSource, bytes]:
+        """The kernel with the tables of `ranks` (those one process launches)
+        compiled in, and its cubin: the same protocol over the same tables as
+        `source`, but a lookup at an index the compiler knows is a constant
+        (purlin.runtime's specialise loads it in place of the generic one)."""
+        if self.device_counts:
+            raise ProgramError(op_error(self.kernel, "a kernel that reads its counts on the device has no tables "
+                                                     "to compile in"))
+        tables = {r: [int(w) for w in self.tables.ranks[r]] for r in ranks}
+        try:
+            src = emit_cuda(self.kernel, self.shared_tables, blocks_per_sm, False, tables)
+            return src, compile_cubin(src.text, src.arch, f"{src.name}.cu").cubin
+        except CodegenError as e:
+            raise ProgramError(str(e)) from None
+        except NvrtcError as e:
+            raise ProgramError(op_error(self.kernel, str(e))) from None
+
     def blocks_per_sm(self, ranks_per_device: int, sms: int) -> int:
         """Blocks each SM must hold for `ranks_per_device` grids to be co-resident."""
         return max(1, -(-self.grid * ranks_per_device // sms))

@@ -63,6 +63,7 @@ from purlin.runtime.backend import (
     device_buffer,
     host_buffer,
     kernel_spec,
+    specialise,
     to_device,
     to_host,
 )
@@ -114,7 +115,8 @@ class Communicator:
             if len(self.devices) != plan.world:
                 raise ValueError(f"{name}: the plan is for world {plan.world}, got {len(self.devices)} devices "
                                  "(one per rank; a device may be listed several times)")
-            spec = kernel_spec(checked_kernel(kernel, plan, name), self.devices, self._extents)
+            self._kernel = checked_kernel(kernel, plan, name)
+            spec = kernel_spec(self._kernel, self.devices, self._extents)
             self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
 
     @property
@@ -149,6 +151,17 @@ class Communicator:
             else:
                 handles = [int(getattr(st, "cuda_stream", st)) for st in streams]
             self._impl.run([b[0] for b in ins], [b[0] for b in outs], handles)
+
+    def specialise(self) -> None:
+        """cuda: from the next call on, the kernel with every rank's tables
+        compiled in (purlin.cuda.program.CudaProgram.specialised): the same
+        protocol over the same memory, but each lookup at an index the
+        compiler knows is a constant. One NVRTC compile (cached) per plan:
+        for calls made often. Call it between calls, not while a stream
+        captures a graph (graphs captured before keep the kernel they hold)."""
+        if self.backend != "cuda":
+            raise ValueError(f"{self.name}: specialise is the cuda backend's (the cpu backend has no kernel)")
+        specialise(self._impl, self._kernel, self.devices, range(self.world), self.name)
 
     def _check_overlaps(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         eb = self.plan.elem_bytes

@@ -83,15 +83,34 @@ def checked_kernel(kernel: CudaProgram | None, plan: Plan | None, name: str) -> 
     return kernel
 
 
-def kernel_spec(kernel: CudaProgram, devices: Sequence[int], extents: Sequence[tuple[int, int]]):
-    """The runtime's description of CUDA program `kernel` for ranks on
-    `devices`, each given its (input, output) elements: registers sized so
-    that the grids of all ranks sharing a GPU fit on it at once."""
+def blocks_per_sm(kernel: CudaProgram, devices: Sequence[int]) -> int:
+    """Blocks of CUDA program `kernel` an SM must hold for the grids of all
+    its ranks on `devices` that share a GPU to fit on it at once."""
     from collections import Counter
 
-    per_sm = max(kernel.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
+    return max(kernel.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
+
+
+def kernel_spec(kernel: CudaProgram, devices: Sequence[int], extents: Sequence[tuple[int, int]]):
+    """The runtime's description of CUDA program `kernel` for ranks on
+    `devices`, each given its (input, output) elements: registers sized for
+    blocks_per_sm."""
     eb = kernel.elem_bytes
-    return kernel.spec(per_sm, [i * eb for i, _ in extents], [o * eb for _, o in extents])
+    return kernel.spec(blocks_per_sm(kernel, devices), [i * eb for i, _ in extents], [o * eb for _, o in extents])
+
+
+def specialise(impl, kernel: CudaProgram, devices: Sequence[int], ranks: Sequence[int], name: str) -> None:
+    """Has runtime communicator `impl` launch `kernel` with the tables of
+    `ranks` (those it launches, on `devices`) compiled in from its next call on."""
+    from purlin.cuda.program import ProgramError
+
+    if impl is None:
+        raise RuntimeError(f"{name}: the communicator is closed")
+    try:
+        src, cubin = kernel.specialised(blocks_per_sm(kernel, devices), ranks)
+    except ProgramError as e:
+        raise ValueError(f"{name}: its kernel cannot be specialised: {e}") from None
+    impl.specialise(cubin, src.name)
 
 
 _TORCH_DTYPES = {d.name: d.array_name for d in DTYPES}

@@ -77,6 +77,7 @@ from purlin.runtime.backend import (
     device_buffer,
     host_buffer,
     kernel_spec,
+    specialise,
 )
 
 if TYPE_CHECKING:
@@ -196,6 +197,8 @@ class ProcessCommunicator:
         self._heaps = heaps
         self._heap = next((h for h in heaps if h.tensor is None), None)
         handles = [h.handle() for h in heaps]
+
+        self._kernel = kernel
 
         def make():
             spec = kernel_spec(kernel, [self.device], extents)
@@ -354,6 +357,16 @@ class ProcessCommunicator:
         self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
         self._overlaps = Buffers(plan, self.name)
         self._checked.clear()
+
+    def specialise(self) -> None:
+        """cuda: from this rank's next call on, the kernel with this rank's
+        tables compiled in (purlin.cuda.program.CudaProgram.specialised): the
+        same protocol over the same memory, so the peers need not do the same.
+        One NVRTC compile (cached) per plan and rank: for calls made often.
+        Call it between calls, not while a stream captures a graph."""
+        if self.backend != "cuda":
+            raise ValueError(f"{self.name}: specialise is the cuda backend's (the cpu backend has no kernel)")
+        specialise(self._impl, self._kernel, [self.device], [self.rank], self.name)
 
     def stop(self) -> None:
         """cpu: makes the peers' calls that wait on this rank in this communicator

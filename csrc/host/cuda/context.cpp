@@ -111,6 +111,7 @@ Executor::Executor(KernelSpec spec, double timeout_s, std::string name)
 Executor::~Executor() {
   release();
   if (library_) cudaLibraryUnload(library_);
+  for (cudaLibrary_t lib : replaced_) cudaLibraryUnload(lib);
   cudaGetLastError();
 }
 
@@ -200,6 +201,48 @@ void Executor::check_devices(const std::vector<int>& devices) {
                       " bytes of shared memory each); the GPU holds " + std::to_string(per_sm) + " per SM x " +
                       std::to_string(prop.multiProcessorCount) +
                       " SMs; use fewer blocks per role (blocks=N) or fewer ranks per GPU");
+  }
+}
+
+void Executor::specialise(const std::string& cubin, const std::string& name) {
+  if (!spec_.stream.empty())
+    throw std::invalid_argument(name_ + ": a stream program (copy-engine steps) launches several kernels; only a "
+                                "single kernel is specialised");
+  if (spec_.count_words > 0)
+    throw std::invalid_argument(name_ + ": the kernel reads its counts on the device; its tables cannot be "
+                                "compiled in");
+  if (failed_) throw CudaError(name_ + ": this communicator failed earlier (a wait timed out); create a new one");
+  DeviceRestore restore;
+  cudaLibrary_t lib = nullptr;
+  check(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+        name_ + ": loading the specialised kernel");
+  try {
+    cudaKernel_t k = nullptr;
+    check(cudaLibraryGetKernel(&k, lib, name.c_str()), name_ + ": finding kernel " + name);
+    std::map<int, int> ranks_on;
+    for (const Rank& r : ranks_) ++ranks_on[r.device];
+    // Loaded on each device now, and held to the residency the generic kernel was checked for.
+    for (const auto& [device, n] : ranks_on) {
+      check(cudaSetDevice(device), "cudaSetDevice");
+      if (spec_.smem > kDefaultSmem)
+        check(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, spec_.smem, device),
+              name_ + ": granting the specialised kernel's shared memory");
+      int fits = 0, sms = 0;
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, reinterpret_cast<const void*>(k), spec_.threads,
+                                                          spec_.smem),
+            name_ + ": cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+      if (int64_t(fits) * sms < int64_t(spec_.grid) * n)
+        throw CudaError(name_ + ": the specialised kernel fits " + std::to_string(fits) + " blocks per SM on GPU " +
+                        std::to_string(device) + ", its " + std::to_string(n) + " rank(s) need " +
+                        std::to_string(int64_t(spec_.grid) * n) + " co-resident blocks");
+    }
+    replaced_.push_back(library_);
+    library_ = lib;
+    kernel_ = k;
+  } catch (...) {
+    cudaLibraryUnload(lib);
+    throw;
   }
 }
 

@@ -129,6 +129,12 @@ class Executor {
   // The launch of local rank `local` alone, on `stream` (ranks' launches may
   // come from several threads at once, one each); no host sync.
   void launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t stream);
+  // Launches `name` of `cubin` from the next call on: the same kernel with
+  // the local ranks' tables compiled in (CudaProgram.specialised), so the
+  // same protocol over the same memory. The kernel it replaces stays loaded
+  // for graphs captured with it. Loading waits for the kernels running: every
+  // rank's launch of the calls before must have been issued.
+  void specialise(const std::string& cubin, const std::string& name);
   // Waits for every local GPU and raises TimeoutError for recorded timeouts.
   void synchronize();
   uint64_t epoch(size_t local);
@@ -157,6 +163,7 @@ class Executor {
   uint64_t timeout_ns_;
   std::string name_;
   cudaLibrary_t library_ = nullptr;
+  std::vector<cudaLibrary_t> replaced_;  // by specialise(), for graphs that launch their kernels
   cudaKernel_t kernel_ = nullptr;
   std::map<int, cudaKernel_t> stream_kernels_;  // a stream program's, by step
   std::vector<Rank> ranks_;
@@ -184,6 +191,7 @@ class Communicator {
   // once per call. A symmetric kernel, which needs every rank's buffers at
   // once, is refused.
   void run_rank(int rank, uintptr_t input, uintptr_t output, uintptr_t stream);
+  void specialise(const std::string& cubin, const std::string& name) { exec_.specialise(cubin, name); }
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch(int rank);
   int world() const { return exec_.spec().world; }
@@ -262,6 +270,7 @@ class ProcessCommunicator {
   const std::string& ipc_handle() const { return handle_; }
   void connect(const std::vector<std::string>& handles);
   void run(uintptr_t input, uintptr_t output, uintptr_t stream, uintptr_t counts = 0, uintptr_t recv_counts = 0);
+  void specialise(const std::string& cubin, const std::string& name) { exec_.specialise(cubin, name); }
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch() { return exec_.epoch(0); }
   int rank() const { return rank_; }

@@ -305,23 +305,51 @@ def test_tables_compiled_in_give_a_body_per_rank(arch, shared):
     world = 4
     program = compile_collective("all_reduce", world, "bf16", "sum", 64, arch=arch, symmetric=True,
                                  ranks_per_device=world, sms=132).cuda
-    ranks = [[int(w) for w in t] for t in program.tables.ranks]
+    ranks = {r: [int(w) for w in t] for r, t in enumerate(program.tables.ranks)}
     src = emit_cuda(program.kernel, shared, 1, None, ranks)
-    for r, words in enumerate(ranks):
+    for r, words in ranks.items():
         assert f"kRank{r}Words[{len(words)}] = {{{', '.join(f'{w}ll' for w in words)}}};" in src.text
         assert f"    case {r}: rank_call<Kernel<kWorld, kSharedTables, kSystem, Rank{r}Tables>>(p, peers, smem);" \
             in src.text
     assert src.text.count("K k(p,") == 1 and "using K =" not in src.text
     assert f"kSharedTables = {'true' if shared else 'false'}" in src.text
+    assert "default: __trap();" in src.text
     assert nvrtc.compile_cubin(src.text, arch).cubin[:4] == b"\x7fELF"
 
 
-def test_tables_compiled_in_are_one_per_rank_of_fixed_counts():
+def test_tables_compiled_in_for_one_process_s_rank_only():
+    program = compile_collective("all_gather", 3, "bf16", None, 48, arch="sm_90", symmetric=True,
+                                 ranks_per_device=1, sms=132).cuda
+    src = emit_cuda(program.kernel, True, 1, None, {2: [int(w) for w in program.tables.ranks[2]]})
+    assert "case 2: rank_call<Kernel<kWorld, kSharedTables, kSystem, Rank2Tables>>" in src.text
+    assert "case 0:" not in src.text and "kRank0Words" not in src.text and "default: __trap();" in src.text
+    assert nvrtc.compile_cubin(src.text, "sm_90").cubin[:4] == b"\x7fELF"
+
+
+def test_tables_compiled_in_are_the_world_s_ranks_of_fixed_counts():
     program = compiled_of("all_reduce", world=4).cuda
-    ranks = [list(t) for t in program.tables.ranks]
-    with pytest.raises(CodegenError, match=r"tables compiled in take one per rank \(4, got 3\)"):
-        emit_cuda(program.kernel, False, 1, None, ranks[:3])
+    ranks = {r: list(t) for r, t in enumerate(program.tables.ranks)}
+    with pytest.raises(CodegenError, match=r"tables compiled in take ranks of the world \(0-3, got 0, 4\)"):
+        emit_cuda(program.kernel, False, 1, None, {0: ranks[0], 4: ranks[1]})
     counted = compile_device_counts("all_gather_v", 4, "bf16", None, input_elems=64, output_elems=256,
                                     arch="sm_90").cuda
-    with pytest.raises(CodegenError, match="tables compiled in take one per rank .* fixed counts"):
+    with pytest.raises(CodegenError, match="tables compiled in take ranks of the world .* fixed counts"):
         emit_cuda(counted.kernel, True, 1, True, ranks)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_specialised_program_compiles_the_ranks_tables_in(arch):
+    program = compile_collective("reduce_scatter", 3, "bf16", "sum", 40, arch=arch, lowering="regime=latency").cuda
+    src, cubin = program.specialised(1, [0, 2])
+    assert cubin[:4] == b"\x7fELF" and src.name == program.source().name
+    assert "kRank0Words" in src.text and "kRank2Words" in src.text and "kRank1Words" not in src.text
+    assert (src.threads, src.grid, src.smem, src.shared_tables) == (program.threads, program.grid,
+                                                                    program.source().smem, program.shared_tables)
+
+
+def test_device_counts_programs_are_not_specialised():
+    counted = compile_device_counts("all_gather_v", 4, "bf16", None, input_elems=64, output_elems=256,
+                                    arch="sm_90").cuda
+    with pytest.raises(ProgramError, match="error: 'atom.kernel': a kernel that reads its counts on the device has "
+                                           "no tables to compile in"):
+        counted.specialised(1, [0])

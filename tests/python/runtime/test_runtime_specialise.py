@@ -1,0 +1,80 @@
+"""Kernels with the ranks' tables compiled in (Communicator.specialise):
+every collective, worlds 2-4 sharing GPU 0, the latency and a symmetric
+throughput lowering, specialised between calls, match the numpy reference
+and keep their epochs; a CUDA graph captured before replays after it, and
+one captured after replays the specialised kernel. Kernels that cannot be
+specialised (copy-engine steps; the cpu backend) are refused by name.
+Skipped without a GPU and a CUDA build, but for the refusals on the cpu
+backend."""
+
+from __future__ import annotations
+
+import pytest
+from test_runtime_cuda import GPUS, captured, check, communicator, make_case, on_devices
+
+from purlin import runtime
+from purlin.coll.builder import COLLECTIVES
+from purlin.compile import compile_collective, compile_plan
+
+LOWERINGS = {"latency": "regime=latency", "symmetric": "regime=throughput symmetric=true ranks-per-device={world}"}
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("lowering", list(LOWERINGS))
+@pytest.mark.parametrize("name", list(COLLECTIVES))
+@pytest.mark.gpu
+@pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")
+def test_specialised_kernel_matches_reference(name, lowering, world):
+    case = make_case(name, 3000, world)
+    c = compile_collective(case.collective, world, case.dtype, case.op, case.count, counts=case.counts, arch="sm_90",
+                           lowering=LOWERINGS[lowering].format(world=world))
+    devices = [0] * world
+    args = case.make_args(seed=9)
+    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
+    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
+    for _ in range(2):
+        comm.run(ins, outs)
+    comm.specialise()
+    for _ in range(3):
+        comm.run(ins, outs)
+    comm.synchronize()
+    check(case, outs, args, f"{lowering} specialised")
+    assert {comm.epoch(r) for r in range(world)} == {5 * c.plan.advance}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")
+def test_graphs_captured_before_and_after_specialise_replay():
+    case = make_case("all_reduce", 256, 2)
+    c = compile_collective("all_reduce", 2, case.dtype, case.op, case.count, arch="sm_90", lowering="regime=latency")
+    devices = [0, 0]
+    args = case.make_args(seed=4)
+    comm = communicator(c, timeout_s=20.0, name="all_reduce", devices=devices)
+    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
+    before = captured(comm, ins, outs)
+    comm.specialise()
+    after = captured(comm, ins, outs)
+    for _ in range(20):
+        before.replay()
+        after.replay()
+    comm.run(ins, outs)
+    comm.synchronize()
+    check(case, outs, args, "graphs around specialise")
+    assert {comm.epoch(r) for r in range(2)} == {41 * c.plan.advance}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")
+def test_copy_engine_kernels_are_not_specialised():
+    case = make_case("all_gather", 3000, 2)
+    c = compile_collective("all_gather", 2, case.dtype, None, case.count, arch="sm_90",
+                           lowering="symmetric=true copy-engine=true ranks-per-device=2")
+    comm = communicator(c, timeout_s=20.0, name="all_gather", devices=[0, 0])
+    with pytest.raises(ValueError, match=r"all_gather: its kernel cannot be specialised: .*copy-engine steps"):
+        comm.specialise()
+
+
+def test_the_cpu_backend_has_no_kernel_to_specialise():
+    comm = runtime.Communicator(compile_plan("all_reduce", 2, "f32", "sum", 16), "cpu", name="ar")
+    with pytest.raises(ValueError, match="ar: specialise is the cuda backend's"):
+        comm.specialise()
