@@ -26,6 +26,11 @@ that lowering (purlin-bench's purlin-NAME rows, e.g. ce='copy-engine=true'),
 reported in a table of its own against the same floor and against the
 default; a variant is no goal and no part of the collapse check.
 
+`--specialise` also times the latency section with each rank's tables
+compiled into its kernel (Communicator.specialise, what purlin.torch runs
+for a call made often), in a table of its own judged by the latency goal
+and against the default kernel.
+
 Throughput goals are stated for worlds 2, 4 and 8; rows of other worlds give
 their ratio only. No collapse: per world and collective, over every size measured (both
 sections), each size runs with the default lowering and the time per byte
@@ -142,15 +147,18 @@ def load_least_traffic(path: str):
 
 
 def run_bench(world: int, collectives: list[str], sizes: list[int],
-              lowerings: tuple[tuple[str, str], ...] = ()) -> tuple[dict, str]:
+              lowerings: tuple[tuple[str, str], ...] = (), specialise: bool = False) -> tuple[dict, str]:
     """purlin-bench's document for `world` ranks on GPU 0 (with purlin-NAME
-    rows for each of `lowerings`), and "" or why the run broke off."""
+    rows for each of `lowerings`, and purlin-specialised rows with
+    `specialise`), and "" or why the run broke off."""
     with tempfile.TemporaryDirectory() as out:
         argv = ["--single-process", "--backend", "cuda", "--devices", ",".join(["0"] * world),
                 "--sizes", ",".join(map(str, sizes)), "--max-bytes", str(max(sizes)),
                 "--collectives", ",".join(collectives), "--no-sweep", "--even-counts", "--out", out]
         for name, options in lowerings:
             argv += ["--lowering", f"{name}={options}"]
+        if specialise:
+            argv.append("--specialise")
         refused, broke = False, ""
         try:
             refused = bench.main(argv) == 2
@@ -232,11 +240,9 @@ def throughput_rows(runs: list[Measured], floor: dict[tuple[int, int], float],
     return rows
 
 
-def variant_rows(runs: list[Measured], default: list[Measured], floor: dict[tuple[int, int], float],
-                 least_traffic_us: Callable[[str, int, int], float]) -> list[dict]:
-    """A variant's throughput rows, with its time against the default's of the same call."""
+def variant_rows(rows: list[dict], default: list[Measured]) -> list[dict]:
+    """A variant's rows (judged as its section's), with its time against the default's of the same call."""
     base = {(m.world, m.collective, m.bytes): m.us for m in default}
-    rows = throughput_rows(runs, floor, least_traffic_us)
     for r in rows:
         us = base.get((r["world"], r["collective"], r["bytes"]))
         r["default_us"] = us
@@ -317,14 +323,21 @@ def format_throughput(rows: list[dict], rate: float) -> str:
 
 
 def format_variant(name: str, rows: list[dict]) -> str:
-    lines = [f"lowering {name}: purlin-{name} / the same floor, and / the default lowering (no goal)",
+    # The specialised kernels are what a call made often runs: judged by the latency goal.
+    judged = name == bench.SPECIALISED
+    title = (f"{name}: purlin-{name} (the ranks' tables compiled into the kernel) / the same floor, and / the "
+             f"default kernel; goal <= {LATENCY_GOAL:g}x" if judged else
+             f"lowering {name}: purlin-{name} / the same floor, and / the default lowering (no goal)")
+    lines = [title,
              f"{'world':>5} {'collective':>16} {'size':>8} {f'{name} us':>10} {'default us':>10} {'floor us':>9} "
              f"{'ratio':>6} {'/ default':>9}"]
     for r in rows:
-        note = f"  {r['verdict']}" if r["us"] is None else ""
+        note = f"  {r['verdict']}" if r["us"] is None or judged else ""
         lines.append(f"{r['world']:>5} {r['collective']:>16} {bench.human(r['bytes']):>8} {_num(r['us']):>10} "
                      f"{_num(r['default_us']):>10} {_num(r['floor_us']):>9} {_num(r['ratio']):>6} "
                      f"{_num(r['vs_default']):>9}{note}")
+    if judged:
+        lines.append(f"{name}: {_tally(rows)}")
     return "\n".join(lines)
 
 
@@ -343,7 +356,9 @@ def summarize(latency: list[Measured], throughput: list[Measured], floor: dict[t
     """summary.txt and summary.json of what was measured."""
     lat, thr = latency_rows(latency, floor), throughput_rows(throughput, floor, least_traffic_us)
     found = collapses(latency + throughput)
-    var = {name: variant_rows(runs, throughput, floor, least_traffic_us) for name, runs in (variants or {}).items()}
+    var = {name: variant_rows(latency_rows(runs, floor), latency) if name == bench.SPECIALISED else
+           variant_rows(throughput_rows(runs, floor, least_traffic_us), throughput)
+           for name, runs in (variants or {}).items()}
     text = "\n\n".join([format_latency(lat), format_throughput(thr, rate),
                          *(format_variant(name, rows) for name, rows in var.items()), format_collapses(found)])
     doc = {"copy_rate": rate,
@@ -380,6 +395,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="throughput sizes in bytes, comma-separated ('' for none)")
     ap.add_argument("--collectives", default=",".join(THROUGHPUT_COLLECTIVES),
                     help="comma-separated subset; the latency section runs the fixed forms among them")
+    ap.add_argument("--specialise", action="store_true",
+                    help="also time the latency section with the ranks' tables compiled into the kernel "
+                         f"(purlin-bench --specialise: purlin-{bench.SPECIALISED} rows, a table of their own)")
     ap.add_argument("--lowering", action="append", default=[], metavar="NAME=OPTIONS",
                     help="also time the throughput section lowered with these convert-coll-to-snac options "
                          "(repeatable; e.g. ce='copy-engine=true')")
@@ -387,8 +405,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     lowerings = []
     for spec in args.lowering:
         name, sep, options = spec.partition("=")
-        if not sep or not name or not options or any(c.isspace() for c in name) or name in dict(lowerings):
-            raise UsageError(f"--lowering takes NAME=OPTIONS with a new name and no spaces in it, got {spec!r}")
+        if (not sep or not name or not options or any(c.isspace() for c in name) or name in dict(lowerings)
+                or name == bench.SPECIALISED):
+            raise UsageError(f"--lowering takes NAME=OPTIONS with a new name (not {bench.SPECIALISED!r}) and no "
+                             f"spaces in it, got {spec!r}")
         lowerings.append((name, options))
     args.lowering = tuple(lowerings)
     args.worlds = _numbers(args.worlds, "--worlds")
@@ -441,19 +461,23 @@ def main(argv: list[str] | None = None) -> int:
                 ("throughput", args.collectives, args.throughput_sizes))
     runs: dict[str, list[Measured]] = {"latency": [], "throughput": []}
     variants: dict[str, list[Measured]] = {name: [] for name, _ in args.lowering}
+    if args.specialise:
+        variants[bench.SPECIALISED] = []
     docs = []
     for world in args.worlds:
         for section, collectives, sizes in sections:
             if not collectives or not sizes:
                 continue
             lowerings = args.lowering if section == "throughput" else ()
+            specialise = args.specialise and section == "latency"
             try:
-                doc, broke = run_bench(world, collectives, sizes, lowerings)
+                doc, broke = run_bench(world, collectives, sizes, lowerings, specialise)
             except UsageError as e:
                 print(f"one_gpu: {e}", file=sys.stderr)
                 return 2
+            names = [name for name, _ in lowerings] + ([bench.SPECIALISED] if specialise else [])
             docs.append({"section": section, "asked": {"collectives": collectives, "sizes": sizes,
-                                                       "lowerings": [name for name, _ in lowerings]},
+                                                       "lowerings": names},
                          **doc, **({"broke": broke} if broke else {})})
             judge(docs[-1], runs, variants)
         text, summary = summarize(runs["latency"], runs["throughput"], floor, rate, least_traffic_us, variants)

@@ -69,6 +69,8 @@ ALL_REDUCE_STRATEGIES = {
     "composed-c1M-b32": "regime=throughput strategy=composed chunk-bytes=1048576 blocks=32",
     "composed-c4M-b64": "regime=throughput strategy=composed chunk-bytes=4194304 blocks=64",
 }
+# purlin-NAME of --specialise's rows.
+SPECIALISED = "specialised"
 SWEEP_MAX_BYTES = 64 << 20
 SYMM_MAX_BYTES = 64 << 20
 CPU_MAX_BYTES = 1 << 20  # CPU threads are slow
@@ -555,6 +557,9 @@ def _main_torchrun(args: argparse.Namespace) -> int:
     bench = _Bench(world, rank, args.lowerings)
     bench.sweep = args.sweep
     bench.even_counts = args.even_counts
+    if args.specialise and backend != "cuda":
+        return _usage("--specialise is the cuda backend's (it compiles the ranks' tables into the kernel)")
+    bench.specialise = args.specialise
     # Every call's buffers are views of these, of the largest per-rank buffer any call runs.
     largest = max(size_run(c, s, world, args.even_counts) for c in args.collectives for s in _sizes(args)) // 2
     bench.mapped_in = pt.empty(largest, dtype=torch.bfloat16)
@@ -666,6 +671,7 @@ class _SingleBench(_Recorder):
         self.backend = backend
         self.arch = arch
         self.lowerings = lowerings
+        self.specialise = False
         self.bf16 = numpy_dtype("bf16")
 
     def values(self, n: int, rank: int):
@@ -728,11 +734,13 @@ class _SingleBench(_Recorder):
             expected = torch_expected(coll, ins, before, counts)
             self.nccl(coll, nbytes, ins, before, expected)
         self.purlin(case, "purlin", nbytes, "", ins, before, expected)
+        if self.specialise:
+            self.purlin(case, f"purlin-{SPECIALISED}", nbytes, "", ins, before, expected, specialise=True)
         for name, lowering in _variants(coll, nbytes, self.lowerings, self.sweep):
             self.purlin(case, f"purlin-{name}", nbytes, lowering, ins, before, expected)
 
     def purlin(self, case, impl: str, nbytes: int, lowering: str, ins: list, before: list,
-               expected: list) -> None:
+               expected: list, specialise: bool = False) -> None:
         from purlin.compile import compile_collective
         from purlin.runtime import Communicator
 
@@ -742,6 +750,8 @@ class _SingleBench(_Recorder):
                                           lowering=lowering, **self.placement)
             comm = Communicator(compiled.plan, backend=self.backend, devices=self.devices, name=f"{coll} {impl}",
                                 kernel=compiled.cuda)
+            if specialise:
+                comm.specialise()
         except Exception as e:  # a strategy that does not lower is a failure, not a crash
             self.fail(coll, impl, nbytes, e)
             return
@@ -826,6 +836,9 @@ def _main_single(args: argparse.Namespace) -> int:
     bench = _SingleBench(devices, backend, arch, args.lowerings)
     bench.sweep = args.sweep
     bench.even_counts = args.even_counts
+    if args.specialise and backend != "cuda":
+        return _usage("--specialise is the cuda backend's (it compiles the ranks' tables into the kernel)")
+    bench.specialise = args.specialise
     meta = {"command": f"purlin-bench --single-process --backend {backend} {where}",
             "mode": "single-process", "backend": backend, "world": world, "devices": devices,
             "placement": bench.placement, "even_counts": args.even_counts, **gpu}
@@ -864,15 +877,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lowering", action="append", default=[], metavar="NAME=OPTIONS",
                     help="also time purlin lowered with these convert-coll-to-snac options, as purlin-NAME "
                          "(repeatable; e.g. c16M='chunk-bytes=16777216 blocks=32')")
+    ap.add_argument("--specialise", action="store_true",
+                    help=f"--single-process on cuda: also time the default lowering with the ranks' tables compiled "
+                         f"into its kernel (Communicator.specialise), as purlin-{SPECIALISED}")
     args = ap.parse_args(argv)
     args.lowerings = []
     for spec in args.lowering:
         name, sep, options = spec.partition("=")
         if not sep or not name or not options or any(c.isspace() for c in name):
             return _usage(f"--lowering takes NAME=OPTIONS, e.g. c16M='chunk-bytes=16777216'; got {spec!r}")
-        if name in ALL_REDUCE_STRATEGIES or name in dict(args.lowerings):
-            return _usage(f"--lowering {name}: the name is taken (by another --lowering or an all_reduce strategy: "
-                          f"{', '.join(ALL_REDUCE_STRATEGIES)}); each names its own rows")
+        if name in ALL_REDUCE_STRATEGIES or name in dict(args.lowerings) or name == SPECIALISED:
+            return _usage(f"--lowering {name}: the name is taken (by another --lowering, --specialise or an "
+                          f"all_reduce strategy: {', '.join(ALL_REDUCE_STRATEGIES)}); each names its own rows")
         if why := _lowering_problem(options):
             return _usage(f"--lowering {spec}: {why}")
         args.lowerings.append((name, options))
@@ -892,9 +908,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         return _usage(f"unknown collective {', '.join(unknown)}; expected some of {', '.join(COLLECTIVES)}")
     single = args.single_process or "LOCAL_RANK" not in os.environ
-    if not single and (args.gpus is not None or args.backend is not None or args.devices is not None):
-        return _usage("--gpus, --devices and --backend are for --single-process; under torchrun the world "
-                      "is --nproc-per-node and the backend cuda")
+    if not single and (args.gpus is not None or args.backend is not None or args.devices is not None
+                       or args.specialise):
+        return _usage("--gpus, --devices, --backend and --specialise are for --single-process; under torchrun "
+                      "the world is --nproc-per-node and the backend cuda")
     chosen = args.backend
     if single and args.backend is None:
         from purlin.runtime import default_backend
