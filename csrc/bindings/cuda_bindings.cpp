@@ -11,6 +11,14 @@ namespace py = pybind11;
 
 namespace purlin::cuda {
 
+// The cubin copied out of the Python bytes first: the load runs without the GIL.
+template <class C>
+void specialise(C& c, const py::bytes& cubin, const std::string& name) {
+  std::string bytes(cubin);
+  py::gil_scoped_release release;
+  c.specialise(bytes, name);
+}
+
 void register_bindings(py::module_& m) {
   py::register_exception<TimeoutError>(m, "CudaTimeoutError", PyExc_TimeoutError);
   py::register_exception<CudaError>(m, "CudaBackendError", PyExc_RuntimeError);
@@ -58,11 +66,7 @@ void register_bindings(py::module_& m) {
            "thread driving that rank's GPU does; every rank must be launched once per call. No host sync.")
       .def(
           "specialise",
-          [](Communicator& c, const py::bytes& cubin, const std::string& name) {
-            std::string bytes(cubin);
-            py::gil_scoped_release release;
-            c.specialise(bytes, name);
-          },
+          &specialise<Communicator>,
           py::arg("cubin"), py::arg("name"),
           "Launch kernel `name` of `cubin` (the same kernel with the ranks' tables compiled in) from the next "
           "call on; every rank's launch of the calls before must have been issued.")
@@ -113,11 +117,7 @@ void register_bindings(py::module_& m) {
            "Device counts: this rank's int64 counts and where its received counts go (0: nowhere).")
       .def(
           "specialise",
-          [](ProcessCommunicator& c, const py::bytes& cubin, const std::string& name) {
-            std::string bytes(cubin);
-            py::gil_scoped_release release;
-            c.specialise(bytes, name);
-          },
+          &specialise<ProcessCommunicator>,
           py::arg("cubin"), py::arg("name"),
           "Launch kernel `name` of `cubin` (the same kernel with this rank's tables compiled in) from the next "
           "call on; this rank's launches of the calls before must have been issued.")

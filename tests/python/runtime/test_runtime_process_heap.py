@@ -50,6 +50,21 @@ def filled(comm, array):
     return buf
 
 
+def graph_of(comm, x, y) -> torch.cuda.CUDAGraph:
+    """One call of `comm` captured in a CUDA graph."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode="relaxed"):
+        comm.run(x, y)
+    return graph
+
+
+def check_rank(case, args, rank: int, y, what: str) -> None:
+    """Rank `rank`'s output `y` against the reference."""
+    got = runtime.to_host(y, numpy_dtype(case.dtype))
+    mismatch = compare([got], [case.expected(args)[rank]], case.dtype, case.op, case.contributions, 8.0, "%out")
+    assert mismatch is None, f"rank {rank}: {what}: {mismatch}"
+
+
 def in_place_collectives(rank: int, world: int) -> None:
     torch.cuda.set_device(rank % GPUS)
     shared = runtime.DeviceHeap(4 << 20, name="shared")
@@ -64,14 +79,9 @@ def in_place_collectives(rank: int, world: int) -> None:
         x, y = filled(comm, args[0][rank]), filled(comm, args[1][rank])
         for _ in range(3):
             comm.run(x, y)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, capture_error_mode="relaxed"):
-            comm.run(x, y)
-        graph.replay()
+        graph_of(comm, x, y).replay()
         comm.synchronize()
-        got = runtime.to_host(y, numpy_dtype(case.dtype))
-        mismatch = compare([got], [case.expected(args)[rank]], case.dtype, case.op, case.contributions, 8.0, "%out")
-        assert mismatch is None, f"rank {rank}: {name}: {mismatch}"
+        check_rank(case, args, rank, y, name)
         comm.close()
     shared.close()
 
@@ -146,15 +156,9 @@ def registered_tensors(rank: int, world: int) -> None:
         for inp, out in ((x, y), (wx, wy)):
             for _ in range(2):
                 comm.run(inp, out)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, capture_error_mode="relaxed"):
-                comm.run(inp, out)
-            graph.replay()
+            graph_of(comm, inp, out).replay()
             comm.synchronize()
-            got = runtime.to_host(out, numpy_dtype(case.dtype))
-            mismatch = compare([got], [case.expected(args)[rank]], case.dtype, case.op, case.contributions, 8.0,
-                               "%out")
-            assert mismatch is None, f"rank {rank}: {name} registered: {mismatch}"
+            check_rank(case, args, rank, out, f"{name} registered")
         with pytest.raises(ValueError, match=r"no heap to allocate from: .* its heaps are registered tensors"):
             comm.alloc(16)
         comm.close()
@@ -214,9 +218,7 @@ def specialised_ranks(rank: int, world: int) -> None:
         x, y = filled(comm, args[0][rank]), filled(comm, args[1][rank])
         for _ in range(3):
             comm.run(x, y)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, capture_error_mode="relaxed"):
-            comm.run(x, y)
+        graph = graph_of(comm, x, y)
         comm.synchronize()
         if rank == 0:
             comm.specialise()
@@ -226,9 +228,7 @@ def specialised_ranks(rank: int, world: int) -> None:
         comm.run(x, y)
         comm.synchronize()
         assert comm.epoch() == 9 * comm.plan.advance
-        got = runtime.to_host(y, numpy_dtype(case.dtype))
-        mismatch = compare([got], [case.expected(args)[rank]], case.dtype, case.op, case.contributions, 8.0, "%out")
-        assert mismatch is None, f"rank {rank}: {name} specialised: {mismatch}"
+        check_rank(case, args, rank, y, f"{name} specialised")
         comm.close()
 
 
