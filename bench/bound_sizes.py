@@ -11,7 +11,8 @@ purlin-bench rounds it):
   for every new size (about 7 ms each at world 4);
 - `bound`: the V form from compile_device_counts, lowered once per regime that
   the fixed lowerings chose, over buffers of that regime's largest size in the
-  sweep, and bound to this size's equal counts on the host
+  sweep, its counts bound on the host (counts_on_host: symmetric, in place as
+  the fixed one) to this size's equal counts
   (DeviceCountsCollective.bind_collective: tables only, about 1 ms).
 Both run as symmetric kernels through one Communicator, are checked against
 the numpy reference, then timed as purlin-bench times (CUDA-graph replays,
@@ -90,7 +91,8 @@ def pairs(collective: str, world: int, sizes: list[int], arch: str, sms: int) ->
         regimes[regime] = (max(lo, n_in), max(hi, n_out))
     lowered: dict[str, DeviceCountsCollective] = {
         regime: compile_device_counts(f"{collective}_v", world, "bf16", op, input_elems=n_in, output_elems=n_out,
-                                      arch=arch, lowering=placement_options(f"regime={regime}", True, world, sms))
+                                      arch=arch, lowering=placement_options(f"regime={regime}", True, world, sms),
+                                      counts_on_host=True)
         for regime, (n_in, n_out) in regimes.items()}
     out = []
     for count, (compiled, lower_ms) in fixed.items():

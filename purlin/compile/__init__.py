@@ -237,10 +237,14 @@ class DeviceCountsCollective:
 
 
 def compile_device_counts(collective: str, world: int, dtype: str, op: str | None = None, *, input_elems: int,
-                          output_elems: int, arch: str = CPU_ARCH, lowering: str = "") -> DeviceCountsCollective:
+                          output_elems: int, arch: str = CPU_ARCH, lowering: str = "",
+                          counts_on_host: bool = False) -> DeviceCountsCollective:
     """The V collective `collective` over buffers of `input_elems` and
     `output_elems` elements per rank (every call's counts must fit them),
-    its counts given at each call."""
+    its counts given at each call. `counts_on_host`: every call's counts are
+    bound on the host (bind, bind_collective), never read on the device, so a
+    symmetric lowering moves them in place (its `cuda`, which would read them
+    on the device, is refused)."""
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
     info = COLLECTIVES.get(collective)
@@ -252,5 +256,7 @@ def compile_device_counts(collective: str, world: int, dtype: str, op: str | Non
     # Any counts of the right shape: the module's layouts are dynamic.
     zeros = [[0] * world for _ in range(world)] if info.matrix else [0] * world
     spec = CollectiveSpec(collective, world, dtype, op, counts=zeros, dynamic=True)
+    if counts_on_host:
+        lowering = f"{lowering} counts-on-host=true".strip()
     kernel = _kernel(collective, spec.build_module((input_elems, output_elems)), arch, lowering)
     return DeviceCountsCollective(collective, world, spec.dtype, kernel, input_elems, output_elems, CudaProgram(kernel))

@@ -121,8 +121,9 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
     itemsize = element_bytes(op.input.type.element_type)
     reducing = op.consume.kind is not None
     dynamic = inp.is_dynamic or out.is_dynamic
-    # Counts read on the device build staged tables only (include/purlin/counts.cuh).
-    symmetric = o.symmetric and direct and not dynamic
+    # Counts read on the device build staged tables only (include/purlin/counts.cuh);
+    # counts the host binds give it every offset, in place included.
+    symmetric = o.symmetric and direct and (not dynamic or o.counts_on_host)
     if o.copy_engine and (why := _copy_engine_refusal(o, op, reducing, dynamic, symmetric)):
         raise PassFailedException(op_error(op, f"copy-engine: {why}"))
     choice = choose(
@@ -579,7 +580,9 @@ class ConvertCollToSnacPass(ModulePass):
     so that every rank's grid is resident at once; scope (auto|gpu|system) of
     the signals: auto is GPU scope where every rank shares one GPU;
     copy-engine (a symmetric copy collective's pushes made by the copy engine,
-    its steps one stream role)."""
+    its steps one stream role); counts-on-host (dynamic counts are bound on
+    the host before each call, never read on the device: a symmetric
+    program then moves them in place too)."""
 
     name = "convert-coll-to-snac"
 
@@ -594,6 +597,7 @@ class ConvertCollToSnacPass(ModulePass):
     sms: int = 0
     scope: str = "auto"
     copy_engine: bool = False
+    counts_on_host: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_choice("arch", self.arch, THRESHOLDS)

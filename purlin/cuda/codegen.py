@@ -674,6 +674,11 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': device counts need a kernel with a counts operand")
     if dynamic and not shared_tables:
         raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': device counts build the tables in shared memory")
+    if dynamic and any(ph.moves() in ("pull", "push") for ph in e.phase_ops.values()):
+        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': the kernel moves its dynamic counts in place, "
+                           "at offsets the host binds (lowered counts-on-host): bind the counts on the host "
+                           "(DeviceCountsCollective.bind_collective), or lower it without counts-on-host to read "
+                           "them on the device")
     prologue = _counts_prologue(e) if dynamic else []
     name = kernel_name(kernel)
     if streamed and (dynamic or kernel.symmetric is None):
