@@ -2,7 +2,7 @@
 against its V form lowered once per regime and bound to each size on the host.
 
     python bench/bound_sizes.py [--worlds 2,4,8] [--sizes 16,1024,65536,1048576,16777216]
-                                [--collectives all_gather,reduce_scatter,all_to_all] [--out DIR]
+                                [--collectives all_gather,reduce_scatter,all_to_all] [--staged] [--out DIR]
 
 All ranks share GPU 0. For each world, collective and size (bytes of the larger
 per-rank buffer, rounded down to what the collective takes in bf16, as
@@ -14,7 +14,7 @@ purlin-bench rounds it):
   sweep, its counts bound on the host (counts_on_host: symmetric, in place as
   the fixed one) to this size's equal counts
   (DeviceCountsCollective.bind_collective: tables only, about 1 ms).
-Both run as symmetric kernels through one Communicator, are checked against
+Both run as symmetric kernels (`--staged`: staged ones) through one Communicator, are checked against
 the numpy reference, then timed as purlin-bench times (CUDA-graph replays,
 the slowest rank's median). The table gives microseconds per call, bound /
 fixed, and the host's milliseconds to lower (fixed) and to bind (bound):
@@ -69,9 +69,10 @@ def equal_counts(collective: str, world: int, n_in: int, n_out: int) -> list:
     return [n_in] * world if collective == "all_gather" else [n_out] * world
 
 
-def pairs(collective: str, world: int, sizes: list[int], arch: str, sms: int) -> list[Pair]:
+def pairs(collective: str, world: int, sizes: list[int], arch: str, sms: int, symmetric: bool = True) -> list[Pair]:
     """Each size's fixed lowering, and its regime's V form (lowered once, over that
-    regime's largest buffers) bound to it."""
+    regime's largest buffers) bound to it; in place between the ranks' buffers
+    (`symmetric`), or staged."""
     op = op_of(collective)
     fixed = {}
     for nbytes in sizes:
@@ -80,7 +81,7 @@ def pairs(collective: str, world: int, sizes: list[int], arch: str, sms: int) ->
         if count in fixed:
             continue
         t = time.perf_counter()
-        compiled = compile_collective(collective, world, "bf16", op, count, arch=arch, symmetric=True,
+        compiled = compile_collective(collective, world, "bf16", op, count, arch=arch, symmetric=symmetric,
                                       ranks_per_device=world, sms=sms)
         fixed[count] = (compiled, (time.perf_counter() - t) * 1e3)
     regimes: dict[str, tuple[int, int]] = {}
@@ -91,7 +92,7 @@ def pairs(collective: str, world: int, sizes: list[int], arch: str, sms: int) ->
         regimes[regime] = (max(lo, n_in), max(hi, n_out))
     lowered: dict[str, DeviceCountsCollective] = {
         regime: compile_device_counts(f"{collective}_v", world, "bf16", op, input_elems=n_in, output_elems=n_out,
-                                      arch=arch, lowering=placement_options(f"regime={regime}", True, world, sms),
+                                      arch=arch, lowering=placement_options(f"regime={regime}", symmetric, world, sms),
                                       counts_on_host=True)
         for regime, (n_in, n_out) in regimes.items()}
     out = []
@@ -102,6 +103,16 @@ def pairs(collective: str, world: int, sizes: list[int], arch: str, sms: int) ->
         bound = lowered[regime].bind_collective(equal_counts(collective, world, n_in, n_out))
         out.append(Pair(collective, world, count, compiled, bound, regime, lower_ms, (time.perf_counter() - t) * 1e3))
     return out
+
+
+def sameness(p: Pair, world: int, sms: int) -> str:
+    """What the bound V form shares with the fixed lowering: "code+tables"
+    (the very kernel and tables), "code", or "-"."""
+    per_sm = p.fixed.cuda.blocks_per_sm(world, sms)
+    if p.bound.cuda.source(per_sm).text != p.fixed.cuda.source(per_sm).text:
+        return "-"
+    same = all(np.array_equal(b, f) for b, f in zip(p.bound.cuda.tables.ranks, p.fixed.cuda.tables.ranks))
+    return "code+tables" if same else "code"
 
 
 def expected(collective: str, ins: list[np.ndarray]) -> list[np.ndarray]:
@@ -121,7 +132,9 @@ def main() -> int:
     ap.add_argument("--worlds", default=",".join(map(str, WORLDS)))
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--collectives", default=",".join(COLLECTIVES))
-    ap.add_argument("--out", help="where summary.json goes")
+    ap.add_argument("--out", help="where bound-sizes.json goes")
+    ap.add_argument("--staged", action="store_true",
+                    help="both forms staged, not in place between the ranks' buffers")
     args = ap.parse_args()
     import torch
 
@@ -133,15 +146,16 @@ def main() -> int:
     from purlin.runtime import Communicator
 
     arch, sms = arch_of_device(0), _runtime.cuda_device_sms(0)
-    print(f"fixed lowering per size against the V form bound per size, bf16, every rank on GPU 0 "
-          f"({torch.cuda.get_device_name(0)}); us per call, slowest rank's median of graph replays")
+    print(f"fixed lowering per size against the V form bound per size, {'staged' if args.staged else 'in place'}, "
+          f"bf16, every rank on GPU 0 ({torch.cuda.get_device_name(0)}); us per call, slowest rank's median of graph "
+          "replays; same: what the bound form shares with the fixed one")
     print(f"{'world':>5} {'collective':>15} {'size':>9} {'regime':>10} {'fixed us':>9} {'bound us':>9} {'ratio':>6} "
-          f"{'lower ms':>9} {'bind ms':>8}")
+          f"{'lower ms':>9} {'bind ms':>8} {'same':>11}")
     rows = []
     for world in map(int, args.worlds.split(",")):
         timer, streams = _ranks_timer([0] * world)
         for collective in args.collectives.split(","):
-            for p in pairs(collective, world, [int(s) for s in args.sizes.split(",")], arch, sms):
+            for p in pairs(collective, world, [int(s) for s in args.sizes.split(",")], arch, sms, not args.staged):
                 n_in, n_out = CollectiveSpec(collective, world, "bf16", op_of(collective), p.count).buffer_sizes()
                 rng = np.random.default_rng(world * 1000 + p.count)
                 host = [rng.integers(-8, 8, n_in).astype(np.float32) for _ in range(world)]
@@ -159,10 +173,11 @@ def main() -> int:
                     del comm
                 row = {"world": world, "collective": collective, "bytes": max(n_in, n_out) * 2, "regime": p.regime,
                        "fixed_us": us["fixed"], "bound_us": us["bound"], "ratio": us["bound"] / us["fixed"],
-                       "lower_ms": p.lower_ms, "bind_ms": p.bind_ms}
+                       "lower_ms": p.lower_ms, "bind_ms": p.bind_ms, "same": sameness(p, world, sms)}
                 rows.append(row)
                 print(f"{world:>5} {collective:>15} {human(row['bytes']):>9} {p.regime:>10} {us['fixed']:>9.2f} "
-                      f"{us['bound']:>9.2f} {row['ratio']:>6.2f} {p.lower_ms:>9.1f} {p.bind_ms:>8.1f}", flush=True)
+                      f"{us['bound']:>9.2f} {row['ratio']:>6.2f} {p.lower_ms:>9.1f} {p.bind_ms:>8.1f} "
+                      f"{row['same']:>11}", flush=True)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "bound-sizes.json"), "w") as f:

@@ -39,3 +39,14 @@ def test_the_bound_v_form_computes_what_the_fixed_lowering_does(bound_sizes, col
             bound_sizes.check(collective, [o.astype(np.float32) for o in outs], ins, which)
     with pytest.raises(SystemExit, match=f"{collective} bound: rank 0 differs"):
         bound_sizes.check(collective, [np.ones(n_out, dtype=np.float32)] * world, ins, "bound")
+
+
+@pytest.mark.parametrize("symmetric", [True, False], ids=["in-place", "staged"])
+def test_what_the_bound_form_shares_with_the_fixed_one(bound_sizes, symmetric):
+    pairs = bound_sizes.pairs("all_to_all", 4, [16, 1 << 20, 16 << 20], "sm_90", 132, symmetric)
+    same = {p.count * 2 * 4: bound_sizes.sameness(p, 4, 132) for p in pairs}
+    # Latency packets wait for a free window in the V form; throughput bindings are the fixed kernels,
+    # in place with the fixed tables at every size, staged with them at the regime's largest.
+    assert same[16] == "-"
+    assert same[16 << 20] == "code+tables"
+    assert same[1 << 20] == ("code+tables" if symmetric else "code")
