@@ -38,6 +38,9 @@ class Thresholds:
     # COPY_ENGINE_ALIGN_BYTES, go by the copy engine when ranks share a GPU
     # (0: never; the engine cannot fan one read out).
     copy_engine_min_bytes: int
+    # A latency kernel with its ranks' tables compiled in (purlin.torch
+    # specialises one called often) is faster up to this many ranks (0: never).
+    specialise_max_world: int
 
 
 # sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
@@ -51,11 +54,13 @@ class Thresholds:
 # even at 64 and 1.06-1.09 at 32; all_gather 1.2-1.8x at every size. Slices
 # off 16 bytes (256 MiB at worlds 3, 5, 6, 7: 4- or 2-byte aligned) took
 # 1.2x at world 3 and 2.4x at worlds 5-7 (1xh100-odd-worlds).
+# Tables compiled in (1xh100-rank-tables, 1xh200-session-12-06): 9-22 % faster
+# at worlds 2-4 (16 B - 64 KiB), 1-36 % slower at world 8 (one body per rank).
 # sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
-    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0),
-    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20),
-    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0),
+    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0, 4),
+    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20, 4),
+    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0, 4),
 }
 
 # The copy engine's slices start and end on this many bytes (see above).

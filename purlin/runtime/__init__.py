@@ -80,6 +80,9 @@ class Communicator:
     """A plan bound to a backend's symmetric memory, epochs kept across calls;
     on "cuda" with `kernel`, the plan's CUDA program (purlin.compile.Compiled.cuda)."""
 
+    # Whether specialise() loaded the kernel with the tables compiled in.
+    specialised = False
+
     def __init__(
         self,
         plan: Plan | np.ndarray,
@@ -162,6 +165,7 @@ class Communicator:
         if self.backend != "cuda":
             raise ValueError(f"{self.name}: specialise is the cuda backend's (the cpu backend has no kernel)")
         specialise(self._impl, self._kernel, self.devices, range(self.world), self.name)
+        self.specialised = True
 
     def _check_overlaps(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         eb = self.plan.elem_bytes

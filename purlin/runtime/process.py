@@ -96,6 +96,9 @@ class ProcessCommunicator:
 
     `backend` "cuda" or "cpu"; by default "cpu" when the group's backend is gloo, else "cuda"."""
 
+    # Whether specialise() loaded the kernel with the tables compiled in.
+    specialised = False
+
     def __init__(
         self,
         plan: Plan | np.ndarray | None,
@@ -367,6 +370,7 @@ class ProcessCommunicator:
         if self.backend != "cuda":
             raise ValueError(f"{self.name}: specialise is the cuda backend's (the cpu backend has no kernel)")
         specialise(self._impl, self._kernel, [self.device], [self.rank], self.name)
+        self.specialised = True
 
     def stop(self) -> None:
         """cpu: makes the peers' calls that wait on this rank in this communicator

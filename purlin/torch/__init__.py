@@ -56,6 +56,7 @@ from purlin.torch.collectives import (
 )
 from purlin.torch.board import CallMismatchError
 from purlin.torch.cache import set_limits as set_cache_limits
+from purlin.torch.cache import set_specialise_after
 from purlin.torch.groups import cache_stats, init, release
 from purlin.torch.memory import empty, free, register
 from purlin.torch.process_group import PurlinProcessGroup, route
@@ -64,5 +65,5 @@ from purlin.torch.work import Work
 __all__ = [
     "CallMismatchError", "PurlinProcessGroup", "Work", "cache_stats", "all_gather", "all_gather_v", "all_gather_v_dev", "all_reduce", "all_to_all",
     "all_to_all_v", "all_to_all_v_dev", "empty", "free", "functional", "init", "ops", "reduce_scatter", "reduce_scatter_v",
-    "reduce_scatter_v_dev", "register", "release", "route", "set_cache_limits",
+    "reduce_scatter_v_dev", "register", "release", "route", "set_cache_limits", "set_specialise_after",
 ]

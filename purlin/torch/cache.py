@@ -16,6 +16,12 @@ Two caches, both least-recently-used and bounded:
 
 `release()` closes them all and empties the lowered plans; `stats()` counts
 what was lowered, made, closed and is kept.
+
+A CUDA latency communicator called `limits.specialise_after` times loads its
+kernel with this rank's tables compiled in (ProcessCommunicator.specialise:
+one NVRTC compile, cached; the same protocol, so the peers need not), at
+worlds up to the generation's measured `specialise_max_world`
+(purlin.conversion.cost_model); `set_specialise_after(0)` never does.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ class Limits:
     shared_bytes: int = 256 << 20  # per group: what its kept communicators map here (every rank's region)
     plans: int = 256  # lowered plans per process
     bound: int = 64  # calls per group kept bound to their plans (a binding costs a few ms)
+    specialise_after: int = 32  # calls of a CUDA latency communicator before it specialises (0: never)
 
 
 limits = Limits()
@@ -50,6 +57,14 @@ def set_limits(communicators: int | None = None, shared_bytes: int | None = None
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"purlin.torch.set_cache_limits: {name} must be a positive integer, got {value!r}")
         setattr(limits, name, value)
+
+
+def set_specialise_after(calls: int) -> None:
+    """Calls of a CUDA latency communicator after which this rank specialises
+    its kernel (0: never); communicators made from then on count to it."""
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+        raise ValueError(f"purlin.torch.set_specialise_after: calls must be an integer >= 0, got {calls!r}")
+    limits.specialise_after = calls
 
 
 # Communicators closed lately per group, remembered to tell when the calls keep

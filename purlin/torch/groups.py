@@ -11,15 +11,18 @@ Reductions are named as purlin names them ("prod") or as torch does
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
+from purlin.conversion.cost_model import THRESHOLDS
 from purlin.dtypes import ReduceKind
+from purlin.plan.model import BufKind
 from purlin.runtime.process import ProcessCommunicator
-from purlin.torch.cache import Communicators, RecentCalls, lowered, made, release_plans, stats
+from purlin.torch.cache import Communicators, RecentCalls, limits, lowered, made, release_plans, stats
 from purlin.torch.board import CallBoard, CallMismatchError, group_store, header
 
 if TYPE_CHECKING:
@@ -122,6 +125,8 @@ class GroupState:
                 self._checked(self.board.check, comm.purlin_header)
             else:
                 self.board.post(comm.purlin_header)
+                if comm.purlin_hot:
+                    self._warm(comm)
             return comm
         # The heaps are part of the call: ranks whose buffers lie elsewhere differ on the board.
         head = header(collective, dtype, op, count, key[5], lowering + "".join(f" heap={s}" for s in serials),
@@ -145,6 +150,19 @@ class GroupState:
 
         compiled = lowered((self.world, arch, *key[1:-1], bool(heaps)), lower)
         return self._keep(key, head, compiled.plan, collective, key[0], compiled.cuda, heaps)
+
+    def _warm(self, comm: ProcessCommunicator) -> None:
+        """Counts a call of CUDA latency communicator `comm` towards loading its
+        specialised kernel (purlin.torch.cache: limits.specialise_after)."""
+        if comm.purlin_hot > 1:
+            comm.purlin_hot -= 1
+        elif not torch.cuda.is_current_stream_capturing():
+            # Between calls only: a graph being captured would keep the kernel it holds.
+            comm.purlin_hot = 0
+            try:
+                comm.specialise()
+            except ValueError as e:
+                warnings.warn(f"purlin.torch: {e}; it keeps its generic kernel", RuntimeWarning, stacklevel=6)
 
     def agree_call(self, kind: str, dtype: str, count: int) -> None:
         """A collective call that is not a collective (purlin.torch.memory's), checked
@@ -283,9 +301,17 @@ class GroupState:
                                    name=collective, backend=backend, kernel=kernel,
                                    heap=list(dict.fromkeys(heaps)) if heaps else None)
         comm.purlin_header = head
+        comm.purlin_hot = limits.specialise_after if self._specialisable(plan, kernel) else 0
         made()
         self.plans.keep(key, comm)
         return comm
+
+    def _specialisable(self, plan: Plan | None, kernel: CudaProgram | None) -> bool:
+        """Whether a communicator of `plan` and `kernel` is a CUDA latency one
+        (packet windows) that runs faster specialised at this world."""
+        return (kernel is not None and plan is not None and not kernel.device_counts
+                and self.world <= THRESHOLDS[self.arch].specialise_max_world
+                and any(b.kind == BufKind.PACKETS for b in plan.buffers))
 
     def call_board(self) -> CallBoard:
         """The group's call board, made on its first call (collective)."""
