@@ -161,10 +161,12 @@ class Communicator:
         protocol over the same memory, but each lookup at an index the
         compiler knows is a constant. One NVRTC compile (cached) per plan:
         for calls made often. Call it between calls, not while a stream
-        captures a graph (graphs captured before keep the kernel they hold)."""
+        captures a graph (graphs captured before keep the kernel they hold).
+        Refused for a kernel reducing fewer than SPECIALISED_REDUCE_MIN_BYTES
+        a rank (purlin.runtime.backend: measured wrong, not yet explained)."""
         if self.backend != "cuda":
             raise ValueError(f"{self.name}: specialise is the cuda backend's (the cpu backend has no kernel)")
-        specialise(self._impl, self._kernel, self.devices, range(self.world), self.name)
+        specialise(self._impl, self._kernel, self.plan, self.devices, range(self.world), self.name)
         self.specialised = True
 
     def _check_overlaps(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from purlin.dtypes import DTYPE_BYTES, DTYPES, numpy_dtype
 from purlin.plan import Plan
+from purlin.plan.model import Op
 
 if TYPE_CHECKING:
     from purlin.cuda.program import CudaProgram
@@ -99,13 +100,28 @@ def kernel_spec(kernel: CudaProgram, devices: Sequence[int], extents: Sequence[t
     return kernel.spec(blocks_per_sm(kernel, devices), [i * eb for i, _ in extents], [o * eb for _, o in extents])
 
 
-def specialise(impl, kernel: CudaProgram, devices: Sequence[int], ranks: Sequence[int], name: str) -> None:
-    """Has runtime communicator `impl` launch `kernel` with the tables of
-    `ranks` (those it launches, on `devices`) compiled in from its next call on."""
+# Reductions of fewer bytes a rank than this ran wrong specialised (a
+# reduce_scatter of one bf16 element a rank, worlds 5-7, one H200): refused
+# until that is explained.
+SPECIALISED_REDUCE_MIN_BYTES = 4
+
+
+def specialise(impl, kernel: CudaProgram, plan: Plan | None, devices: Sequence[int], ranks: Sequence[int],
+               name: str) -> None:
+    """Has runtime communicator `impl` of `plan` launch `kernel` with the
+    tables of `ranks` (those it launches, on `devices`) compiled in from its
+    next call on."""
     from purlin.cuda.program import ProgramError
 
     if impl is None:
         raise RuntimeError(f"{name}: the communicator is closed")
+    bodies = [body for rank in plan.programs for body in rank] if plan is not None else []
+    small = min((i.elems * plan.elem_bytes for body in bodies for i in body if i.op == Op.REDUCE and i.elems),
+                default=None)
+    if small is not None and small < SPECIALISED_REDUCE_MIN_BYTES:
+        raise ValueError(f"{name}: its kernel is not specialised: it reduces {small} bytes a rank, and "
+                         f"reductions under {SPECIALISED_REDUCE_MIN_BYTES} bytes were measured wrong specialised "
+                         "(not yet explained)")
     try:
         src, cubin = kernel.specialised(blocks_per_sm(kernel, devices), ranks)
     except ProgramError as e:

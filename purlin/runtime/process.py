@@ -366,10 +366,12 @@ class ProcessCommunicator:
         tables compiled in (purlin.cuda.program.CudaProgram.specialised): the
         same protocol over the same memory, so the peers need not do the same.
         One NVRTC compile (cached) per plan and rank: for calls made often.
-        Call it between calls, not while a stream captures a graph."""
+        Call it between calls, not while a stream captures a graph. Refused
+        for a kernel reducing fewer than SPECIALISED_REDUCE_MIN_BYTES a rank
+        (purlin.runtime.backend: measured wrong, not yet explained)."""
         if self.backend != "cuda":
             raise ValueError(f"{self.name}: specialise is the cuda backend's (the cpu backend has no kernel)")
-        specialise(self._impl, self._kernel, [self.device], [self.rank], self.name)
+        specialise(self._impl, self._kernel, self.plan, [self.device], [self.rank], self.name)
         self.specialised = True
 
     def stop(self) -> None:

@@ -17,11 +17,13 @@ Two caches, both least-recently-used and bounded:
 `release()` closes them all and empties the lowered plans; `stats()` counts
 what was lowered, made, closed and is kept.
 
-A CUDA latency communicator called `limits.specialise_after` times loads its
-kernel with this rank's tables compiled in (ProcessCommunicator.specialise:
-one NVRTC compile, cached; the same protocol, so the peers need not), at
-worlds up to the generation's measured `specialise_max_world`
-(purlin.conversion.cost_model); `set_specialise_after(0)` never does.
+With `set_specialise_after(n)`, a CUDA latency communicator called n times
+loads its kernel with this rank's tables compiled in (ProcessCommunicator.
+specialise: one NVRTC compile, cached; the same protocol, so the peers need
+not), at worlds up to the generation's measured `specialise_max_world`
+(purlin.conversion.cost_model). Off by default (0) until the one case
+measured wrong (a reduce_scatter of one bf16 element a rank, specialised, at
+worlds 5-7 on an H200) is explained.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ class Limits:
     shared_bytes: int = 256 << 20  # per group: what its kept communicators map here (every rank's region)
     plans: int = 256  # lowered plans per process
     bound: int = 64  # calls per group kept bound to their plans (a binding costs a few ms)
-    specialise_after: int = 32  # calls of a CUDA latency communicator before it specialises (0: never)
+    specialise_after: int = 0  # calls of a CUDA latency communicator before it specialises (0: never)
 
 
 limits = Limits()
