@@ -13,3 +13,7 @@ config.excludes = ["lit.cfg.py", "inputs"]
 bindir = os.path.dirname(sys.executable)
 config.environment["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
 config.substitutions.append(("%python", sys.executable))
+# A worktree's checkout is found through PYTHONPATH (lit starts the tools with
+# a clean environment otherwise, and the venv's purlin would load).
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
