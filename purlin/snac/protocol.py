@@ -114,6 +114,11 @@ class PhasePlan:
     # that all of a group's sources sit in symmetric memory (what multimem
     # reads), or pushed by its producer with the others.
     stage_local: bool = False
+    # A slice of 0 elements still makes a unit (and a group), one flag-only
+    # packet: every pair of ranks the layouts connect exchanges a flag every
+    # call, whatever the counts (what lets a latency phase of dynamic counts
+    # drop its per-call handshake, coll_to_snac._mutual).
+    empty_units: bool = False
     units: Sequence[tuple[Unit, ...]] = field(init=False)
     groups: Sequence[tuple[Group, ...]] = field(init=False)
 
@@ -130,7 +135,13 @@ class PhasePlan:
     # are counted once, with integers only.
 
     def _chunk_count(self, size: int) -> int:
-        return 0 if size == 0 else 1 if self.chunk <= 0 else -(-size // self.chunk)
+        if size == 0:
+            return int(self.empty_units)
+        return 1 if self.chunk <= 0 else -(-size // self.chunk)
+
+    def chunks_of(self, size: int) -> list[tuple[int, int]]:
+        """[lo, hi) of each unit (or group) a slice of `size` elements makes."""
+        return _chunks(size, self.chunk) or ([(0, 0)] if self.empty_units else [])
 
     @cached_property
     def _closed_form(self) -> bool:
@@ -306,14 +317,12 @@ class PhasePlan:
         offsets, at = [], 0
         for u in self.units[rank]:
             offsets.append(at)
-            at += -(-u.size // align) * align
+            at += _packed(u.size, align)
         return offsets
 
     def window_elems(self, align: int) -> int:
         """Elements a packet window needs per source rank."""
-        return max(
-            (sum(-(-u.size // align) * align for u in us) for us in self.units), default=0
-        )
+        return max((sum(_packed(u.size, align) for u in us) for us in self.units), default=0)
 
 
 # What a phase may ask for before anything is expanded (the plan, the tables
@@ -321,10 +330,11 @@ class PhasePlan:
 MAX_PHASE_RECORDS = 1 << 20
 
 
-def records(layout: Layout | OwnerSplit, chunk: int) -> int:
+def records(layout: Layout | OwnerSplit, chunk: int, empty_units: bool = False) -> int:
     """How many units (or groups) the slices of `layout` make, every rank's
-    together, cut into chunks of `chunk` elements (0: one per slice)."""
-    return sum(n * (0 if size == 0 else 1 if chunk <= 0 else -(-size // chunk))
+    together, cut into chunks of `chunk` elements (0: one per slice), an empty
+    slice one with `empty_units`."""
+    return sum(n * (int(empty_units) if size == 0 else 1 if chunk <= 0 else -(-size // chunk))
                for size, n in layout.slice_sizes())
 
 
@@ -337,6 +347,12 @@ PACKET_BYTES = 16
 def packet_elems(itemsize: int) -> int:
     """Elements of one packet's 8 data bytes."""
     return PACKET_DATA_BYTES // itemsize
+
+
+def _packed(size: int, align: int) -> int:
+    """Elements a unit of `size` takes in a window: whole packets, at least
+    one (an empty unit's packet carries its flag alone)."""
+    return -(-max(size, 1) // align) * align
 
 
 def _chunks(size: int, chunk: int) -> list[tuple[int, int]]:
@@ -364,7 +380,7 @@ def rank_units(plan: PhasePlan, rank: int) -> tuple[Unit, ...]:
         who = every if plan.stage_local or rank not in every else tuple(d for d in every if d != rank)
         if not who and not plan.keep_unread:
             continue
-        for lo, hi in _chunks(sl.size, plan.chunk):
+        for lo, hi in plan.chunks_of(sl.size):
             mine.append(Unit(rank, len(mine), sl.name, lo, hi, sl.offset + lo, tuple(who)))
     return tuple(mine)
 
@@ -379,7 +395,7 @@ def rank_groups(plan: PhasePlan, rank: int) -> tuple[Group, ...]:
     remote: list[tuple] = []
     local: list[tuple] = []  # groups of the rank's own sources alone
     for d in sorted(plan.dst.slices(rank), key=lambda s: s.name):
-        for lo, hi in _chunks(d.size, plan.chunk):
+        for lo, hi in plan.chunks_of(d.size):
             found = memo.get((d.name, lo))
             if found is None:
                 # Every rank reduces in rank order, so all get the same bits.

@@ -166,9 +166,11 @@ def phase_pairs(w: int):
 @pytest.mark.parametrize("w", [1, 2, 3, 4, 7, 9])
 def test_phase_counts_equal_the_enumerated_phase(w):
     for (cs, cd), (ls, ld) in phase_pairs(w):
-        for chunk, keep_unread, stage_local in product((0, 2, 5), (False, True), (False, True)):
-            closed = PhasePlan(w, cs, cd, True, chunk, keep_unread=keep_unread, stage_local=stage_local)
-            listed = PhasePlan(w, ls, ld, True, chunk, keep_unread=keep_unread, stage_local=stage_local)
+        for chunk, keep_unread, stage_local, empty in product((0, 2, 5), (False, True), (False, True), (False, True)):
+            closed = PhasePlan(w, cs, cd, True, chunk, keep_unread=keep_unread, stage_local=stage_local,
+                               empty_units=empty)
+            listed = PhasePlan(w, ls, ld, True, chunk, keep_unread=keep_unread, stage_local=stage_local,
+                               empty_units=empty)
             for r in range(w):
                 assert closed.units[r] == listed.units[r]
                 assert closed.groups[r] == listed.groups[r]
