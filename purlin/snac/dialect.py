@@ -274,12 +274,16 @@ class PhaseOp(IRDLOperation):
     # all of a group's sources at one symmetric address), or pushed by the
     # producer with its peers' (one read of the input for every destination).
     stage_local = opt_prop_def(UnitAttr)
+    # A slice of 0 elements still makes a unit and a group: one flag-only
+    # packet, so every pair of ranks the layouts connect exchanges a flag each
+    # call whatever the counts (PhasePlan.empty_units).
+    empty_units = opt_prop_def(UnitAttr)
 
     traits = traits_def(SymbolOpInterface())
     assembly_format = (
         "$sym_name `from` $source $src_layout `to` $dst_layout (`route` $route^)? "
         "`consume` $consume `chunk` $chunk (`via` $buffer^)? (`direct` $transfer^)? `ready` $ready `free` $free "
-        "(`deterministic` $deterministic^)? (`stage_local` $stage_local^)? attr-dict"
+        "(`deterministic` $deterministic^)? (`stage_local` $stage_local^)? (`empty_units` $empty_units^)? attr-dict"
     )
 
     def __init__(
@@ -367,6 +371,9 @@ class PhaseOp(IRDLOperation):
             raise _err(self, f"chunk must be non-negative, got {self.chunk.value.data}")
         assert isinstance(prog.input.type, MemRefType)
         buf = self.buffer_op()
+        if self.empty_units is not None and (buf is None or buf.kind.data != BufferKind.PACKETS):
+            raise _err(self, f"'empty_units' makes an empty slice one flag-only packet, but the phase moves "
+                             f"{self.moves()}; expected a phase via a packet window")
         if buf is not None and buf.elem_type != prog.input.type.element_type:
             raise _err(
                 self,
@@ -402,7 +409,7 @@ class PhaseOp(IRDLOperation):
             raise _err(self, f"the layouts do not make a phase: {e}") from None
         chunk = self.chunk.value.data
         for layout, what in ((src, "units"), (dst, "groups")):
-            if (n := records(layout, chunk)) > MAX_PHASE_RECORDS:
+            if (n := records(layout, chunk, self.empty_units is not None)) > MAX_PHASE_RECORDS:
                 raise _err(self, f"chunk {chunk} cuts the layout into {n} {what}, more than the "
                                  f"{MAX_PHASE_RECORDS} a phase may have; use larger chunks")
 

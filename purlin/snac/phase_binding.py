@@ -67,7 +67,7 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
         plan = PhasePlan(
             world, src, dst, op.consume.kind is not None, op.chunk.value.data,
             keep_unread=op.source.data == snac.PhaseSource.OUTPUT,
-            stage_local=op.stage_local is not None,
+            stage_local=op.stage_local is not None, empty_units=op.empty_units is not None,
         )
         align = 0 if buf is None else packet_elems(element_bytes(buf.elem_type))
         offsets = PerRank(world, lambda r, plan=plan, align=align: plan.window_offsets(r, align) if align else [])

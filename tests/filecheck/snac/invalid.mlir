@@ -252,6 +252,18 @@ func.func @prod_on_fp8(%a: memref<8xf8E4M3FN>) {
   func.return
 }
 
+// -----
+
+func.func @empty_units_staged(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime throughput strategy copy : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b staging halves 2 slots 1 elems 4 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s empty_units
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': 'empty_units' makes an empty slice one flag-only packet, but the phase moves staging; expected a phase via a packet window
+  }
+  func.return
+}
+
 // -- queries and roles --------------------------------------------------------
 
 // -----

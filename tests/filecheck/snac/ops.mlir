@@ -258,6 +258,27 @@ func.func @counts(%in: memref<64xf16>, %out: memref<16xf16>, %n: memref<4xi64>) 
 // GENERIC:       "snac.program"(%in, %out, %n) <{world = 4 : i64, regime = #snac<regime throughput>, strategy = #snac<strategy direct>}> ({
 // GENERIC:         "snac.advance"(%most) : (index) -> ()
 
+// -- dynamic counts in the latency regime: empty slices as flag-only units -----
+
+func.func @empty_units(%in: memref<8xf32>, %out: memref<24xf32>, %n: memref<3xi64>) {
+  snac.program %in, %out counts %n world 3 regime latency strategy copy : memref<8xf32>, memref<24xf32>, memref<3xi64> {
+    snac.buffer @exchange_buf packets halves 2 slots 3 elems 30 : f32
+    snac.signals @exchange_ready slots 3
+    snac.signals @exchange_free slots 3
+    snac.phase @exchange from input <packed_v, world 3, ?> to <scattered_v, world 3, ?> consume <copy> chunk 0 via @exchange_buf ready @exchange_ready free @exchange_free empty_units
+    %rank = snac.rank
+    %epoch, %prev = snac.epoch
+    %most = snac.max_units @exchange
+    snac.advance %most
+  }
+  func.return
+}
+// CHECK-LABEL: func.func @empty_units
+// CHECK:           snac.phase @exchange from input <packed_v, world 3, ?> to <scattered_v, world 3, ?> consume <copy> chunk 0 via @exchange_buf ready @exchange_ready free @exchange_free empty_units{{$}}
+
+// GENERIC-LABEL: sym_name = "empty_units"
+// GENERIC:       "snac.phase"() <{{.*}}empty_units{{.*}}}> : () -> ()
+
 // -- every element type, world 1 --------------------------------------------
 
 func.func @dtypes(%h: memref<4xf16>, %e4: memref<4xf8E4M3FN>, %e5: memref<4xf8E5M2>) {
