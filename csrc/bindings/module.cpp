@@ -165,6 +165,8 @@ PYBIND11_MODULE(_runtime, m) {
           py::arg("inputs"), py::arg("outputs"),
           "One call on all ranks: one array per rank, raw bytes (the caller checks the dtype)")
       .def("epoch", &purlin::cpu::Communicator::epoch, py::arg("rank"))
+      .def("rebind", &purlin::cpu::Communicator::rebind, py::arg("plan"),
+           "Run `plan` from the next call on: another binding of this plan's kernel, laid out alike")
       .def_property_readonly("bypasses_cache", &purlin::cpu::Communicator::bypasses_cache)
       .def_property_readonly("world", &purlin::cpu::Communicator::world);
 

@@ -196,7 +196,9 @@ Plan decode_plan(const int64_t* words, int64_t n) {
     if (in.op == Op::Put || in.op == Op::WaitPackets) {
       check(in.buf >= 0 && in.buf < n_buffers && p.buffers[in.buf].kind == BufKind::Packets,
             "put/wait_packets needs a packet window");
-      check(in.offset >= 0 && in.offset + in.elems <= p.buffers[in.buf].elems, "window range outside the window");
+      // An empty put or wait_packets still moves the packet at its offset (its flag).
+      check(in.offset >= 0 && in.offset + std::max<int64_t>(in.elems, 1) <= p.buffers[in.buf].elems,
+            "window range outside the window");
     }
     p.instrs.push_back(in);
   }

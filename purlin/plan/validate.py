@@ -167,8 +167,9 @@ def _check_packet_op(at: _Site) -> None:
     if not 0 <= i.buf < len(plan.buffers) or plan.buffers[i.buf].kind != BufKind.PACKETS:
         at.fail(f"buffer {i.buf} is not a packet window")
     window = plan.buffers[i.buf].elems
-    if i.offset < 0 or i.offset + i.elems > window:
-        at.fail(f"window range [{i.offset}, {i.offset + i.elems}) is outside its {window} elements")
+    # An empty one still moves the packet at its offset (its flag).
+    if i.offset < 0 or i.offset + max(i.elems, 1) > window:
+        at.fail(f"window range [{i.offset}, {i.offset + max(i.elems, 1)}) is outside its {window} elements")
     per_packet = PACKET_DATA_BYTES // plan.elem_bytes
     if i.offset % per_packet:
         at.fail(f"window offset {i.offset} does not start a packet ({per_packet} elements)")

@@ -155,6 +155,19 @@ class Communicator:
                 handles = [int(getattr(st, "cuda_stream", st)) for st in streams]
             self._impl.run([b[0] for b in ins], [b[0] for b in outs], handles)
 
+    def rebind(self, plan: Plan) -> None:
+        """cpu: runs `plan` from the next call on, on the same memory and
+        epochs: another binding of this plan's kernel
+        (purlin.compile.DeviceCountsCollective.bind: other sizes over the same
+        buffers), whose memory is laid out as the current one's."""
+        if self.backend != "cpu":
+            raise ValueError(f"{self.name}: rebind is the cpu backend's")
+        validate(plan)
+        self._impl.rebind(_runtime.decode(plan.encode()))
+        self.plan = plan
+        self._extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+        self._overlaps = aliasing.Buffers(plan, self.name)
+
     def specialise(self) -> None:
         """cuda: from the next call on, the kernel with every rank's tables
         compiled in (purlin.cuda.program.CudaProgram.specialised): the same

@@ -111,20 +111,24 @@ class PlanMachine:
             dst[: i.elems] = reduce_parts(srcs, i.redop.name.lower())
         yield None
 
+    def _packets(self, i: P.Instr) -> tuple[int, int]:
+        """The packets [first, last) a put or wait_packets moves: at least one,
+        an empty unit's carrying its flag alone."""
+        first = i.offset // self.per_packet
+        return first, first + max(-(-i.elems // self.per_packet), 1)
+
     def _put(self, at: _At, n: int, i: P.Instr):
         src = self._mem(i.srcs[0], at.rank, at.inputs, at.outputs)[: i.elems]
         self.staging[i.buf][i.peer][at.half, at.rank, i.offset : i.offset + i.elems] = src
-        first = i.offset // self.per_packet
-        last = -(-(i.offset + i.elems) // self.per_packet)
+        first, last = self._packets(i)
         self.flags[i.buf][i.peer][at.half, at.rank, first:last] = self.epoch[at.rank] + 1
         yield None
 
     def _wait_packets(self, at: _At, n: int, i: P.Instr):
         flags = self.flags[i.buf][at.rank][at.half, i.peer]
-        first = i.offset // self.per_packet
-        last = -(-(i.offset + i.elems) // self.per_packet)
+        first, last = self._packets(i)
         need = self.epoch[at.rank] + 1
-        if i.elems and flags[first:last].min() < need:
+        if flags[first:last].min() < need:
             yield (
                 lambda f=flags, a=first, b=last, v=need: f[a:b].min() >= v,
                 lambda f=flags, a=first, b=last, v=need, n=n, src=i.peer: (

@@ -24,6 +24,9 @@ namespace purlin::cpu {
 namespace {
 
 int64_t packets_for(int64_t elems, int64_t per_packet) { return (elems + per_packet - 1) / per_packet; }
+// The packets a put or wait_packets moves: at least one, so that an empty
+// unit still carries the call's flag (PhasePlan.empty_units).
+int64_t packets_moved(int64_t elems, int64_t per_packet) { return std::max<int64_t>(packets_for(elems, per_packet), 1); }
 
 // State shared by the threads of one call: the first failure stops them all.
 struct CallState {
@@ -324,12 +327,14 @@ class RoleThread {
         const Place src = place(p_.refs[in.src_first]);
         Packet* out = window(in.peer, in.buf, rank_) + in.offset / pe_;
         const uint64_t flag = epoch_ + 1;
-        const int64_t whole = in.elems / pe_, packets = packets_for(in.elems, pe_);
+        const int64_t whole = in.elems / pe_, packets = packets_moved(in.elems, pe_);
         for (int64_t k = 0; k < packets; ++k) {
           uint64_t word = 0;  // a partial last packet is zero-padded
-          if (!src.bytes) read(src, k * pe_, std::min(pe_, in.elems - k * pe_), reinterpret_cast<unsigned char*>(&word));
-          else if (k < whole) std::memcpy(&word, src.bytes + k * kPacketDataBytes, kPacketDataBytes);
-          else std::memcpy(&word, src.bytes + k * kPacketDataBytes, (in.elems - k * pe_) * eb_);
+          const int64_t n = std::min(pe_, in.elems - k * pe_);  // 0: an empty unit's packet, its flag alone
+          if (!src.bytes) {
+            if (n > 0) read(src, k * pe_, n, reinterpret_cast<unsigned char*>(&word));
+          } else if (k < whole) std::memcpy(&word, src.bytes + k * kPacketDataBytes, kPacketDataBytes);
+          else std::memcpy(&word, src.bytes + k * kPacketDataBytes, n * eb_);
           out[k].data.store(word, std::memory_order_relaxed);
           out[k].flag.store(flag, std::memory_order_release);
         }
@@ -339,7 +344,7 @@ class RoleThread {
       case Op::WaitPackets: {
         const Packet* packets = window(rank_, in.buf, in.peer) + in.offset / pe_;
         const uint64_t flag = epoch_ + 1;
-        const int64_t n = packets_for(in.elems, pe_);
+        const int64_t n = packets_moved(in.elems, pe_);
         const auto await = [&](int64_t k) {
           if (packets[k].flag.load(std::memory_order_relaxed) >= flag) return;
           spin(packets[k].flag, flag, [&](uint64_t have) {
@@ -350,7 +355,7 @@ class RoleThread {
         };
         // The last packet first: polling right behind the writer would pull
         // each line away from its core as it is written.
-        if (n > 0) await(n - 1);
+        await(n - 1);
         for (int64_t k = 0; k < n; ++k) await(k);
         std::atomic_thread_fence(std::memory_order_acquire);
         return;

@@ -264,6 +264,75 @@ def test_missing_packets_time_out():
         comm.run([np.ones(4, numpy_dtype("bf16"))] * 2, outputs_for(good))
 
 
+def empty_exchange(put: bool = True) -> Plan:
+    """Rank 0 puts an empty unit to rank 1 (a flag-only packet, as a bound
+    phase of empty_units makes one for a count of 0), which rank 1 waits for;
+    without `put` no packet comes."""
+    produce = [Instr(Op.PUT, Mech.PACKET, 0, peer=1, buf=0, offset=2, srcs=(Ref(Space.INPUT, 0, offset=4),))]
+    wait = [Instr(Op.WAIT_PACKETS, Mech.PACKET, 0, peer=0, buf=0, offset=2)]
+    return plan_of(2, "f32", 4, 4, ROLES, [BufferSpec("win", BufKind.PACKETS, 2, 4)], [],
+                   [[produce if put else [], []], [[], wait]])
+
+
+def test_an_empty_put_carries_its_flag():
+    """An empty put stores one packet, its flag alone (and no data), and an
+    empty wait_packets waits for it, every call: the CPU runtime and the plan
+    simulator alike."""
+    from purlin.simulator.plan_machine import PlanExecutionError, PlanMachine
+
+    plan = empty_exchange()
+    comm = Communicator(plan, timeout_s=5.0, name="empty")
+    machine = PlanMachine(plan)
+    inputs = [np.arange(4, dtype=np.float32)] * 2
+    for _ in range(3):
+        outputs = outputs_for(plan)
+        comm.run(inputs, outputs)
+        machine.run(inputs, outputs)
+        assert all(np.isnan(o).all() for o in outputs)
+    # Source 0's packets in rank 1's window, each half: the put's (packet 1) carries the call's flag.
+    assert machine.flags[0][1][:, 0].tolist() == [[0, 3], [0, 2]]
+    assert not machine.staging[0][1].any()
+    broken = empty_exchange(put=False)
+    with pytest.raises(CollectiveTimeout, match=r'empty: rank 1 role 1 .*packet window 0 "win" half 0 from rank 0, '
+                       r"packet 1 \(element 2\) has flag 0, awaited >= 1 \(epoch 0\)"):
+        Communicator(broken, timeout_s=0.2, name="empty").run(inputs, outputs_for(broken))
+    with pytest.raises(PlanExecutionError, match=r"rank 1 role 1 instruction 0 waits for packets from rank 0 "
+                                                 r"\[1, 2\) to carry flag 1 \(lowest 0\)"):
+        PlanMachine(broken).run(inputs, outputs_for(broken))
+
+
+def test_an_empty_put_past_the_window_is_refused():
+    """An empty put still stores the packet at its offset: one past the window is refused."""
+    from purlin.plan import PlanError, validate
+
+    plan = empty_exchange()
+    past = dataclasses.replace(plan, programs=[[[dataclasses.replace(plan.programs[0][0][0], offset=4)], []],
+                                               plan.programs[1]])
+    with pytest.raises(PlanError, match=r"window range \[4, 5\) is outside its 4 elements"):
+        validate(past)
+    with pytest.raises(ValueError, match="window range outside the window"):
+        _runtime.decode(past.encode())
+
+
+def test_rebind_runs_another_binding_on_the_same_memory_and_epochs():
+    from purlin.compile import compile_device_counts, compile_plan
+
+    kernel = compile_device_counts("all_gather_v", 2, "f32", input_elems=8, output_elems=16)
+    comm = Communicator(kernel.bind([3, 5]), name="agv")
+    inputs = [np.arange(8, dtype=np.float32) + 10 * r for r in range(2)]
+    for counts in ([3, 5], [8, 0], [0, 2]):
+        if counts != [3, 5]:
+            comm.rebind(kernel.bind(counts))
+        outputs = [np.full(16, np.nan, np.float32) for _ in range(2)]
+        comm.run(inputs, outputs)
+        want = np.concatenate([inputs[r][:c] for r, c in enumerate(counts)])
+        for out in outputs:
+            np.testing.assert_array_equal(out[:sum(counts)], want)
+    assert comm.epoch(0) == 3 * comm.plan.advance
+    with pytest.raises(ValueError, match="agv: the new plan's memory is not laid out as the current one's"):
+        comm.rebind(compile_plan("all_gather", 2, "f32", None, 4, lowering="regime=throughput chunk-bytes=64"))
+
+
 def test_timeout_of_one_rank_stops_all():
     """Rank 0 never signals anyone: every consumer stops, the call returns."""
     world = 4
