@@ -57,6 +57,12 @@ __device__ void spread(u64 lo, u64 hi, Part part, Count count, Body body) {
   }
 }
 
+// Packets of a unit or group of `bytes`: at least one, so that an empty unit
+// (PhasePlan.empty_units) still carries the call's flag.
+__device__ __forceinline__ i64 packets_of(i64 bytes) {
+  return bytes > 0 ? (bytes + kPacketDataBytes - 1) / kPacketDataBytes : 1;
+}
+
 // atom.put of units [lo, hi) (a loop whose body is one put, or one put): each
 // unit as packets into this rank's region of every consumer's window, one
 // (unit, consumer, packet) store per piece.
@@ -66,7 +72,7 @@ __device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 f
   char* const base_src = k.source(ph);
   const i64 region = k.t(ph + abi::kPhBuffer) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
                      k.rank() * k.t(ph + abi::kPhSlotBytes);
-  auto packets = [&](int unit) { return (k.t(unit + abi::kUBytes) + kPacketDataBytes - 1) / kPacketDataBytes; };
+  auto packets = [&](int unit) { return packets_of(k.t(unit + abi::kUBytes)); };
   spread(
       lo, hi, part, [&](u64 u) { const int unit = k.unit(ph, u); return packets(unit) * k.t(unit + abi::kUConsumers); },
       [&](u64 u, i64 piece) {
@@ -98,7 +104,7 @@ __device__ Span window_span(const K& k, int ph, int s, u64 half) {
 template <bool Acquire, class K>
 __device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int site) {
   const int ph = K::phase(phase), group = k.group(ph, g);
-  const i64 packets = (k.t(group + abi::kGBytes) + kPacketDataBytes - 1) / kPacketDataBytes;
+  const i64 packets = packets_of(k.t(group + abi::kGBytes));
   const u64 need = epoch + 1;
   bool ok = true;
   for (i64 j = 0; j < k.t(group + abi::kGSources) && ok; ++j) {
@@ -138,6 +144,7 @@ __device__ void consume_packet(K& k, int ph, int group, i64 pk, char* own, u64 n
   constexpr int E = kPacketDataBytes / Elem<D>::bytes;
   constexpr int kBatch = K::world < 8 ? K::world : 8;
   const i64 bytes = k.t(group + abi::kGBytes), n = k.t(group + abi::kGSources);
+  // nb 0: an empty group's packet, polled for its flag; nothing is loaded or stored.
   const i64 b = pk * kPacketDataBytes, nb = min(i64(kPacketDataBytes), bytes - b);
   const i64 region_bytes = k.t(ph + abi::kPhSlotBytes);
   AccT<D> acc[E];
@@ -231,9 +238,15 @@ template <DType D, bool Reduce, class K>
 __device__ void poll_consume(K& k, int phase, int op, u64 lo, u64 hi, u64 half, u64 epoch, Part part, int site) {
   const int ph = K::phase(phase);
   char* const own = k.half_of(ph, k.rank(), half);
+  // A group of remote sources polls at least one packet of each (an empty
+  // one its flag, and stores nothing); one of the rank's own alone, none.
   spread(
       lo, hi, part,
-      [&](u64 g) { return (k.t(k.group(ph, g) + abi::kGBytes) + kPacketDataBytes - 1) / kPacketDataBytes; },
+      [&](u64 g) {
+        const int group = k.group(ph, g);
+        const i64 bytes = k.t(group + abi::kGBytes);
+        return bytes > 0 || k.t(group + abi::kGRemote) == 0 ? (bytes + kPacketDataBytes - 1) / kPacketDataBytes : 1;
+      },
       [&](u64 g, i64 pk) {
         consume_packet<D, Reduce>(k, ph, k.group(ph, g), pk, own, epoch + 1, op, site);
         return !k.failed;
