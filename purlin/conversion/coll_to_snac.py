@@ -95,12 +95,15 @@ class LowerCollective(RewritePattern):
             low = _decide(self.opts, op, inp, out, direct=False)
             phases = _phases(low, op, inp, out)
             assert why
+        # Latency, one phase: one fused role, whose handshake goes where the phase is mutual.
+        fused = low.regime == snac.Regime.LATENCY and len(phases) == 1 and not low.copy_engine
+        mutual = fused and _mutual(phases[0], op.world, self.opts.counts_on_host)
         body = Block()
         b = Builder(InsertPoint.at_end(body))
         for p in phases:
-            _declare_phase(b, p, low, op, in_place)
+            _declare_phase(b, p, low, op, in_place, empty_units=mutual and (p.src.is_dynamic or p.dst.is_dynamic))
         gen = _Gen(b, low.regime, low.blocks, {p.name: _moves(p, low) for p in phases}, _scope(self.opts, op.world))
-        _emit_roles(gen, phases, low, op.world)
+        _emit_roles(gen, phases, low, fused, handshake=not mutual)
         program = snac.ProgramOp(
             op.input, op.output, op.counts, op.world, low.regime, low.strategy, Region(body),
             symmetric=self.opts.symmetric,
@@ -269,8 +272,10 @@ def _moves(p: PhaseSpec, low: Lowering) -> str:
     return "packets" if low.regime == snac.Regime.LATENCY else "staging"
 
 
-def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in_place: bool) -> None:
-    """The phase's buffer, its ready and free signals, and the phase itself."""
+def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in_place: bool,
+                   empty_units: bool) -> None:
+    """The phase's buffer, its ready and free signals, and the phase itself;
+    `empty_units`: an empty slice makes a unit too (see _mutual)."""
     assert isinstance(op.input.type, MemRefType)
     elem = op.input.type.element_type
     world = op.world
@@ -295,13 +300,16 @@ def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in
     )
     if stage_local:
         phase.properties["stage_local"] = UnitAttr()
+    if empty_units:
+        phase.properties["empty_units"] = UnitAttr()
     b.insert(phase)
 
 
-def _emit_roles(gen: _Gen, phases: list[PhaseSpec], low: Lowering, world: int) -> None:
+def _emit_roles(gen: _Gen, phases: list[PhaseSpec], low: Lowering, fused: bool, handshake: bool) -> None:
     """The epoch prologue, the roles that run the phases, and the advance.
     Roles that only signal (a pulled phase's producer, a pushed phase's
-    consumer) get one block; those that move data share the rest."""
+    consumer) get one block; those that move data share the rest. `fused`:
+    latency, one phase, one fused role, with its per-call handshake or not."""
     gen.prologue([p.name for p in phases])
     direct, copy = low.direct, low.strategy == snac.Strategy.COPY
     # A staged copy's own slice needs no wait: a role of its own copies it
@@ -310,9 +318,9 @@ def _emit_roles(gen: _Gen, phases: list[PhaseSpec], low: Lowering, world: int) -
     if low.copy_engine:
         (phase,) = phases
         gen.stream_role(phase.name)
-    elif low.regime == snac.Regime.LATENCY and len(phases) == 1:
+    elif fused:
         (b,) = _role_blocks(low, lambda n: [n])
-        gen.fused_role("exchange", b, handshake=not _mutual(phases[0], world))
+        gen.fused_role("exchange", b, handshake)
     elif low.strategy == snac.Strategy.COMPOSED:
         producer, reducer, consumer = _role_blocks(low, lambda n: [1, n, 1] if direct else [n, n, n])
         gen.producer_role("reduce", producer)
@@ -390,17 +398,27 @@ def _in_place_refusal(inp: Layout, out: Layout) -> str | None:
     return None
 
 
-def _mutual(p: PhaseSpec, world: int) -> bool:
+def _mutual(p: PhaseSpec, world: int, counts_on_host: bool) -> bool:
     """Whether every rank that pushes to a peer also receives from that peer
-    in the same phase. Then a rank writes a window half again (two calls
-    later) only after it polled the peer's packets of the call in between,
-    which the peer pushed after its kernel finished reading that half: the
-    per-call wait_free / finish handshake is implied and can go. snac-verify
-    checks the resulting program on its own; dynamic layouts keep the
-    handshake (their peers are not known here)."""
-    if p.src.is_dynamic or p.dst.is_dynamic:
-        return False
-    plan = PhasePlan(world, p.src, p.dst, p.consume.kind is not None, 0)
+    in the same phase, every call. Then a rank writes a window half again
+    (two calls later) only after it polled the peer's packets of the call in
+    between, which the peer pushed after its kernel finished reading that
+    half: the per-call wait_free / finish handshake is implied and can go.
+    snac-verify checks the resulting program on its own.
+
+    Dynamic counts bound on the host: the phase then makes a unit of every
+    slice, a flag-only packet where the slice is empty (empty_units), so its
+    pairs are the layouts' structure whatever the counts: those of counts
+    all 1. Counts read on the device keep the handshake: the tables the
+    device builds have no empty units (include/purlin/counts_tables.h)."""
+    src, dst = p.src, p.dst
+    dynamic = src if src.is_dynamic else dst if dst.is_dynamic else None
+    if dynamic is not None:
+        if not counts_on_host:
+            return False
+        ones = [[1] * world for _ in range(world)] if dynamic.matrix_counts else [1] * world
+        src, dst = (layout.bind(ones) if layout.is_dynamic else layout for layout in (src, dst))
+    plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0)
     pairs = {(u.producer, d) for units in plan.units for u in units for d in u.consumers}
     return all((d, s) in pairs for s, d in pairs)
 
@@ -416,7 +434,8 @@ def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int, stage_
             raise PassFailedException(
                 op_error(op, "latency regime needs static buffer sizes to size the packet window")
             )
-        # Each of a source's units may start on a fresh packet.
+        # Each of a source's units (one a slice, at most `world`) may start
+        # on a fresh packet; an empty one (empty_units) takes one packet.
         return bound + world * align
     src, dst = route_layouts(p.src, p.dst, p.route)
     plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0,
@@ -582,7 +601,9 @@ class ConvertCollToSnacPass(ModulePass):
     copy-engine (a symmetric copy collective's pushes made by the copy engine,
     its steps one stream role); counts-on-host (dynamic counts are bound on
     the host before each call, never read on the device: a symmetric
-    program then moves them in place too)."""
+    program then moves them in place too, and a latency one makes a
+    flag-only unit of every empty slice, so that it drops the per-call
+    handshake where fixed counts would, see _mutual)."""
 
     name = "convert-coll-to-snac"
 

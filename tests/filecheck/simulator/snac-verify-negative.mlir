@@ -317,6 +317,46 @@ builtin.module {
 
 // -----
 
+// all_gather_v of dynamic counts in one fused role without the handshake, but
+// with no flag-only unit of an empty slice (no empty_units): with counts
+// [0, 2, 4] rank 0 sends nothing, so ranks 1 and 2 rewrite its window half two
+// calls later with nothing ordering its reads before.
+// CHECK: snac-verify-negative.mlir:{{[0-9]+}}:11: error: 'snac.put': snac-verify (with counts [0, 2, 4]): race: rank {{[12]}} (fused) overwrites @exchange_buf of rank 0 half 0 source {{[12]}} unit 0 with unit 0 of epoch 3 while rank 0 (fused) at epoch 1 may still read it (no acknowledgement orders the read before this write)
+// RULES: snac-verify-negative.mlir:{{[0-9]+}}:11: error: 'snac.put': snac-verify (with counts [0, 2, 4]): reused too early: rank 1 (fused) overwrites @exchange_buf of rank 0 half 0 source 1 unit 0 with unit 0 of epoch 3 while rank 0 (fused) may still read unit 0 of epoch 1 from it (no acknowledgement orders the read before this write)
+builtin.module {
+  func.func @all_gather_v(%in: memref<8xf32>, %out: memref<24xf32>, %counts: memref<3xi64>) {
+    snac.program %in, %out counts %counts world 3 regime latency strategy copy : memref<8xf32>, memref<24xf32>, memref<3xi64> {
+      snac.buffer @exchange_buf packets halves 2 slots 3 elems 30 : f32
+      snac.signals @exchange_ready slots 3
+      snac.signals @exchange_free slots 3
+      snac.phase @exchange from input <packed_v, world 3, ?> to <scattered_v, world 3, ?> consume <copy> chunk 0 via @exchange_buf ready @exchange_ready free @exchange_free
+      %0 = snac.rank
+      %1, %2 = snac.epoch
+      %3 = snac.half %1
+      %4 = arith.constant 0 : index
+      %5 = arith.constant 1 : index
+      %6 = snac.max_units @exchange
+      %7 = arith.ori %6, %5 : index
+      %8 = arith.addi %1, %5 : index
+      snac.role fused blocks 1 {
+        %9 = snac.units @exchange of %0
+        scf.for %10 = %4 to %9 step %5 {
+          snac.put @exchange unit %10 of %0 half %3 flag %8 relaxed system
+        }
+        %11 = snac.groups @exchange of %0
+        scf.for %12 = %4 to %11 step %5 {
+          %13 = snac.wait @exchange group %12 of %0 epoch %1 acquire system
+          snac.consume @exchange group %12 of %0 half %3 after %13
+        }
+      }
+      snac.advance %7
+    }
+    func.return
+  }
+}
+
+// -----
+
 // Direct push without reclaim: a producer writes a peer's output before that peer's call began (its grant orders nothing).
 // CHECK: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) before rank {{[0-9]}}'s call may have begun
 // RULES: error: '{{snac\.[a-z_]+}}': snac-verify: race: rank {{[0-9]}} (producer) writes rank {{[0-9]}}'s output [{{[0-9]+}}, {{[0-9]+}}) before rank {{[0-9]}}'s call may have begun

@@ -8,13 +8,17 @@ device is refused by name; without counts_on_host the same lowering stages."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
+from purlin.coll.builder import COLLECTIVES
 from purlin.compile import compile_device_counts, placement_options
 from purlin.cuda import nvrtc
 from purlin.cuda.program import ProgramError
-from purlin.runtime import Communicator
+from purlin.plan import Op
+from purlin.runtime import Communicator, ProcessCommunicator
+from purlin.snac import dialect as snac
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare
 
@@ -27,11 +31,11 @@ def op_of(collective: str) -> str | None:
     return "sum" if collective == "reduce_scatter_v" else None
 
 
-def lowered(collective: str, world: int, regime: str, counts_on_host: bool = True):
+def lowered(collective: str, world: int, regime: str, counts_on_host: bool = True, symmetric: bool = True):
     out = CAPACITY if collective == "reduce_scatter_v" else CAPACITY * world
     return compile_device_counts(collective, world, "bf16", op_of(collective), input_elems=CAPACITY,
                                  output_elems=out, arch="sm_90", counts_on_host=counts_on_host,
-                                 lowering=placement_options(f"regime={regime}", True, world, 132))
+                                 lowering=placement_options(f"regime={regime}", symmetric, world, 132))
 
 
 def padded(arrays: list[np.ndarray], extents: list[int], fill: float) -> list[np.ndarray]:
@@ -110,3 +114,198 @@ def test_throughput_bindings_are_the_fixed_kernels(collective, world):
         assert bound.source(per_sm).text == c.cuda.source(per_sm).text
         assert len(bound.tables.ranks) == world
         assert all(np.array_equal(b, f) for b, f in zip(bound.tables.ranks, c.cuda.tables.ranks))
+
+
+# -- the latency regime: every pair exchanges a flag each call, no handshake ----
+
+
+def changing_counts(collective: str, world: int) -> list:
+    """Counts for calls in a row: none at all, some ranks' rows or slices
+    empty, seeded ones with zeros, every rank alike."""
+    if COLLECTIVES[collective].matrix:
+        rows = [[[0] * world for _ in range(world)],
+                [[0] * world] + [[(s + d) % 3 * 5 for d in range(world)] for s in range(1, world)],  # rank 0 sends nothing
+                [[7 * (d == 0) for d in range(world)] for _ in range(world)],  # all to rank 0, rank 0 only to itself
+                [[9 * (s == d) for d in range(world)] for s in range(world)],  # nobody sends to a peer
+                [list(r) for r in counts_for(collective, world, 300, seed=4)],
+                [[1] * world for _ in range(world)]]
+        return rows
+    return [[0] * world, [5 * (r == 0) for r in range(world)], [0 if r % 2 else 7 for r in range(world)],
+            list(counts_for(collective, world, 300, seed=4)), [1] * world]
+
+
+def pairs(plan) -> list[tuple[set[int], set[int]]]:
+    """Per rank: the peers it puts packets to, and those it waits for packets from."""
+    return [({i.peer for role in prog for i in role if i.op == Op.PUT},
+             {i.peer for role in prog for i in role if i.op == Op.WAIT_PACKETS}) for prog in plan.programs]
+
+
+def no_handshake(plan) -> bool:
+    """Whether no rank's program waits on or stores a signal: only packets order the calls."""
+    return all(i.op not in (Op.WAIT, Op.SIGNAL) for prog in plan.programs for role in prog for i in role)
+
+
+@pytest.mark.parametrize("symmetric", [True, False], ids=["in-place", "staged"])
+@pytest.mark.parametrize("world", [2, 3, 4, 5, 6])
+@pytest.mark.parametrize("collective", V_FORMS)
+def test_latency_bindings_need_no_handshake_over_changing_counts(collective, world, symmetric):
+    """One latency lowering bound to counts that change from call to call,
+    zeros and empty rows among them, run on one communicator (its memory and
+    epochs carried from call to call): an empty slice is one flag-only packet,
+    every call matches the reference, and no call signals or waits on a signal."""
+    dc = lowered(collective, world, "latency", symmetric=symmetric)
+    n_in, n_out = dc.input_elems, dc.output_elems
+    comm = None
+    for call, counts in enumerate(changing_counts(collective, world) * 2):
+        plan = dc.bind(counts)
+        # Every pair exchanges a packet each call, whatever the counts.
+        assert no_handshake(plan) and pairs(plan) == [({*range(world)} - {r},) * 2 for r in range(world)]
+        if comm is None:
+            comm = Communicator(plan, "cpu", name=collective)
+        else:
+            comm.rebind(plan)
+        case = Case(collective, world, "bf16", op_of(collective), counts=counts)
+        args = case.make_args(seed=call)
+        ins = padded(args[0], [n_in] * world, 0.0)
+        outs = padded(args[1], [n_out] * world, np.nan)
+        comm.run(ins, outs)
+        got = [o[:a.size] for o, a in zip(outs, args[1])]
+        mismatch = compare(got, case.expected(args), "bf16", case.op, case.contributions, 8.0, "%out")
+        assert mismatch is None, f"{collective} world {world} call {call} counts {counts}: {mismatch}"
+        assert all(np.isnan(o[a.size:]).all() for o, a in zip(outs, args[1])), "written past the output"
+    assert comm.epoch(0) == 2 * len(changing_counts(collective, world)) * comm.plan.advance
+
+
+def _run_bindings(rank: int, collective: str, world: int, symmetric: bool) -> None:
+    dc = lowered(collective, world, "latency", symmetric=symmetric)
+    comm = None
+    for call, counts in enumerate(changing_counts(collective, world) * 2):
+        plan = dc.bind(counts)
+        if comm is None:
+            # A symmetric plan's buffers live in the rank's heap, sized for the lowering's capacity.
+            heap = 2 * (dc.input_elems + dc.output_elems) + 4096 if symmetric else None
+            comm = ProcessCommunicator(plan, name=collective, timeout_s=30.0, heap_bytes=heap)
+            own_in, own_out = ((comm.alloc(dc.input_elems), comm.alloc(dc.output_elems)) if symmetric else
+                               (np.zeros(dc.input_elems, ml_dtypes.bfloat16),
+                                np.zeros(dc.output_elems, ml_dtypes.bfloat16)))
+        else:
+            comm.rebind(plan)
+        case = Case(collective, world, "bf16", op_of(collective), counts=counts)
+        args = case.make_args(seed=call)
+        own_in[:] = padded([args[0][rank]], [dc.input_elems], 0.0)[0]
+        own_out[:] = padded([args[1][rank]], [dc.output_elems], np.nan)[0]
+        comm.run(own_in, own_out)
+        want = case.expected(args)[rank]
+        assert compare([own_out[:want.size]], [want], "bf16", case.op, case.contributions, 8.0, "%out") is None, \
+            f"rank {rank} call {call} counts {counts}"
+    comm.close()
+
+
+@pytest.mark.parametrize("symmetric", [True, False], ids=["in-place", "staged"])
+@pytest.mark.parametrize("collective", V_FORMS)
+def test_latency_bindings_across_processes(collective, symmetric):
+    """The same, one rank per process: a rank's next call may start while its
+    peers still poll the last one, so only the flag-only packets keep a window
+    half from being rewritten under its reader."""
+    torch = pytest.importorskip("torch")
+    dist = pytest.importorskip("torch.distributed")
+    if not (dist.is_available() and dist.is_gloo_available()):
+        pytest.skip("torch.distributed with gloo is unavailable")
+    from process_group import fork_gloo
+
+    assert torch is not None
+    fork_gloo(3, _run_bindings, collective, 3, symmetric)
+
+
+@pytest.mark.parametrize("collective", V_FORMS)
+def test_latency_bound_kernels_are_the_fixed_kernels_but_for_their_blocks(collective):
+    """Bound to equal counts, the latency V form's kernel makes the calls the
+    fixed collective's kernel makes (no wait_free before its puts, no finish
+    after its consumes): only its role's blocks differ (the lowering knew no
+    size); it compiles for every generation."""
+    from purlin.coll.builder import CollectiveSpec
+    from purlin.compile import compile_collective
+
+    world, n = 4, 512
+    fixed_name = next(f for f, v in FIXED_OF.items() if v == collective)
+    op = op_of(collective)
+    fixed = compile_collective(fixed_name, world, "bf16", op, n, arch="sm_90", lowering="regime=latency",
+                               symmetric=True, ranks_per_device=world, sms=132)
+    n_in, n_out = CollectiveSpec(fixed_name, world, "bf16", op, n).buffer_sizes()
+    counts = [[n] * world for _ in range(world)] if fixed_name == "all_to_all" else [n] * world
+    steps = lambda text: [line.strip() for line in text.splitlines() if "(k, " in line]  # noqa: E731
+    for arch in ("sm_80", "sm_90", "sm_100"):
+        dc = compile_device_counts(collective, world, "bf16", op, input_elems=n_in, output_elems=n_out, arch=arch,
+                                   counts_on_host=True, lowering=placement_options("regime=latency", True, world, 132))
+        text = dc.bind_collective(counts).cuda.source().text
+        assert "wait_free<" not in text and "finish<" not in text
+        if arch == "sm_90":
+            assert steps(text) == steps(fixed.cuda.source().text)
+        assert nvrtc.compile_cubin(text, arch).cubin[:4] == b"\x7fELF"
+
+
+def test_the_device_counts_kernel_of_a_latency_lowering_is_refused():
+    dc = lowered("all_gather_v", 3, "latency")
+    with pytest.raises(ProgramError, match="phase 'exchange' makes a flag-only unit of every empty slice "
+                                           r"\(lowered counts-on-host\), which the tables the device builds from its "
+                                           "counts do not have: bind the counts on the host"):
+        dc.cuda.source()
+
+
+@pytest.mark.parametrize("collective", V_FORMS)
+def test_counts_read_on_the_device_keep_the_handshake(collective):
+    """Without counts-on-host the device builds the tables, with no unit of an
+    empty slice: a pair may exchange nothing in a call, so the handshake stays."""
+    dc = lowered(collective, 3, "latency", counts_on_host=False)
+    assert not any(isinstance(op, snac.PhaseOp) and op.empty_units is not None for op in dc.kernel.walk())
+    text = dc.cuda.source().text
+    assert "wait_free<" in text and "finish<" in text
+
+
+def test_fixed_counts_keep_their_lowering():
+    """Fixed counts make no unit of an empty slice: a V form of fixed counts
+    keeps the handshake where some pair exchanges nothing, and drops it only
+    where every pair that pushes also receives."""
+    from purlin.compile import compile_collective
+
+    def lowered_fixed(counts):
+        return compile_collective("all_to_all_v", 3, "bf16", None, counts=counts, arch="sm_90",
+                                  lowering="regime=latency", symmetric=True, ranks_per_device=3, sms=132)
+
+    one_way = lowered_fixed([[1, 2, 0], [0, 3, 0], [4, 0, 5]])
+    both_ways = lowered_fixed([[1, 2, 3], [4, 0, 5], [6, 7, 0]])
+    for compiled in (one_way, both_ways):
+        assert not any(isinstance(op, snac.PhaseOp) and op.empty_units is not None
+                       for op in compiled.cuda.kernel.walk())
+        assert all(i.elems for prog in compiled.plan.programs for role in prog for i in role
+                   if i.op in (Op.PUT, Op.WAIT_PACKETS))
+    assert "wait_free<" in one_way.cuda.source().text and not no_handshake(one_way.plan)
+    assert "wait_free<" not in both_ways.cuda.source().text and no_handshake(both_ways.plan)
+
+
+def test_snac_verify_proves_the_flag_only_units_needed():
+    """snac-verify accepts each latency V form lowered counts-on-host (it runs
+    sampled counts, zeros among them, and counts changing from call to call);
+    without its flag-only units the same handshake-free program is refused:
+    a rank that got nothing from a peer rewrites that peer's window half two
+    calls later with nothing ordering the peer's reads before."""
+    from xdsl.utils.exceptions import PassFailedException
+
+    from purlin.coll.builder import CollectiveSpec
+    from purlin.compile.pipeline import make_context, pipeline
+    from purlin.simulator.snac_verify import SnacVerifyPass
+
+    for collective in V_FORMS:
+        world = 3
+        zeros = [[0] * world for _ in range(world)] if COLLECTIVES[collective].matrix else [0] * world
+        module = CollectiveSpec(collective, world, "bf16", op_of(collective), counts=zeros,
+                                dynamic=True).build_module((64, 64 if collective == "reduce_scatter_v" else 64 * world))
+        pipeline("coll-expand,convert-coll-to-snac{regime=latency symmetric=true counts-on-host=true}").apply(
+            make_context(), module)
+        SnacVerifyPass().apply(make_context(), module)
+        (phase,) = [op for op in module.walk() if isinstance(op, snac.PhaseOp)]
+        assert not any(isinstance(op, (snac.ReclaimOp, snac.FinishOp)) for op in module.walk())
+        del phase.properties["empty_units"]
+        with pytest.raises(PassFailedException, match=r"snac-verify \(with counts .*\): reused too early: rank [0-9] "
+                                                      r"\(fused\) overwrites @exchange_buf"):
+            SnacVerifyPass().apply(make_context(), module)
