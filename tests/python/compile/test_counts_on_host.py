@@ -4,7 +4,13 @@ counts in place (no staging), at the offsets each binding gives. Checked on
 the CPU backend against the reference for several bindings of one lowering,
 zeros among the counts, worlds 2-5 and both regimes; the bound CUDA kernels
 move in place and compile; the kernel that would read the counts on the
-device is refused by name; without counts_on_host the same lowering stages."""
+device is refused by name; without counts_on_host the same lowering stages.
+In the latency regime an empty slice is a flag-only unit, so every pair of
+ranks exchanges a packet each call and the bound kernels need no per-call
+handshake, as the fixed ones: checked over counts changing from call to call
+in one process and across processes, against the fixed kernels' calls, by
+snac-verify (and refused by it without the flag-only units); fixed counts
+keep their lowering."""
 
 from __future__ import annotations
 
@@ -262,25 +268,44 @@ def test_counts_read_on_the_device_keep_the_handshake(collective):
     assert "wait_free<" in text and "finish<" in text
 
 
-def test_fixed_counts_keep_their_lowering():
-    """Fixed counts make no unit of an empty slice: a V form of fixed counts
-    keeps the handshake where some pair exchanges nothing, and drops it only
-    where every pair that pushes also receives."""
+FIXED_CASES = [("all_reduce", None), ("all_gather", None), ("reduce_scatter", None), ("all_to_all", None),
+               ("all_gather_v", "zeros"), ("reduce_scatter_v", "zeros"), ("all_to_all_v", "zeros"),
+               ("all_to_all_v", "one way"), ("all_to_all_v", "both ways")]
+
+
+def fixed_counts(collective: str, world: int, kind: str | None):
+    if kind is None:
+        return None
+    if kind == "zeros":
+        return counts_for(collective, world, 40, seed=world)
+    # One way: rank 1 sends to nobody but itself, and receives from every rank; both ways: nothing empty.
+    return [[0 if s == 1 and d != 1 and kind == "one way" else 1 + s + d for d in range(world)]
+            for s in range(world)]
+
+
+@pytest.mark.parametrize("regime", ["latency", "throughput"])
+@pytest.mark.parametrize("world", [2, 3, 5])
+@pytest.mark.parametrize("collective, kind", FIXED_CASES)
+def test_fixed_counts_keep_their_lowering(collective, kind, world, regime):
+    """Fixed counts make no unit of an empty slice: no phase of theirs has
+    empty_units, no put, wait or consume moves 0 elements, and a latency
+    program keeps its handshake exactly where some rank pushes to a peer that
+    pushes nothing back."""
     from purlin.compile import compile_collective
 
-    def lowered_fixed(counts):
-        return compile_collective("all_to_all_v", 3, "bf16", None, counts=counts, arch="sm_90",
-                                  lowering="regime=latency", symmetric=True, ranks_per_device=3, sms=132)
-
-    one_way = lowered_fixed([[1, 2, 0], [0, 3, 0], [4, 0, 5]])
-    both_ways = lowered_fixed([[1, 2, 3], [4, 0, 5], [6, 7, 0]])
-    for compiled in (one_way, both_ways):
-        assert not any(isinstance(op, snac.PhaseOp) and op.empty_units is not None
-                       for op in compiled.cuda.kernel.walk())
-        assert all(i.elems for prog in compiled.plan.programs for role in prog for i in role
-                   if i.op in (Op.PUT, Op.WAIT_PACKETS))
-    assert "wait_free<" in one_way.cuda.source().text and not no_handshake(one_way.plan)
-    assert "wait_free<" not in both_ways.cuda.source().text and no_handshake(both_ways.plan)
+    counts = fixed_counts(collective, world, kind)
+    compiled = compile_collective(collective, world, "bf16", "sum" if "reduce" in collective else None, 24,
+                                  counts=counts, arch="sm_90", lowering=f"regime={regime}", symmetric=True,
+                                  ranks_per_device=world, sms=132)
+    assert not any(isinstance(op, snac.PhaseOp) and op.empty_units is not None for op in compiled.cuda.kernel.walk())
+    moves = [i for prog in compiled.plan.programs for role in prog for i in role
+             if i.op in (Op.PUT, Op.WAIT_PACKETS, Op.COPY, Op.REDUCE)]
+    assert all(i.elems for i in moves)
+    if regime == "latency":
+        pushed = {(r, d) for r, (to, _) in enumerate(pairs(compiled.plan)) for d in to}
+        mutual = all((d, r) in pushed for r, d in pushed)
+        assert no_handshake(compiled.plan) == mutual == ("wait_free<" not in compiled.cuda.source().text)
+        assert kind != "one way" or not mutual
 
 
 def test_snac_verify_proves_the_flag_only_units_needed():
