@@ -250,6 +250,31 @@ def test_latency_bound_kernels_are_the_fixed_kernels_but_for_their_blocks(collec
         assert nvrtc.compile_cubin(text, arch).cubin[:4] == b"\x7fELF"
 
 
+def test_an_empty_slice_is_a_flag_only_unit_of_the_tables():
+    """The tables of a bound latency all_to_all_v: rank 0's unit to rank 1
+    (count 0) has 0 bytes and a packet of the window of its own, the next
+    unit starting one packet (8 bytes) later; rank 1's group from rank 0 has
+    0 bytes and waits for that unit."""
+    from purlin.cuda import abi
+
+    world = 3
+    counts = [[4, 0, 6], [1, 2, 3], [5, 6, 0]]
+    tables = lowered("all_to_all_v", world, "latency").bind_collective(counts).cuda.tables.ranks
+    head = abi.GLOBAL_WORDS + world
+
+    def records(rank: int, at: int, words: int, count: int) -> list[list[int]]:
+        t = tables[rank]
+        first = int(t[head + at])
+        return [[int(w) for w in t[first + k * words:first + (k + 1) * words]] for k in range(count)]
+
+    units = records(0, abi.PH_UNITS_AT, abi.UNIT_WORDS, int(tables[0][head + abi.PH_UNITS]))
+    assert [(u[abi.U_BYTES], u[abi.U_WINDOW]) for u in units] == [(0, 0), (12, 8)]  # bf16: to ranks 1 and 2
+    groups = records(1, abi.PH_GROUPS_AT, abi.GROUP_WORDS, int(tables[1][head + abi.PH_GROUPS]))
+    from_0 = groups[0]
+    source = [int(w) for w in tables[1][from_0[abi.G_SOURCES_AT]:from_0[abi.G_SOURCES_AT] + abi.SOURCE_WORDS]]
+    assert (from_0[abi.G_BYTES], from_0[abi.G_REMOTE], source[abi.S_RANK], source[abi.S_UNIT]) == (0, 1, 0, 0)
+
+
 def test_the_device_counts_kernel_of_a_latency_lowering_is_refused():
     dc = lowered("all_gather_v", 3, "latency")
     with pytest.raises(ProgramError, match="phase 'exchange' makes a flag-only unit of every empty slice "
