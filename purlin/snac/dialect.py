@@ -372,8 +372,9 @@ class PhaseOp(IRDLOperation):
         assert isinstance(prog.input.type, MemRefType)
         buf = self.buffer_op()
         if self.empty_units is not None and (buf is None or buf.kind.data != BufferKind.PACKETS):
-            raise _err(self, f"'empty_units' makes an empty slice one flag-only packet, but the phase moves "
-                             f"{self.moves()}; expected a phase via a packet window")
+            raise _err(self, f"'empty_units' makes an empty slice one flag-only packet, but phase "
+                             f"'{self.sym_name.data}' moves data by '{self.moves()}'; expected a phase via a packet "
+                             "window")
         if buf is not None and buf.elem_type != prog.input.type.element_type:
             raise _err(
                 self,

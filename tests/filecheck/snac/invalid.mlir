@@ -259,7 +259,7 @@ func.func @empty_units_staged(%a: memref<8xf32>) {
     snac.buffer @b staging halves 2 slots 1 elems 4 : f32
     snac.signals @s slots 2
     snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 4 via @b ready @s free @s empty_units
-// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': 'empty_units' makes an empty slice one flag-only packet, but the phase moves staging; expected a phase via a packet window
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': 'empty_units' makes an empty slice one flag-only packet, but phase 'p' moves data by 'staging'; expected a phase via a packet window
   }
   func.return
 }
