@@ -26,7 +26,9 @@ namespace {
 int64_t packets_for(int64_t elems, int64_t per_packet) { return (elems + per_packet - 1) / per_packet; }
 // The packets a put or wait_packets moves: at least one, so that an empty
 // unit still carries the call's flag (PhasePlan.empty_units).
-int64_t packets_moved(int64_t elems, int64_t per_packet) { return std::max<int64_t>(packets_for(elems, per_packet), 1); }
+int64_t packets_moved(int64_t elems, int64_t per_packet) {
+  return std::max<int64_t>(packets_for(elems, per_packet), 1);
+}
 
 // State shared by the threads of one call: the first failure stops them all.
 struct CallState {

@@ -129,13 +129,15 @@ def changing_counts(collective: str, world: int) -> list:
     """Counts for calls in a row: none at all, some ranks' rows or slices
     empty, seeded ones with zeros, every rank alike."""
     if COLLECTIVES[collective].matrix:
-        rows = [[[0] * world for _ in range(world)],
-                [[0] * world] + [[(s + d) % 3 * 5 for d in range(world)] for s in range(1, world)],  # rank 0 sends nothing
-                [[7 * (d == 0) for d in range(world)] for _ in range(world)],  # all to rank 0, rank 0 only to itself
-                [[9 * (s == d) for d in range(world)] for s in range(world)],  # nobody sends to a peer
+        return [[[0] * world for _ in range(world)],
+                # rank 0 sends nothing
+                [[0] * world] + [[(s + d) % 3 * 5 for d in range(world)] for s in range(1, world)],
+                # all to rank 0, rank 0 only to itself
+                [[7 * (d == 0) for d in range(world)] for _ in range(world)],
+                # nobody sends to a peer
+                [[9 * (s == d) for d in range(world)] for s in range(world)],
                 [list(r) for r in counts_for(collective, world, 300, seed=4)],
                 [[1] * world for _ in range(world)]]
-        return rows
     return [[0] * world, [5 * (r == 0) for r in range(world)], [0 if r % 2 else 7 for r in range(world)],
             list(counts_for(collective, world, 300, seed=4)), [1] * world]
 
