@@ -100,6 +100,41 @@ def kernel_spec(kernel: CudaProgram, devices: Sequence[int], extents: Sequence[t
     return kernel.spec(blocks_per_sm(kernel, devices), [i * eb for i, _ in extents], [o * eb for _, o in extents])
 
 
+def use_binding(impl, bindings: dict, loaded: CudaProgram, kernel: CudaProgram, devices: Sequence[int],
+                extents: Sequence[tuple[int, int]], name: str) -> None:
+    """Has runtime communicator `impl` launch with binding `kernel` from its
+    next call on, uploaded on its first use (add_binding) and kept in
+    `bindings` (id of the program -> (program, number))."""
+    binding = bindings.get(id(kernel))
+    if binding is None or binding[0] is not kernel:
+        binding = bindings[id(kernel)] = (kernel, add_binding(impl, loaded, kernel, devices, extents, name))
+    impl.use_binding(binding[1])
+
+
+def add_binding(impl, loaded: CudaProgram, kernel: CudaProgram, devices: Sequence[int],
+                extents: Sequence[tuple[int, int]], name: str) -> int:
+    """Uploads `kernel`, another binding of the counts of runtime communicator
+    `impl`'s `loaded` program (DeviceCountsCollective.bind_collective of other
+    counts: the same code and memory), with every rank's (input, output)
+    elements; returns the binding's number for impl.use_binding."""
+    if kernel.kernel is not loaded.kernel or kernel.device_counts:
+        raise ValueError(f"{name}: a binding is the communicator's own kernel with other counts bound on the host "
+                         "(the same DeviceCountsCollective's bind_collective)")
+    per_sm = blocks_per_sm(loaded, devices)
+    src = kernel.source(per_sm)
+    if src.text != loaded.source(per_sm).text:
+        raise ValueError(f"{name}: the binding's counts give another kernel ({src.name}); lower it a communicator "
+                         "of its own")
+    if (kernel.tables.symmetric_bytes, kernel.tables.counter_stride) != (loaded.tables.symmetric_bytes,
+                                                                        loaded.tables.counter_stride):
+        raise ValueError(f"{name}: the binding's counts lay out the symmetric memory otherwise; lower it a "
+                         "communicator of its own")
+    eb = kernel.elem_bytes
+    smem = src.smem + (8 * kernel.tables.words if src.shared_tables else 0)
+    return impl.add_binding([t.tolist() for t in kernel.tables.ranks], [i * eb for i, _ in extents],
+                            [o * eb for _, o in extents], smem)
+
+
 # Reductions of fewer bytes a rank than this ran wrong specialised (a
 # reduce_scatter of one bf16 element a rank, worlds 5-7, one H200): refused
 # until that is explained.

@@ -1,0 +1,50 @@
+"""What purlin.runtime.backend.add_binding hands the runtime for another
+binding of a communicator's counts, and what it refuses, without a GPU (the
+runtime communicator stood in for)."""
+
+from __future__ import annotations
+
+import pytest
+
+from purlin.compile import compile_device_counts, placement_options
+from purlin.runtime import backend
+
+
+class Runtime:
+    """A stand-in runtime communicator: records each binding."""
+
+    def __init__(self):
+        self.bindings = []
+
+    def add_binding(self, tables, input_bytes, output_bytes, smem):
+        self.bindings.append((tables, input_bytes, output_bytes, smem))
+        return len(self.bindings)
+
+
+@pytest.fixture
+def v_form(monkeypatch):
+    monkeypatch.setattr(backend._runtime, "cuda_device_sms", lambda device: 132, raising=False)
+
+    def lowered():
+        return compile_device_counts("all_gather_v", 2, "bf16", None, input_elems=1 << 16, output_elems=1 << 17,
+                                     arch="sm_90", counts_on_host=True,
+                                     lowering=placement_options("regime=throughput", True, 2, 132))
+    return lowered
+
+
+def test_a_binding_hands_over_every_rank_s_tables_and_bytes(v_form):
+    dc = v_form()
+    first, second = dc.bind_collective([100, 200]), dc.bind_collective([3000, 5])
+    impl = Runtime()
+    assert backend.add_binding(impl, first.cuda, second.cuda, [0, 0], [(3000, 3005), (5, 3005)], "ag") == 1
+    ((tables, ins, outs, smem),) = impl.bindings
+    assert tables == [t.tolist() for t in second.cuda.tables.ranks]
+    assert (ins, outs) == ([6000, 10], [6010, 6010])
+    src = second.cuda.source(1)
+    assert smem == src.smem + 8 * second.cuda.tables.words
+
+
+def test_a_binding_of_another_lowering_is_refused(v_form):
+    first, other = v_form().bind_collective([100, 200]), v_form().bind_collective([100, 200])
+    with pytest.raises(ValueError, match="ag: a binding is the communicator's own kernel with other counts"):
+        backend.add_binding(Runtime(), first.cuda, other.cuda, [0, 0], [(100, 300), (200, 300)], "ag")

@@ -1,0 +1,111 @@
+"""One communicator running several bindings of a V collective's counts
+(compile_device_counts(counts_on_host=True), bind_collective per size,
+Communicator.rebind): each binding's tables are uploaded once, calls switch
+between them, every call matches the reference, a CUDA graph captured under
+one binding replays it after the communicator moved to another, and epochs
+advance alike. Bindings of another kernel, and rebinding a specialised
+kernel, are refused by name. Skipped without a GPU and a CUDA build."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_runtime_cuda import GPUS, captured, on_devices
+
+from purlin import runtime
+from purlin.compile import compile_device_counts, placement_options
+from purlin.testing.cases import Case, counts_for
+from purlin.testing.data import compare
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")]
+
+CAPACITY = 1 << 16
+
+
+def op_of(collective: str) -> str | None:
+    return "sum" if collective == "reduce_scatter_v" else None
+
+
+def lowered(collective: str, world: int):
+    out = CAPACITY if collective == "reduce_scatter_v" else CAPACITY * world
+    return compile_device_counts(collective, world, "bf16", op_of(collective), input_elems=CAPACITY,
+                                 output_elems=out, arch="sm_90", counts_on_host=True,
+                                 lowering=placement_options("regime=throughput", True, world,
+                                                            runtime._runtime.cuda_device_sms(0)))
+
+
+def buffers(case: Case, plan, seed: int, devices: list[int]) -> tuple[list, list, list]:
+    """The case's arguments, and its inputs and outputs on the GPUs at the plan's extents."""
+    args = case.make_args(seed=seed)
+    ins = [np.concatenate([a, np.zeros(max(0, plan.input_extent(r) - a.size), a.dtype)])
+           for r, a in enumerate(args[0])]
+    outs = [np.concatenate([o, np.full(max(0, plan.output_extent(r) - o.size), np.nan, o.dtype)])
+            for r, o in enumerate(args[1])]
+    return args, on_devices(ins, devices), on_devices(outs, devices)
+
+
+def check(case: Case, args, outs: list, what: str) -> None:
+    got = [runtime.to_host(o, args[1][0].dtype)[:a.size] for o, a in zip(outs, args[1])]
+    mismatch = compare(got, case.expected(args), case.dtype, case.op, case.contributions, 8.0, "%out")
+    assert mismatch is None, f"{case.collective} {what}: {mismatch}"
+
+
+@pytest.mark.parametrize("world", [2, 3, 4])
+@pytest.mark.parametrize("collective", ["all_gather_v", "reduce_scatter_v", "all_to_all_v"])
+def test_calls_switch_between_bindings(collective, world):
+    dc = lowered(collective, world)
+    devices = [0] * world
+    counts = [counts_for(collective, world, t, seed=k) for k, t in enumerate((5000, 123, 40000))]
+    bound = [dc.bind_collective(c) for c in counts]
+    comm = runtime.Communicator(bound[0].plan, "cuda", devices=devices, kernel=bound[0].cuda, name=collective,
+                                timeout_s=20.0)
+    calls = 0
+    for k in (0, 1, 2, 1, 0):
+        comm.rebind(bound[k].plan, bound[k].cuda)
+        case = Case(collective, world, "bf16", op_of(collective), counts=counts[k])
+        args, ins, outs = buffers(case, bound[k].plan, k, devices)
+        for _ in range(2):
+            comm.run(ins, outs)
+        calls += 2
+        comm.synchronize()
+        check(case, args, outs, f"binding {k}")
+    assert {comm.epoch(r) for r in range(world)} == {calls * bound[0].plan.advance}
+
+
+def test_a_graph_keeps_its_binding():
+    collective, world, devices = "all_gather_v", 2, [0, 0]
+    dc = lowered(collective, world)
+    small_counts, large_counts = (counts_for(collective, world, t, seed=t) for t in (300, 9000))
+    small, large = dc.bind_collective(small_counts), dc.bind_collective(large_counts)
+    comm = runtime.Communicator(small.plan, "cuda", devices=devices, kernel=small.cuda, name=collective,
+                                timeout_s=20.0)
+    small_case = Case(collective, world, "bf16", None, counts=small_counts)
+    args, ins, outs = buffers(small_case, small.plan, 1, devices)
+    graph = captured(comm, ins, outs)
+    comm.rebind(large.plan, large.cuda)
+    large_case = Case(collective, world, "bf16", None, counts=large_counts)
+    large_args, large_ins, large_outs = buffers(large_case, large.plan, 2, devices)
+    comm.run(large_ins, large_outs)
+    for _ in range(3):
+        graph.replay()
+    comm.synchronize()
+    check(small_case, args, outs, "graph of the first binding")
+    check(large_case, large_args, large_outs, "second binding")
+
+
+def test_foreign_and_specialised_bindings_are_refused():
+    dc = lowered("all_gather_v", 2)
+    first = dc.bind_collective([100, 200])
+    comm = runtime.Communicator(first.plan, "cuda", devices=[0, 0], kernel=first.cuda, name="ag")
+    other = lowered("all_gather_v", 2).bind_collective([100, 200])
+    with pytest.raises(ValueError, match="ag: a binding is the communicator's own kernel with other counts"):
+        comm.rebind(other.plan, other.cuda)
+    second = dc.bind_collective([50, 60])
+    comm.rebind(second.plan, second.cuda)
+    with pytest.raises(ValueError, match="ag: the kernel runs several bindings of its counts"):
+        comm.specialise()
+    fresh = runtime.Communicator(first.plan, "cuda", devices=[0, 0], kernel=first.cuda, name="ag")
+    fresh.specialise()
+    again = dc.bind_collective([7, 8])
+    with pytest.raises(ValueError, match="ag: the kernel has its tables compiled in"):
+        fresh.rebind(again.plan, again.cuda)
