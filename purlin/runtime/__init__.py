@@ -120,8 +120,8 @@ class Communicator:
                 raise ValueError(f"{name}: the plan is for world {plan.world}, got {len(self.devices)} devices "
                                  "(one per rank; a device may be listed several times)")
             self._kernel = checked_kernel(kernel, plan, name)
-            # rebind's uploaded bindings, by their program: (program, number).
-            self._bindings: dict[int, tuple[CudaProgram, int]] = {}
+            # rebind's uploaded bindings, by their program: (program, number); the kernel's own is 0.
+            self._bindings: dict[int, tuple[CudaProgram, int]] = {id(self._kernel): (self._kernel, 0)}
             spec = kernel_spec(self._kernel, self.devices, self._extents)
             self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
 

@@ -203,8 +203,8 @@ class ProcessCommunicator:
         handles = [h.handle() for h in heaps]
 
         self._kernel = kernel
-        # rebind's uploaded bindings, by their program: (program, number).
-        self._bindings: dict[int, tuple[CudaProgram, int]] = {}
+        # rebind's uploaded bindings, by their program: (program, number); the kernel's own is 0.
+        self._bindings: dict[int, tuple[CudaProgram, int]] = {id(kernel): (kernel, 0)}
 
         def make():
             spec = kernel_spec(kernel, [self.device], extents)
