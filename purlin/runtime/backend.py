@@ -111,6 +111,13 @@ def use_binding(impl, bindings: dict, loaded: CudaProgram, kernel: CudaProgram, 
     impl.use_binding(binding[1])
 
 
+def binding_layout(kernel: CudaProgram) -> tuple[int, int]:
+    """What every binding one communicator runs shares, laid out once with it:
+    the symmetric allocation's bytes and the arrival counters per signal site
+    (the most units of any rank, so counts of other shapes may differ)."""
+    return kernel.tables.symmetric_bytes, kernel.tables.counter_stride
+
+
 def add_binding(impl, loaded: CudaProgram, kernel: CudaProgram, devices: Sequence[int],
                 extents: Sequence[tuple[int, int]], name: str) -> int:
     """Uploads `kernel`, another binding of the counts of runtime communicator
@@ -125,8 +132,7 @@ def add_binding(impl, loaded: CudaProgram, kernel: CudaProgram, devices: Sequenc
     if src.text != loaded.source(per_sm).text:
         raise ValueError(f"{name}: the binding's counts give another kernel ({src.name}); lower it a communicator "
                          "of its own")
-    if (kernel.tables.symmetric_bytes, kernel.tables.counter_stride) != (loaded.tables.symmetric_bytes,
-                                                                        loaded.tables.counter_stride):
+    if binding_layout(kernel) != binding_layout(loaded):
         raise ValueError(f"{name}: the binding's counts lay out the symmetric memory otherwise; lower it a "
                          "communicator of its own")
     eb = kernel.elem_bytes

@@ -8,6 +8,7 @@ import pytest
 
 from purlin.compile import compile_device_counts, placement_options
 from purlin.runtime import backend
+from purlin.testing.cases import counts_for
 
 
 class Runtime:
@@ -48,3 +49,23 @@ def test_a_binding_of_another_lowering_is_refused(v_form):
     first, other = v_form().bind_collective([100, 200]), v_form().bind_collective([100, 200])
     with pytest.raises(ValueError, match="ag: a binding is the communicator's own kernel with other counts"):
         backend.add_binding(Runtime(), first.cuda, other.cuda, [0, 0], [(100, 300), (200, 300)], "ag")
+
+
+def test_counts_that_lay_the_counters_out_otherwise_are_refused(monkeypatch):
+    """Uneven counts change the arrival counters per signal site (the most
+    units of any rank): such a binding would read counters laid out for
+    another, so it is refused, not run."""
+    monkeypatch.setattr(backend._runtime, "cuda_device_sms", lambda device: 132, raising=False)
+    dc = compile_device_counts("all_to_all_v", 3, "bf16", None, input_elems=1 << 16, output_elems=3 << 16,
+                               arch="sm_90", counts_on_host=True,
+                               lowering=placement_options("regime=throughput", True, 3, 132))
+    layouts = {}
+    for seed in range(6):
+        for total in (123, 5000, 40000):
+            bound = dc.bind_collective(counts_for("all_to_all_v", 3, total, seed=seed))
+            layouts.setdefault(backend.binding_layout(bound.cuda), bound)
+    assert len(layouts) >= 2, sorted(layouts)
+    first, other = list(layouts.values())[:2]
+    extents = [(other.plan.input_extent(r), other.plan.output_extent(r)) for r in range(3)]
+    with pytest.raises(ValueError, match="a2av: the binding's counts lay out the symmetric memory otherwise"):
+        backend.add_binding(Runtime(), first.cuda, other.cuda, [0, 0, 0], extents, "a2av")

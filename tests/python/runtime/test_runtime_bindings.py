@@ -1,7 +1,7 @@
 """One communicator running several bindings of a V collective's counts
 (compile_device_counts(counts_on_host=True), bind_collective per size,
 Communicator.rebind): each binding's tables are uploaded once, calls switch
-between them, every call matches the reference, a CUDA graph captured under
+between bindings of one layout (a binding of another is refused), every call matches the reference, a CUDA graph captured under
 one binding replays it after the communicator moved to another, and epochs
 advance alike. Bindings of another kernel, and rebinding a specialised
 kernel, are refused by name. Skipped without a GPU and a CUDA build."""
@@ -14,6 +14,7 @@ from test_runtime_cuda import GPUS, captured, on_devices
 
 from purlin import runtime
 from purlin.compile import compile_device_counts, placement_options
+from purlin.runtime.backend import binding_layout
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare
 
@@ -32,6 +33,22 @@ def lowered(collective: str, world: int):
                                  output_elems=out, arch="sm_90", counts_on_host=True,
                                  lowering=placement_options("regime=throughput", True, world,
                                                             runtime._runtime.cuda_device_sms(0)))
+
+
+def one_layout(dc, collective: str, world: int, totals=(123, 5000, 40000), n: int = 3) -> list[tuple[list, object]]:
+    """`n` counts of different shapes whose bindings one communicator runs
+    (backend.binding_layout and the tables' words alike), from the layout most
+    of the candidates share: counts of uneven shapes lay out the arrival
+    counters otherwise, and such a binding is refused."""
+    groups: dict[tuple, list] = {}
+    for seed in range(6):
+        for total in totals:
+            counts = counts_for(collective, world, total, seed=seed)
+            bound = dc.bind_collective(counts)
+            groups.setdefault((binding_layout(bound.cuda), bound.cuda.tables.words), []).append((counts, bound))
+    best = max(groups.values(), key=len)
+    assert len(best) >= n, f"{collective} world {world}: no layout holds {n} of the candidate counts"
+    return best[:n]
 
 
 def buffers(case: Case, plan, seed: int, devices: list[int]) -> tuple[list, list, list]:
@@ -55,8 +72,7 @@ def check(case: Case, args, outs: list, what: str) -> None:
 def test_calls_switch_between_bindings(collective, world):
     dc = lowered(collective, world)
     devices = [0] * world
-    counts = [counts_for(collective, world, t, seed=k) for k, t in enumerate((5000, 123, 40000))]
-    bound = [dc.bind_collective(c) for c in counts]
+    counts, bound = zip(*one_layout(dc, collective, world))
     comm = runtime.Communicator(bound[0].plan, "cuda", devices=devices, kernel=bound[0].cuda, name=collective,
                                 timeout_s=20.0)
     calls = 0
@@ -91,6 +107,25 @@ def test_a_graph_keeps_its_binding():
     comm.synchronize()
     check(small_case, args, outs, "graph of the first binding")
     check(large_case, large_args, large_outs, "second binding")
+
+
+def test_a_binding_needing_more_shared_memory_is_refused():
+    """Counts of the same layout whose tables hold more words than those the
+    kernel was checked with (its shared memory) are refused by the runtime."""
+    collective, world = "all_to_all_v", 3
+    dc = lowered(collective, world)
+    layouts: dict[tuple, dict[int, object]] = {}
+    for seed in range(6):
+        for total in (123, 5000, 40000):
+            bound = dc.bind_collective(counts_for(collective, world, total, seed=seed))
+            layouts.setdefault(binding_layout(bound.cuda), {}).setdefault(bound.cuda.tables.words, bound)
+    by_words = max(layouts.values(), key=len)
+    assert len(by_words) >= 2, {k: sorted(v) for k, v in layouts.items()}
+    small, large = by_words[min(by_words)], by_words[max(by_words)]
+    comm = runtime.Communicator(small.plan, "cuda", devices=[0] * world, kernel=small.cuda, name="a2av")
+    with pytest.raises(ValueError, match=r"a2av: the binding's tables need \d+ bytes of shared memory a block, the "
+                                         r"kernel was checked with \d+"):
+        comm.rebind(large.plan, large.cuda)
 
 
 def test_foreign_and_specialised_bindings_are_refused():

@@ -13,6 +13,7 @@ The ranks run on GPU rank % GPUs: on one GPU the processes take turns on it
 
 from __future__ import annotations
 
+from test_runtime_bindings import one_layout
 from test_runtime_cuda import GPUS, make_case
 
 import pytest
@@ -22,7 +23,7 @@ from process_group import run_group
 from purlin import runtime
 from purlin.compile import arch_of_device, compile_collective, compile_device_counts
 from purlin.dtypes import numpy_dtype
-from purlin.testing.cases import Case, counts_for
+from purlin.testing.cases import Case
 from purlin.testing.data import compare
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")]
@@ -234,16 +235,15 @@ def specialised_ranks(rank: int, world: int) -> None:
 
 
 def rebound_sizes(rank: int, world: int) -> None:
-    """One communicator of an all_to_all_v lowered with its counts on the host runs three bindings in
-    turn over buffers of its heap, each call matching the reference, a graph of the first binding
+    """One communicator of an all_to_all_v lowered with its counts on the host runs three bindings of
+    one layout in turn over buffers of its heap, each call matching the reference, a graph of the first binding
     replayed after the others."""
     torch.cuda.set_device(rank % GPUS)
     capacity = 1 << 14
     dc = compile_device_counts("all_to_all_v", world, "bf16", None, input_elems=capacity,
                                output_elems=capacity * world, arch=arch_of_device(), counts_on_host=True,
                                lowering="regime=throughput symmetric=true")
-    counts = [counts_for("all_to_all_v", world, total, seed=total) for total in (700, 9000, 31)]
-    bound = [dc.bind_collective(c) for c in counts]
+    counts, bound = zip(*one_layout(dc, "all_to_all_v", world, totals=(31, 700, 9000)))
     comm = runtime.ProcessCommunicator(bound[0].plan, backend="cuda", timeout_s=30.0, name="all_to_all_v",
                                        kernel=bound[0].cuda, heap_bytes=4 * capacity * (world + 1))
     x, y = comm.alloc(capacity), comm.alloc(capacity * world)
