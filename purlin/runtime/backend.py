@@ -111,11 +111,19 @@ def use_binding(impl, bindings: dict, loaded: CudaProgram, kernel: CudaProgram, 
     impl.use_binding(binding[1])
 
 
-def binding_layout(kernel: CudaProgram) -> tuple[int, int]:
-    """What every binding one communicator runs shares, laid out once with it:
-    the symmetric allocation's bytes and the arrival counters per signal site
-    (the most units of any rank, so counts of other shapes may differ)."""
-    return kernel.tables.symmetric_bytes, kernel.tables.counter_stride
+def binding_layout(kernel: CudaProgram) -> tuple:
+    """What every binding one communicator runs shares: the symmetric
+    allocation's bytes and arrival counters per signal site (laid out once,
+    with the communicator), and every rank's units and most units per phase
+    (a counted ready signal holds a unit's announcements over all calls and
+    expects each call to make them, so a binding where a rank sends nothing,
+    or in fewer units, would leave its slots behind and hang a later call)."""
+    from purlin.cuda import abi
+
+    t = kernel.tables
+    phases = [abi.GLOBAL_WORDS + kernel.world + k * abi.PHASE_WORDS for k in range(int(t.ranks[0][abi.PHASE_COUNT]))]
+    units = tuple((int(r[ph + abi.PH_UNITS]), int(r[ph + abi.PH_MAX_UNITS])) for r in t.ranks for ph in phases)
+    return t.symmetric_bytes, t.counter_stride, units
 
 
 def add_binding(impl, loaded: CudaProgram, kernel: CudaProgram, devices: Sequence[int],
@@ -133,8 +141,8 @@ def add_binding(impl, loaded: CudaProgram, kernel: CudaProgram, devices: Sequenc
         raise ValueError(f"{name}: the binding's counts give another kernel ({src.name}); lower it a communicator "
                          "of its own")
     if binding_layout(kernel) != binding_layout(loaded):
-        raise ValueError(f"{name}: the binding's counts lay out the symmetric memory otherwise; lower it a "
-                         "communicator of its own")
+        raise ValueError(f"{name}: the binding's counts lay out the symmetric memory or the ranks' units "
+                         "otherwise; lower it a communicator of its own")
     eb = kernel.elem_bytes
     smem = src.smem + (8 * kernel.tables.words if src.shared_tables else 0)
     return impl.add_binding([t.tolist() for t in kernel.tables.ranks], [i * eb for i, _ in extents],

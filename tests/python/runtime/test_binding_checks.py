@@ -67,5 +67,17 @@ def test_counts_that_lay_the_counters_out_otherwise_are_refused(monkeypatch):
     assert len(layouts) >= 2, sorted(layouts)
     first, other = list(layouts.values())[:2]
     extents = [(other.plan.input_extent(r), other.plan.output_extent(r)) for r in range(3)]
-    with pytest.raises(ValueError, match="a2av: the binding's counts lay out the symmetric memory otherwise"):
+    with pytest.raises(ValueError, match="a2av: the binding's counts lay out the symmetric memory or the ranks' units otherwise"):
         backend.add_binding(Runtime(), first.cuda, other.cuda, [0, 0, 0], extents, "a2av")
+
+
+def test_a_rank_that_sends_nothing_in_one_binding_is_another_layout(v_form):
+    """Counted ready signals keep a unit's announcements over every call: a
+    binding where one rank has no unit (it sends nothing) would leave its
+    slots a call behind, and the next binding in which it sends would wait for
+    ever; so it is refused."""
+    dc = v_form()
+    first, other = dc.bind_collective([300, 0]), dc.bind_collective([0, 9000])
+    assert backend.binding_layout(first.cuda)[:2] == backend.binding_layout(other.cuda)[:2]
+    with pytest.raises(ValueError, match="ag: the binding's counts lay out the symmetric memory or the ranks' units"):
+        backend.add_binding(Runtime(), first.cuda, other.cuda, [0, 0], [(0, 9000), (9000, 9000)], "ag")
