@@ -54,8 +54,10 @@ class Thresholds:
 # even at 64 and 1.06-1.09 at 32; all_gather 1.2-1.8x at every size. Slices
 # off 16 bytes (256 MiB at worlds 3, 5, 6, 7: 4- or 2-byte aligned) took
 # 1.2x at world 3 and 2.4x at worlds 5-7 (1xh100-odd-worlds).
-# Tables compiled in (1xh100-rank-tables, 1xh200-session-12-06): 9-22 % faster
-# at worlds 2-4 (16 B - 64 KiB), 1-36 % slower at world 8 (one body per rank).
+# Tables compiled in (1xh100-rank-tables, 1xh200-session-12-06): 5-22 % faster
+# at worlds 2-4 (16 B - 64 KiB), 2-22 % at 5-7 but for all_to_all (to 9 %
+# slower at 7), up to 36 % slower at 8 (one body per rank); kept at 4 until
+# the defect found at 5-7 (purlin.runtime.backend) is explained.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
     "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0, 4),
