@@ -114,15 +114,23 @@ def use_binding(impl, bindings: dict, loaded: CudaProgram, kernel: CudaProgram, 
 def binding_layout(kernel: CudaProgram) -> tuple:
     """What every binding one communicator runs shares: the symmetric
     allocation's bytes and arrival counters per signal site (laid out once,
-    with the communicator), and every rank's units and most units per phase
-    (a counted ready signal holds a unit's announcements over all calls and
-    expects each call to make them, so a binding where a rank sends nothing,
-    or in fewer units, would leave its slots behind and hang a later call)."""
+    with the communicator), and per rank and phase the most units of any rank
+    and each of its units' consumers. A ready or free signal slot counts one
+    unit's announcements to one consumer over all calls and each wait expects
+    every call to have made them, so a binding where a rank sends nothing, in
+    fewer units, or a unit to another consumer would leave a slot behind and
+    hang a later call."""
     from purlin.cuda import abi
 
     t = kernel.tables
     phases = [abi.GLOBAL_WORDS + kernel.world + k * abi.PHASE_WORDS for k in range(int(t.ranks[0][abi.PHASE_COUNT]))]
-    units = tuple((int(r[ph + abi.PH_UNITS]), int(r[ph + abi.PH_MAX_UNITS])) for r in t.ranks for ph in phases)
+
+    def consumers(r, ph: int) -> tuple:
+        units = (int(r[ph + abi.PH_UNITS_AT]) + u * abi.UNIT_WORDS for u in range(int(r[ph + abi.PH_UNITS])))
+        return tuple(tuple(int(w) for w in r[int(r[u + abi.U_CONSUMERS_AT]):][:int(r[u + abi.U_CONSUMERS])])
+                     for u in units)
+
+    units = tuple((int(r[ph + abi.PH_MAX_UNITS]), consumers(r, ph)) for r in t.ranks for ph in phases)
     return t.symmetric_bytes, t.counter_stride, units
 
 

@@ -81,3 +81,22 @@ def test_a_rank_that_sends_nothing_in_one_binding_is_another_layout(v_form):
     assert backend.binding_layout(first.cuda)[:2] == backend.binding_layout(other.cuda)[:2]
     with pytest.raises(ValueError, match="ag: the binding's counts lay out the symmetric memory or the ranks' units"):
         backend.add_binding(Runtime(), first.cuda, other.cuda, [0, 0], [(0, 9000), (9000, 9000)], "ag")
+
+
+def test_a_unit_sent_to_another_consumer_is_another_layout(monkeypatch):
+    """Bindings with the same units per rank whose units go to other ranks
+    (all_to_all_v counts with zeros elsewhere): a slot counts one unit's
+    announcements to one consumer, so they are refused (the H100 run's hang)."""
+    monkeypatch.setattr(backend._runtime, "cuda_device_sms", lambda device: 132, raising=False)
+    dc = compile_device_counts("all_to_all_v", 4, "bf16", None, input_elems=1 << 16, output_elems=4 << 16,
+                               arch="sm_90", counts_on_host=True,
+                               lowering=placement_options("regime=throughput", True, 4, 132))
+    first = dc.bind_collective([[86, 0, 37, 0], [41, 34, 0, 48], [0, 53, 0, 70], [37, 48, 0, 38]])
+    other = dc.bind_collective([[3421, 0, 1579, 0], [2195, 1800, 0, 1005], [2698, 2302, 0, 0], [0, 1681, 1942, 1377]])
+    alike = dc.bind_collective([[3, 0, 1, 0], [2, 1, 0, 1], [0, 2, 0, 1], [1, 1, 0, 1]])
+    units = [[len(unit) for _, unit in backend.binding_layout(b.cuda)[2]] for b in (first, other)]
+    assert units[0] == units[1]
+    assert backend.binding_layout(alike.cuda) == backend.binding_layout(first.cuda)
+    extents = [(other.plan.input_extent(r), other.plan.output_extent(r)) for r in range(4)]
+    with pytest.raises(ValueError, match="a2av: the binding's counts lay out the symmetric memory or the ranks' units"):
+        backend.add_binding(Runtime(), first.cuda, other.cuda, [0] * 4, extents, "a2av")

@@ -53,7 +53,8 @@ def _sweep(rank: int, world: int, in_place: bool) -> None:
                                                  for r in range(world)]), rtol=0, atol=0)
 
         counts = [n + 3 * r for r in range(world)]
-        x = alloc(counts[rank])
+        # pt.empty is collective (every rank the same size): each rank sends the first counts[rank].
+        x = alloc(max(counts))[:counts[rank]]
         x.copy_(_seeded(counts[rank], rank, salt))
         y = alloc(sum(counts))
         pt.all_gather_v(y, x, counts)
