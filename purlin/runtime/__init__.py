@@ -66,6 +66,7 @@ from purlin.runtime.backend import (
     specialise,
     to_device,
     to_host,
+    use_binding,
 )
 from purlin.runtime.heap import DeviceHeap
 from purlin.runtime.process import ProcessCommunicator
@@ -119,6 +120,8 @@ class Communicator:
                 raise ValueError(f"{name}: the plan is for world {plan.world}, got {len(self.devices)} devices "
                                  "(one per rank; a device may be listed several times)")
             self._kernel = checked_kernel(kernel, plan, name)
+            # rebind's uploaded bindings, by their program: (program, number); the kernel's own is 0.
+            self._bindings: dict[int, tuple[CudaProgram, int]] = {id(self._kernel): (self._kernel, 0)}
             spec = kernel_spec(self._kernel, self.devices, self._extents)
             self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
 
@@ -154,6 +157,20 @@ class Communicator:
             else:
                 handles = [int(getattr(st, "cuda_stream", st)) for st in streams]
             self._impl.run([b[0] for b in ins], [b[0] for b in outs], handles)
+
+    def rebind(self, plan: Plan, kernel: CudaProgram) -> None:
+        """cuda: runs `plan` from the next call on: another binding of the
+        counts of this communicator's kernel (DeviceCountsCollective.bind_collective
+        of other counts: the same code and memory), `kernel` its program; its
+        tables are uploaded on its first rebind and kept for the next ones."""
+        if self.backend != "cuda":
+            raise ValueError(f"{self.name}: rebind is the cuda backend's here (on cpu, a ProcessCommunicator's)")
+        validate(plan)
+        extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+        use_binding(self._impl, self._bindings, self._kernel, kernel, self.devices, extents, self.name)
+        self.plan = plan
+        self._extents = extents
+        self._overlaps = aliasing.Buffers(plan, self.name)
 
     def specialise(self) -> None:
         """cuda: from the next call on, the kernel with every rank's tables

@@ -106,8 +106,8 @@ def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
     if _nothing(st, x, x.numel(), "all_gather", None):
         return
     if st.nodes is None:
-        if not (x.is_cpu and st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None,
-                                                         [x.numel()] * st.world, x, y, lowering)):
+        if not st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None, [x.numel()] * st.world,
+                            x, y, lowering):
             st.call(x, y, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering)
         return
     nodes = st.nodes
@@ -122,9 +122,8 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
     if _nothing(st, x, m, "reduce_scatter", op):
         return
     if st.nodes is None:
-        if not (x.is_cpu and not deterministic
-                and st.run_sized(("reduce_scatter", m), "reduce_scatter_v", dtype_name(x), op, [m] * st.world, x, y,
-                                 lowering)):
+        if deterministic or not st.run_sized(("reduce_scatter", m), "reduce_scatter_v", dtype_name(x), op,
+                                             [m] * st.world, x, y, lowering):
             st.call(x, y, "reduce_scatter", dtype_name(x), op, m, lowering=lowering, deterministic=deterministic)
         return
     nodes = st.nodes
@@ -141,8 +140,8 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
         return
     if st.nodes is None:
         c = x.numel() // st.world
-        if not (x.is_cpu and st.run_sized(("all_to_all", c), "all_to_all_v", dtype_name(x), None,
-                                                         [[c] * st.world] * st.world, x, y, lowering)):
+        if not st.run_sized(("all_to_all", c), "all_to_all_v", dtype_name(x), None, [[c] * st.world] * st.world,
+                            x, y, lowering):
             st.call(x, y, "all_to_all", dtype_name(x), None, c, lowering=lowering)
         return
     nodes = st.nodes
@@ -159,8 +158,7 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
 def v_collective(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tensor, counts: list,
                  op: str | None, lowering: str) -> None:
     if st.nodes is None:
-        if not (x.is_cpu and st.run_sized((collective, 0), collective, dtype_name(x), op, counts, x, y,
-                                                         lowering)):
+        if not st.run_sized((collective, 0), collective, dtype_name(x), op, counts, x, y, lowering):
             st.call(x, y, collective, dtype_name(x), op, counts=counts, lowering=lowering)
         return
     {"all_gather_v": _all_gather_v_nodes, "reduce_scatter_v": _reduce_scatter_v_nodes,

@@ -1,4 +1,4 @@
-"""One kernel per regime on the CPU backend, sizes given at run time.
+"""One kernel per regime, sizes given at run time.
 
 A call of the CPU backend runs a V collective's kernel lowered once with its
 counts dynamic (purlin.compile.compile_device_counts) over buffers of its
@@ -12,6 +12,14 @@ laid out alike for every binding, so nothing is mapped or exchanged again).
     all_to_all of c       all_to_all_v of c from every rank to every rank
     all_reduce of n       reduce_scatter_v of n's world near-equal slices, then all_gather_v
     the V forms           themselves
+
+On cuda the throughput regime runs so too: the V kernel lowered once with its
+counts bound on the host (compile_device_counts(counts_on_host=True)), each
+size's binding (bind_collective) uploaded to the communicator of its layout
+once and chosen at each call (ProcessCommunicator.rebind), measured as fast as
+each size's own lowering (bench/bound_sizes.py); the latency regime's bound
+kernels were measured 1.4-2.9x slower than each size's, so there a size is
+still lowered per call shape. An all_reduce on cuda is lowered per size.
 
 Regimes are the cost model's: latency while the largest rank's input holds at
 most its latency bound (and the world is small enough), throughput above,
@@ -56,13 +64,16 @@ def regime(collective: str, world: int, dtype: str, input_extent: int, arch: str
     return Regime(name, cap, cap if collective == "reduce_scatter_v" else world * cap)
 
 
-def options(lowering: str, rg: Regime) -> str:
+def options(lowering: str, rg: Regime, cuda: bool = False, symmetric: bool = False) -> str:
     """The lowering of regime `rg`'s kernel: `lowering` with the regime (and a
-    throughput kernel's chunk) unless it names them."""
+    CPU throughput kernel's chunk; on cuda the cost model's) unless it names
+    them; `symmetric` where every rank's buffers lie in memory all map."""
     named = {word.partition("=")[0] for word in lowering.split()}
     extra = [f"regime={rg.name}"] if "regime" not in named else []
-    if rg.name == "throughput" and "chunk-bytes" not in named:
+    if rg.name == "throughput" and not cuda and "chunk-bytes" not in named:
         extra.append(f"chunk-bytes={CHUNK_BYTES}")
+    if symmetric and "symmetric" not in named:
+        extra.append("symmetric=true")
     return " ".join([lowering, *extra]).strip()
 
 
