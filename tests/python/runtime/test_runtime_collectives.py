@@ -1,4 +1,4 @@
-"""The seven collectives, lowered to plans by `build_plan` and run by the CPU
+"""The named collectives, lowered to plans by `build_plan` and run by the CPU
 backend (real threads, real atomics), agree with the numpy reference: every
 strategy, worlds 2 to 8, every dtype and reduction, V forms with zero-size
 ranks, and 100 calls in a row on one communicator."""
@@ -89,6 +89,7 @@ def test_other_generations(name, strategy, arch):
         ("all_gather_v", (0, 5, 0, 0)),
         ("reduce_scatter_v", (0, 0, 9, 1)),
         ("all_to_all_v", ((0, 3, 0, 0), (0, 0, 0, 0), (2, 0, 0, 7), (0, 0, 1, 0))),
+        ("all_reduce_v", (0, 6, 0, 1)),
     ],
 )
 def test_mostly_empty_ranks(name, counts):
