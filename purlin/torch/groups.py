@@ -227,13 +227,15 @@ class GroupState:
         return self._keep(key, head, None, collective, "cuda", coll.cuda)
 
     def run_sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list,
-                  x: torch.Tensor, y: torch.Tensor, lowering: str = "") -> bool:
+                  x: torch.Tensor, y: torch.Tensor, lowering: str = "", in_place: bool = False) -> bool:
         """Runs V collective `collective` of `counts` on cpu tensors through the
         kernel of its regime (purlin.torch.regimes), bound to these counts; False
         where no regime holds them (the caller compiles a plan of their own).
         `called` is the call as the call board names it: (collective, count);
-        the counts follow from it but for the V forms."""
-        call = (called, collective, dtype, op, lowering, _flat(counts) if called[0].endswith("_v") else None)
+        the counts follow from it but for the V forms. `in_place`: `x` is `y`,
+        through a kernel lowered in place (all_reduce_v)."""
+        call = (called, collective, dtype, op, lowering, _flat(counts) if called[0].endswith("_v") else None,
+                in_place)
         known = self.calls.hit(call)
         if known is not None and (comm := self.plans.hit(known[1])) is not None:
             # A call made lately: its header, communicator and bound plan are known.
@@ -242,7 +244,7 @@ class GroupState:
             if comm.plan is not bound[0]:
                 comm.rebind(*bound)
         else:
-            found = self._sized(called, collective, dtype, op, counts, lowering)
+            found = self._sized(called, collective, dtype, op, counts, lowering, in_place)
             if found is None:
                 return False
             head, comm, decoded = found
@@ -252,14 +254,14 @@ class GroupState:
         return True
 
     def _sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list,
-               lowering: str) -> tuple | None:
+               lowering: str, in_place: bool) -> tuple | None:
         """(header, communicator bound to `counts`, that plan decoded) of run_sized's
         call, made or rebound; None where no regime holds the counts."""
         head = header(called[0], dtype, op, called[1], repr(counts) if called[0].endswith("_v") else repr(None),
-                      lowering, False, False, False)
+                      lowering, False, in_place, False)
         # Checked before anything is imported, lowered or bound, so that ranks whose calls differ learn it first.
         kind = ("cpu", "regime", collective, dtype, op)
-        if any(k[:5] == kind and k[6] == lowering for k in self.plans):
+        if any(k[:5] == kind and k[6:8] == (lowering, in_place) for k in self.plans):
             self._checked(self.board.check, head)
         else:
             self._checked(self.call_board().agree, head)
@@ -270,13 +272,15 @@ class GroupState:
         rg = regime(collective, self.world, dtype, input_extent(collective, counts), CPU_ARCH)
         if rg is None:
             return None
-        kernel_key = (*kind, rg.name, lowering)
+        kernel_key = (*kind, rg.name, lowering, in_place)
 
         def lower():
             from purlin.compile import compile_device_counts
 
+            # Bound on the host at every call: never read on the device.
             return compile_device_counts(collective, self.world, dtype, op, input_elems=rg.input_elems,
-                                         output_elems=rg.output_elems, arch=CPU_ARCH, lowering=options(lowering, rg))
+                                         output_elems=rg.output_elems, arch=CPU_ARCH, lowering=options(lowering, rg),
+                                         counts_on_host=True, in_place=in_place)
 
         kernel = lowered((self.world, CPU_ARCH, *kernel_key), lower)
         plan = kernel.bind(counts)
