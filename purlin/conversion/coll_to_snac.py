@@ -596,7 +596,7 @@ class ConvertCollToSnacPass(ModulePass):
     copy-engine (a symmetric copy collective's pushes made by the copy engine,
     its steps one stream role); counts-on-host (dynamic counts are bound on
     the host before each call, never read on the device: a symmetric
-    program then moves them in place too)."""
+    program then moves them in place too, and a reduction may be composed)."""
 
     name = "convert-coll-to-snac"
 
