@@ -72,18 +72,11 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
     if _nothing(st, x, n, "all_reduce", op):
         return
     if st.nodes is None:
-        if x.is_cpu and not deterministic:
-            # A reduce_scatter_v of the elements' world slices into the rank's own
-            # slice of y, then their all_gather_v from there: overlaps the runtime
-            # allows (runtime/aliasing.py), which spare a buffer and its copies.
-            counts = slices(n, st.world)
-            lo = sum(counts[:st.rank])
-            part = y[lo:lo + counts[st.rank]]
-            dtype = dtype_name(x)
-            if st.run_sized(("all_reduce", n), "reduce_scatter_v", dtype, op, counts, x, part, lowering):
-                st.run_sized(("all_reduce", n), "all_gather_v", dtype, None, counts, part, y, lowering)
-                return
         in_place = x.data_ptr() == y.data_ptr()
+        # One kernel of the regime: all_reduce_v of the elements' world slices.
+        if x.is_cpu and not deterministic and st.run_sized(("all_reduce", n), "all_reduce_v", dtype_name(x), op,
+                                                           slices(n, st.world), x, y, lowering, in_place):
+            return
         st.call(x, y, "all_reduce", dtype_name(x), op, n, lowering=lowering, deterministic=deterministic,
                 in_place=in_place)
         return

@@ -227,19 +227,20 @@ class GroupState:
         return self._keep(key, head, None, collective, "cuda", coll.cuda)
 
     def run_sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list,
-                  x: torch.Tensor, y: torch.Tensor, lowering: str = "") -> bool:
+                  x: torch.Tensor, y: torch.Tensor, lowering: str = "", in_place: bool = False) -> bool:
         """Runs V collective `collective` of `counts` on `x` and `y` through the
         kernel of its regime (purlin.torch.regimes), bound to these counts; False
         where that is not how it runs (the caller compiles a plan of its own): on
         cpu no regime holds the counts, on cuda they are not the throughput
         regime's (bound latency kernels were measured slower than each size's).
         `called` is the call as the call board names it: (collective, count);
-        the counts follow from it but for the V forms."""
+        the counts follow from it but for the V forms. `in_place`: `x` is `y`,
+        through a kernel lowered in place (all_reduce_v)."""
         cuda = x.is_cuda
         heaps = self.memory.holding(x, y) if cuda and self.memory is not None else None
         serials = tuple(h.serial for h in heaps) if heaps else ()
         call = (called, collective, dtype, op, lowering, serials,
-                _flat(counts) if called[0].endswith("_v") else None)
+                _flat(counts) if called[0].endswith("_v") else None, in_place)
         known = self.calls.hit(call)
         if known is not None and (comm := self.plans.hit(known[1])) is not None:
             # A call made lately: its header, communicator and bound plan are known.
@@ -251,7 +252,7 @@ class GroupState:
             if comm.plan is not bound[0]:
                 comm.rebind(*bound)
         else:
-            found = self._sized(called, collective, dtype, op, counts, lowering, cuda, heaps)
+            found = self._sized(called, collective, dtype, op, counts, lowering, in_place, cuda, heaps)
             if found is None:
                 return False
             head, comm, bound = found
@@ -261,12 +262,12 @@ class GroupState:
         return True
 
     def _sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list, lowering: str,
-               cuda: bool, heaps: tuple | None) -> tuple | None:
+               in_place: bool, cuda: bool, heaps: tuple | None) -> tuple | None:
         """(header, communicator bound to `counts`, that binding as rebind takes
         it) of run_sized's call, made or rebound; None where it does not run so."""
         serials = tuple(h.serial for h in heaps) if heaps else ()
         head = header(called[0], dtype, op, called[1], repr(counts) if called[0].endswith("_v") else repr(None),
-                      lowering + "".join(f" heap={s}" for s in serials), False, False, cuda)
+                      lowering + "".join(f" heap={s}" for s in serials), False, in_place, cuda)
         from purlin.torch.regimes import input_extent, options, regime
 
         extent = input_extent(collective, counts)
@@ -278,7 +279,7 @@ class GroupState:
             if rg is None or rg.name != "throughput":
                 return None
             self.call_board().agree(head)
-        elif any(k[:5] == kind and k[6] == lowering for k in self.plans):
+        elif any(k[:5] == kind and k[6:8] == (lowering, in_place) for k in self.plans):
             self._checked(self.board.check, head)
         else:
             self._checked(self.call_board().agree, head)
@@ -289,14 +290,16 @@ class GroupState:
             rg = regime(collective, self.world, dtype, extent, arch)
             if rg is None:
                 return None
-        kernel_key = (*kind, rg.name, lowering, serials)
+        kernel_key = (*kind, rg.name, lowering, in_place, serials)
 
         def lower():
             from purlin.compile import compile_device_counts
 
+            # Bound on the host at every call: never read on the device.
             return compile_device_counts(collective, self.world, dtype, op, input_elems=rg.input_elems,
                                          output_elems=rg.output_elems, arch=arch,
-                                         lowering=options(lowering, rg, cuda, bool(heaps)), counts_on_host=cuda)
+                                         lowering=options(lowering, rg, cuda, bool(heaps)), counts_on_host=True,
+                                         in_place=in_place)
 
         kernel = lowered((self.world, arch, *kernel_key), lower)
         if cuda:
@@ -304,7 +307,7 @@ class GroupState:
 
             compiled = kernel.bind_collective(counts)
             plan, bound = compiled.plan, (compiled.plan, None, compiled.cuda)
-            # Bindings of one layout (symmetric memory, every rank's units) share a communicator.
+            # Bindings of one layout (symmetric memory, each unit's consumers) share a communicator.
             key = (*kernel_key, binding_layout(compiled.cuda))
         else:
             from purlin.runtime.backend import _runtime

@@ -10,7 +10,7 @@ laid out alike for every binding, so nothing is mapped or exchanged again).
     all_gather of n       all_gather_v of [n] * world
     reduce_scatter of m   reduce_scatter_v of [m] * world
     all_to_all of c       all_to_all_v of c from every rank to every rank
-    all_reduce of n       reduce_scatter_v of n's world near-equal slices, then all_gather_v
+    all_reduce of n       all_reduce_v of n's world near-equal slices (in place too)
     the V forms           themselves
 
 On cuda the throughput regime runs so too: the V kernel lowered once with its
@@ -60,8 +60,9 @@ def regime(collective: str, world: int, dtype: str, input_extent: int, arch: str
         name, cap = "throughput", CAPACITY
     else:
         return None
-    # What a rank receives: reduce_scatter_v a slice of what it sends, the others up to world x that.
-    return Regime(name, cap, cap if collective == "reduce_scatter_v" else world * cap)
+    # What a rank receives: reduce_scatter_v a slice of what it sends, all_reduce_v as much, the others up to
+    # world x that.
+    return Regime(name, cap, cap if collective in ("reduce_scatter_v", "all_reduce_v") else world * cap)
 
 
 def options(lowering: str, rg: Regime, cuda: bool = False, symmetric: bool = False) -> str:
@@ -87,6 +88,6 @@ def input_extent(collective: str, counts: list) -> int:
     """The largest rank's input of a V collective's `counts`."""
     if collective == "all_gather_v":
         return max(counts)
-    if collective == "reduce_scatter_v":
+    if collective in ("reduce_scatter_v", "all_reduce_v"):
         return sum(counts)
     return max(sum(row) for row in counts)

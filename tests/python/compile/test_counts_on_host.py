@@ -18,17 +18,17 @@ from purlin.runtime import Communicator
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare
 
-V_FORMS = ("all_gather_v", "reduce_scatter_v", "all_to_all_v")
+V_FORMS = ("all_gather_v", "reduce_scatter_v", "all_to_all_v", "all_reduce_v")
 # Elements of a rank's input the lowering is sized for; every binding's counts fit them.
 CAPACITY = 2048
 
 
 def op_of(collective: str) -> str | None:
-    return "sum" if collective == "reduce_scatter_v" else None
+    return "sum" if collective in ("reduce_scatter_v", "all_reduce_v") else None
 
 
 def lowered(collective: str, world: int, regime: str, counts_on_host: bool = True):
-    out = CAPACITY if collective == "reduce_scatter_v" else CAPACITY * world
+    out = CAPACITY if collective in ("reduce_scatter_v", "all_reduce_v") else CAPACITY * world
     return compile_device_counts(collective, world, "bf16", op_of(collective), input_elems=CAPACITY,
                                  output_elems=out, arch="sm_90", counts_on_host=counts_on_host,
                                  lowering=placement_options(f"regime={regime}", True, world, 132))
