@@ -30,9 +30,6 @@ costs on the critical path:
                        constant, the rest read the tables as generated
     rank tables global as rank tables, but no copy of the tables into shared memory before
                        the first step: the lookups left read global memory
-    rank tables direct as rank tables, but every lookup (the symmetric allocations' addresses
-                       excepted) reads the compiled-in tables, from the constant bank: no
-                       copy into shared memory, no table loads before the first step
 
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
@@ -162,21 +159,18 @@ def _notify_every_block(text: str, name: str) -> str:
     return re.sub(r"\bwait_ready<(\w+), \d+>\((.*?), v\d+\);", r"wait_ready<\1>(\2);", text)
 
 
-def _rank_tables(program, blocks_per_sm: int, shared: bool | None = None, direct: bool = False):
+def _rank_tables(program, blocks_per_sm: int, shared: bool | None = None):
     """`program`'s kernel with every rank's tables compiled in, as the runtime uploads them;
-    read from shared memory as the program says, or (`shared` False) from global memory,
-    or (`direct`) the compiled-in words read in their place."""
+    read from shared memory as the program says, or (`shared` False) from global memory."""
     from purlin.cuda.codegen import emit_cuda
 
     ranks = {r: [int(w) for w in t] for r, t in enumerate(program.tables.ranks)}
-    return emit_cuda(program.kernel, program.shared_tables if shared is None else shared, blocks_per_sm, None, ranks,
-                     direct)
+    return emit_cuda(program.kernel, program.shared_tables if shared is None else shared, blocks_per_sm, None, ranks)
 
 
 # Variants that are the collective still, built from the program rather than by editing its text.
 BUILT = {"rank tables": _rank_tables,
-         "rank tables global": lambda program, bps: _rank_tables(program, bps, shared=False),
-         "rank tables direct": lambda program, bps: _rank_tables(program, bps, direct=True)}
+         "rank tables global": lambda program, bps: _rank_tables(program, bps, shared=False)}
 
 VARIANTS = {
     "as generated": None,

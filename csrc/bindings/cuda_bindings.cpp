@@ -70,6 +70,12 @@ void register_bindings(py::module_& m) {
           py::arg("cubin"), py::arg("name"),
           "Launch kernel `name` of `cubin` (the same kernel with the ranks' tables compiled in) from the next "
           "call on; every rank's launch of the calls before must have been issued.")
+      .def("add_binding", &Communicator::add_binding, py::arg("tables"), py::arg("input_bytes"), py::arg("output_bytes"),
+           py::arg("smem"), py::call_guard<py::gil_scoped_release>(),
+           "Another binding of the kernel's counts (every rank's tables and buffer bytes, the kernel's shared "
+           "memory for them); every rank's tables uploaded now. Returns its number (the spec's own is 0).")
+      .def("use_binding", &Communicator::use_binding, py::arg("id"),
+           "Launch with binding `id` from the next call on.")
       .def("synchronize", &Communicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())
@@ -121,6 +127,12 @@ void register_bindings(py::module_& m) {
           py::arg("cubin"), py::arg("name"),
           "Launch kernel `name` of `cubin` (the same kernel with this rank's tables compiled in) from the next "
           "call on; this rank's launches of the calls before must have been issued.")
+      .def("add_binding", &ProcessCommunicator::add_binding, py::arg("tables"), py::arg("input_bytes"), py::arg("output_bytes"),
+           py::arg("smem"), py::call_guard<py::gil_scoped_release>(),
+           "Another binding of the kernel's counts (every rank's tables and buffer bytes, the kernel's shared "
+           "memory for them); this rank's tables uploaded now. Returns its number (the spec's own is 0).")
+      .def("use_binding", &ProcessCommunicator::use_binding, py::arg("id"),
+           "Launch with binding `id` from the next call on.")
       .def("synchronize", &ProcessCommunicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for this rank's GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &ProcessCommunicator::epoch, py::call_guard<py::gil_scoped_release>())

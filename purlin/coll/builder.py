@@ -9,7 +9,8 @@ adds seeded buffers and expected results.
 Sizes: `count` is the per-rank unit of the fixed forms (all_reduce: the
 buffer; all_gather: the input; reduce_scatter: the output; all_to_all: one
 block); the V forms take `counts` (a list, or for all_to_all_v the matrix
-counts[sender][receiver]). Buffers are the smallest the op accepts.
+counts[sender][receiver]; all_reduce_v's list is the ranks' slices of the
+buffer it reduces, sum(counts) elements). Buffers are the smallest the op accepts.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from purlin.coll.dialect import (
     AllGatherOp,
     AllGatherVOp,
     AllReduceOp,
+    AllReduceVOp,
     AllToAllOp,
     AllToAllVOp,
     NamedCollective,
@@ -57,6 +59,7 @@ COLLECTIVES: dict[str, Collective] = {
         Collective(AllGatherVOp, variable=True),
         Collective(ReduceScatterVOp, reduces=True, variable=True),
         Collective(AllToAllVOp, variable=True, matrix=True),
+        Collective(AllReduceVOp, reduces=True, variable=True),
     )
 }
 
@@ -170,6 +173,8 @@ class CollectiveSpec:
             return max(rows), max(cols)
         if name == "all_gather_v":
             return max(counts), sum(counts)  # type: ignore[arg-type]
+        if name == "all_reduce_v":
+            return sum(counts), sum(counts)  # type: ignore[arg-type]
         return sum(counts), max(counts)  # type: ignore[arg-type]
 
     @property

@@ -179,7 +179,7 @@ class CollectiveOp(IRDLOperation):
             return
         if why := world_problem(self.world):
             raise VerifyException(f"'{self.name}': {why}")
-        _verify_groups(self, self.groups, self.world, True)
+        _verify_groups(self, self.groups, self.world, _SIZED_BY_GROUP)
         if self.counts is not None:
             raise VerifyException(
                 f"'{self.name}': groups need static layouts: dynamic counts would leave the "
@@ -340,8 +340,12 @@ def _print_groups(printer: Printer, groups: tuple[tuple[int, ...], ...]) -> None
     printer.print_string(f" groups [{body}]")
 
 
-def _verify_groups(op: Operation, attr: ArrayAttr | None, world: int, equal: bool) -> None:
-    """Groups are well formed, and of one size where the collective needs it."""
+_SIZED_BY_GROUP = "its buffers are sized by the group"
+
+
+def _verify_groups(op: Operation, attr: ArrayAttr | None, world: int, equal: str | None) -> None:
+    """Groups are well formed, and of one size where the collective needs it
+    (`equal`: why, else None)."""
     if attr is None:
         return
     if not all(isinstance(g, ArrayAttr) and all(isinstance(r, IntAttr) for r in g.data)
@@ -354,8 +358,8 @@ def _verify_groups(op: Operation, attr: ArrayAttr | None, world: int, equal: boo
     sizes = sorted({len(g) for g in groups})
     if equal and len(sizes) > 1:
         raise VerifyException(
-            f"'{op.name}': groups have sizes {', '.join(map(str, sizes))}, but its buffers "
-            "are sized by the group: every group needs the same number of ranks"
+            f"'{op.name}': groups have sizes {', '.join(map(str, sizes))}, but {equal}: "
+            "every group needs the same number of ranks"
         )
 
 
@@ -363,7 +367,7 @@ def _verify_groups(op: Operation, attr: ArrayAttr | None, world: int, equal: boo
 
 
 class NamedCollective(IRDLOperation):
-    """Shared structure of the seven named collectives.
+    """Shared structure of the named collectives.
 
     Syntax: `coll.NAME [OP] %in, %out world W [counts [..] | counts %c]
     [deterministic] attr-dict : type(%in), type(%out)[, type(%c)]`.
@@ -451,7 +455,10 @@ class NamedCollective(IRDLOperation):
     def verify_(self) -> None:
         if why := world_problem(self.world.data):
             raise VerifyException(f"'{self.name}': {why}")
-        _verify_groups(self, self.groups, self.world.data, self.EQUAL_GROUPS)
+        equal = None
+        if self.EQUAL_GROUPS:
+            equal = "its counts give one slice per rank of a group" if self.VARIABLE else _SIZED_BY_GROUP
+        _verify_groups(self, self.groups, self.world.data, equal)
         dtype = _verify_buffers(self, self.input, self.output)
         if self.REDUCES and self.op is None:
             raise VerifyException(
@@ -469,13 +476,7 @@ class NamedCollective(IRDLOperation):
             raise VerifyException(f"'{self.name}': {why}")
         if not self.VARIABLE:
             if self.static_counts is not None or self.counts is not None:
-                # all_reduce has no _v form: it balances uneven sizes itself.
-                hint = (
-                    " (it splits uneven sizes across ranks itself)"
-                    if isinstance(self, AllReduceOp)
-                    else f"; use '{self.name}_v' for per-rank counts"
-                )
-                raise VerifyException(f"'{self.name}': takes no counts{hint}")
+                raise VerifyException(f"'{self.name}': takes no counts; use '{self.name}_v' for per-rank counts")
         else:
             self._verify_counts()
         self._verify_sizes()
@@ -750,6 +751,19 @@ class AllToAllVOp(VariableCollective):
     OUT_KIND: ClassVar[LayoutKind] = LayoutKind.TRANSPOSED
 
 
+@irdl_op_definition
+class AllReduceVOp(VariableCollective):
+    """all_reduce whose buffer is split into the ranks' slices by the counts
+    (slice r, counts[r] elements, is rank r's): every rank's output is the
+    whole reduced buffer, sum(counts) elements. The counts name which rank's
+    slice is which, as all_reduce's near-equal split does."""
+
+    name = "coll.all_reduce_v"
+    REDUCES: ClassVar[bool] = True
+    IN_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
+    OUT_KIND: ClassVar[LayoutKind] = LayoutKind.SCATTERED
+
+
 NAMED_COLLECTIVES: tuple[type[NamedCollective], ...] = (
     AllReduceOp,
     AllGatherOp,
@@ -758,6 +772,7 @@ NAMED_COLLECTIVES: tuple[type[NamedCollective], ...] = (
     AllGatherVOp,
     ReduceScatterVOp,
     AllToAllVOp,
+    AllReduceVOp,
 )
 
 Coll = Dialect(

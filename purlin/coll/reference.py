@@ -1,6 +1,6 @@
 """numpy reference semantics.
 
-The seven named collectives are written from their textbook definitions, on
+The named collectives are written from their textbook definitions, on
 purpose without `purlin.coll.layouts`, so that they check the layouts that
 `coll-expand` assigns. `apply_layouts` is the meaning of a generic
 `coll.collective` written from the layout rule, which is what executing coll
@@ -144,6 +144,16 @@ def reduce_scatter_v(
     counts = _check_counts(counts, w)
     total = reduce_parts([a[: sum(counts)] for a in inputs], op)
     return [b.copy() for b in _blocks(total, counts)]
+
+
+def all_reduce_v(
+    inputs: Sequence[np.ndarray], counts: Sequence[int], op: str
+) -> list[np.ndarray]:
+    """Every rank gets the reduction over ranks of the first sum(counts)
+    elements; the counts only say which rank's slice is which."""
+    w = _check_world(inputs)
+    n = sum(_check_counts(counts, w))
+    return all_reduce([_blocks(a, [n])[0] for a in inputs], op)
 
 
 def all_to_all_v(

@@ -238,13 +238,15 @@ class DeviceCountsCollective:
 
 def compile_device_counts(collective: str, world: int, dtype: str, op: str | None = None, *, input_elems: int,
                           output_elems: int, arch: str = CPU_ARCH, lowering: str = "",
-                          counts_on_host: bool = False) -> DeviceCountsCollective:
+                          counts_on_host: bool = False, in_place: bool = False) -> DeviceCountsCollective:
     """The V collective `collective` over buffers of `input_elems` and
     `output_elems` elements per rank (every call's counts must fit them),
     its counts given at each call. `counts_on_host`: every call's counts are
     bound on the host (bind, bind_collective), never read on the device, so a
     symmetric lowering moves them in place (its `cuda`, which would read them
-    on the device, is refused)."""
+    on the device, is refused) and a reduction whose slices several ranks
+    receive (all_reduce_v) may be composed. `in_place`: the input and output
+    are one buffer (all_reduce_v, whose input and output have one layout)."""
     if arch not in ARCHS:
         raise ValueError(f"unknown arch {arch!r}, expected one of {', '.join(ARCHS)}")
     info = COLLECTIVES.get(collective)
@@ -253,10 +255,13 @@ def compile_device_counts(collective: str, world: int, dtype: str, op: str | Non
                          f"{', '.join(n for n, c in COLLECTIVES.items() if c.variable)}")
     if input_elems < 0 or output_elems < 0:
         raise ValueError(f"{collective}: buffer sizes must be non-negative, got {input_elems} and {output_elems}")
+    if in_place and input_elems != output_elems:
+        raise SpecError(f"{collective}: in_place=True makes the input and output one buffer, but they are given "
+                         f"{input_elems} and {output_elems} elements")
     # Any counts of the right shape: the module's layouts are dynamic.
     zeros = [[0] * world for _ in range(world)] if info.matrix else [0] * world
     spec = CollectiveSpec(collective, world, dtype, op, counts=zeros, dynamic=True)
     if counts_on_host:
         lowering = f"{lowering} counts-on-host=true".strip()
-    kernel = _kernel(collective, spec.build_module((input_elems, output_elems)), arch, lowering)
+    kernel = _kernel(collective, spec.build_module((input_elems, output_elems)), arch, lowering, in_place=in_place)
     return DeviceCountsCollective(collective, world, spec.dtype, kernel, input_elems, output_elems, CudaProgram(kernel))

@@ -129,13 +129,16 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
     symmetric = o.symmetric and direct and (not dynamic or o.counts_on_host)
     if o.copy_engine and (why := _copy_engine_refusal(o, op, reducing, dynamic, symmetric)):
         raise PassFailedException(op_error(op, f"copy-engine: {why}"))
+    device_counts = dynamic and not o.counts_on_host
+    # Counts given at each call are costed at the most the buffers take.
+    total = _static_bound(op) if dynamic else sum(out.name_sizes.values())
     choice = choose(
         o.arch,
         op.world,
         _bytes_per_rank(inp, itemsize),
-        None if dynamic else sum(out.name_sizes.values()) * itemsize,
+        None if total is None else total * itemsize,
         reducing,
-        dynamic,
+        device_counts,
         _bytes_per_rank(out, itemsize),
         symmetric=symmetric,
         ranks_per_device=o.ranks_per_device,
@@ -150,7 +153,7 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
     )
     regime = choice.regime
     in_place = symmetric and regime == snac.Regime.THROUGHPUT
-    strategy = _strategy(o, op, choice.strategy, out, reducing, dynamic)
+    strategy = _strategy(o, op, choice.strategy, out, reducing, device_counts)
     # One exchange moves names that travel together as one: fewer units,
     # signals and groups (the composed phases need the names for owners).
     src, dst = inp, out
@@ -221,9 +224,10 @@ def _static_bound(op: CollectiveOp) -> int | None:
 
 
 def _strategy(o: ConvertCollToSnacPass, op: CollectiveOp, chosen: snac.Strategy, out: Layout,
-              reducing: bool, dynamic: bool) -> snac.Strategy:
+              reducing: bool, device_counts: bool) -> snac.Strategy:
     """The forced strategy if it applies, else the cost model's; composed
-    falls back to direct where no slice has several receivers."""
+    falls back to direct where no slice has several receivers.
+    `device_counts`: the counts are read on the device."""
     strategy = chosen
     if o.strategy != "auto":
         strategy = snac.Strategy(o.strategy)
@@ -232,16 +236,22 @@ def _strategy(o: ConvertCollToSnacPass, op: CollectiveOp, chosen: snac.Strategy,
                 op_error(op, f"strategy '{o.strategy}' does not apply to a "
                          f"{'reduction' if reducing else 'copy'} collective")
             )
-    shared = not dynamic and any(
-        len(out.slices_named(n)) > 1 for n in out.name_sizes
-    )
+    # Holders are known by a layout's kind, its counts bound or not.
+    shared = any(out.holder_count(n) > 1 for n in out.names())
     if strategy == snac.Strategy.COMPOSED and not shared:
         if o.strategy == "composed":
             raise PassFailedException(
-                op_error(op, "the composed strategy needs static counts and a slice that "
-                         "several ranks receive; use strategy=direct")
+                op_error(op, "the composed strategy needs a slice that several ranks receive; "
+                         "use strategy=direct")
             )
         strategy = snac.Strategy.DIRECT
+    if strategy == snac.Strategy.COMPOSED and device_counts:
+        raise PassFailedException(
+            op_error(op, "the composed strategy cannot take counts read on the device: their prologue "
+                     "builds the tables of direct phases only (include/purlin/counts.cuh), not the owners' "
+                     "routes; use strategy=direct, or counts-on-host=true where the host binds every "
+                     "call's counts")
+        )
     return strategy
 
 
@@ -350,6 +360,8 @@ def _pull_overwrites_read_input(phases: list[PhaseSpec], world: int) -> str | No
     peer pulls is written by another rank (the rank itself included). A range
     that its own reader writes later (a composed reduction's owner pushing
     the reduced slice back) is ordered by that reader."""
+    if any(p.src.is_dynamic or p.dst.is_dynamic for p in phases):
+        return "the ranges a peer reads in place are known only with the counts"
     pulled: dict[int, list[tuple[int, int, int]]] = {}
     written: dict[int, list[tuple[int, int, int]]] = {}
     for p in phases:
@@ -384,8 +396,10 @@ def _in_place_refusal(inp: Layout, out: Layout) -> str | None:
     range); an output slice that covers another name's input would be
     overwritten while that name may still be on its way to a peer."""
     if inp.is_dynamic or out.is_dynamic:
-        return ("'coll.collective': input and output are one buffer, but the counts are dynamic: which slices overlap is not "
-                "known; pass distinct buffers")
+        if inp == out:
+            return None  # one layout bound to one set of counts: each output slice is its own name's input slice
+        return ("'coll.collective': input and output are one buffer, but the counts are dynamic and the input and "
+                "output layouts differ: which slices overlap is not known; pass distinct buffers")
     for rank in range(inp.world):
         for o in out.slices(rank):
             for i in inp.slices(rank):
@@ -601,9 +615,9 @@ class ConvertCollToSnacPass(ModulePass):
     copy-engine (a symmetric copy collective's pushes made by the copy engine,
     its steps one stream role); counts-on-host (dynamic counts are bound on
     the host before each call, never read on the device: a symmetric
-    program then moves them in place too, and a latency one makes a
-    flag-only unit of every empty slice, so that it drops the per-call
-    handshake where fixed counts would, see _mutual)."""
+    program then moves them in place too, a reduction may be composed, and a
+    latency one makes a flag-only unit of every empty slice, so that it drops
+    the per-call handshake where fixed counts would, see _mutual)."""
 
     name = "convert-coll-to-snac"
 

@@ -105,16 +105,20 @@ def block_budget(arch: str, ranks_per_device: int, sms: int = 0) -> int | None:
 
 
 def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
-           reduce: bool, dynamic: bool, out_per_rank_bytes: int | None = None, *,
+           reduce: bool, device_counts: bool, out_per_rank_bytes: int | None = None, *,
            symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0,
            regime: Regime | None = None, single_receivers: bool = False, aligned: bool = False) -> Choice:
     """`per_rank_bytes` and `out_per_rank_bytes`: the largest rank's input and
     output; packet blocks follow the larger (an all_gather receives world
-    times what it sends). `symmetric`: the ranks' buffers are addressable by
-    their peers, so throughput phases move whole slices in place (a reduction
-    composed, each name reduced once and pushed to its other destinations:
-    the least traffic). `ranks_per_device` ranks share a GPU of `sms`
-    multiprocessors: see block_budget. `regime`: forced, else chosen here.
+    times what it sends). `total_bytes`: every name's bytes together (for
+    counts given at each call, the most the buffers take). `device_counts`:
+    the counts are read on the device, whose prologue builds direct phases
+    only (include/purlin/counts.cuh). `symmetric`: the ranks' buffers are
+    addressable by their peers, so throughput phases move whole slices in
+    place (a reduction composed, each name reduced once and pushed to its
+    other destinations: the least traffic). `ranks_per_device` ranks share a
+    GPU of `sms` multiprocessors: see block_budget. `regime`: forced, else
+    chosen here.
     `single_receivers`: every slice of the output has one receiving rank;
     `aligned`: every slice on COPY_ENGINE_ALIGN_BYTES."""
     t = THRESHOLDS[arch]
@@ -126,7 +130,7 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     in_place_direct = symmetric and not latency
     if not reduce:
         strategy = Strategy.COPY
-    elif dynamic or latency or (not in_place_direct and (total_bytes is None or total_bytes < t.composed_min_bytes)):
+    elif device_counts or latency or (not in_place_direct and (total_bytes is None or total_bytes < t.composed_min_bytes)):
         strategy = Strategy.DIRECT
     else:
         strategy = Strategy.COMPOSED

@@ -628,16 +628,14 @@ def _counts_prologue(e: _Emitter) -> list[str]:
     ]
 
 
-def _fixed_tables(rank_tables: Mapping[int, Sequence[int]], direct: bool) -> list[str]:
+def _fixed_tables(rank_tables: Mapping[int, Sequence[int]]) -> list[str]:
     """Each rank's tables as a constant array, and the Fixed of its Kernel."""
     lines = []
-    space = "__constant__" if direct else "__device__"
     for r, words in sorted(rank_tables.items()):
         lines += [
-            f"{space} constexpr i64 kRank{r}Words[{len(words)}] = {{{', '.join(f'{int(w)}ll' for w in words)}}};",
+            f"__device__ constexpr i64 kRank{r}Words[{len(words)}] = {{{', '.join(f'{int(w)}ll' for w in words)}}};",
             f"struct Rank{r}Tables {{",
             "  static constexpr bool fixed = true;",
-            f"  static constexpr bool direct = {'true' if direct else 'false'};",
             f"  static constexpr int words = {len(words)};",
             f"  __device__ static constexpr i64 word(int i) {{ return kRank{r}Words[i]; }}",
             "};",
@@ -646,8 +644,8 @@ def _fixed_tables(rank_tables: Mapping[int, Sequence[int]], direct: bool) -> lis
 
 
 def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: int = 1,
-              device_counts: bool | None = None, rank_tables: Mapping[int, Sequence[int]] | None = None,
-              direct_tables: bool = False) -> KernelSource:
+              device_counts: bool | None = None, rank_tables: Mapping[int, Sequence[int]] | None = None
+              ) -> KernelSource:
     """The translation unit of `kernel`: each block copies the tables into
     shared memory first (`shared_tables`) or reads them from global memory;
     registers sized for `blocks_per_sm` resident blocks per SM.
@@ -657,9 +655,7 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
     one process launches): compiled in, the body once per rank (a switch on
     the rank; another rank traps); the tables are read as `shared_tables`
     says, but a lookup at an index the compiler knows is a constant (the
-    symmetric allocations' addresses, the host's, excepted). `direct_tables`
-    (with `rank_tables`): the compiled-in tables are read in their place,
-    from the constant bank, and none are copied to shared memory."""
+    symmetric allocations' addresses, the host's, excepted)."""
     threads = kernel.threads.value.data
     if blocks_per_sm < 1 or blocks_per_sm * threads > MAX_THREADS_PER_SM:
         raise CodegenError(
@@ -699,10 +695,6 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': tables compiled in take ranks of the world "
                            f"(0-{world - 1}, got {', '.join(map(str, sorted(rank_tables)))}), fixed counts and no "
                            "copy-engine steps")
-    if direct_tables and not rank_tables:
-        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': tables read in place of the loaded ones "
-                           "need the ranks' tables compiled in")
-    shared_tables = shared_tables and not direct_tables
     symmetric = kernel.symmetric is not None
     system = system_scope(kernel)
     grid = grid_of(kernel)
@@ -724,7 +716,7 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         f"// Dynamic shared memory: {smem} bytes for the pipelines, then the tables.",
         f"constexpr int kSmem = {smem};",
         *([] if rank_tables else ["using K = Kernel<kWorld, kSharedTables, kSystem>;"]),
-        *_fixed_tables(rank_tables or {}, direct_tables),
+        *_fixed_tables(rank_tables or {}),
         "}  // namespace",
         "",
     ]

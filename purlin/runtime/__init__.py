@@ -66,6 +66,7 @@ from purlin.runtime.backend import (
     specialise,
     to_device,
     to_host,
+    use_binding,
 )
 from purlin.runtime.heap import DeviceHeap
 from purlin.runtime.process import ProcessCommunicator
@@ -119,6 +120,8 @@ class Communicator:
                 raise ValueError(f"{name}: the plan is for world {plan.world}, got {len(self.devices)} devices "
                                  "(one per rank; a device may be listed several times)")
             self._kernel = checked_kernel(kernel, plan, name)
+            # rebind's uploaded bindings, by their program: (program, number); the kernel's own is 0.
+            self._bindings: dict[int, tuple[CudaProgram, int]] = {id(self._kernel): (self._kernel, 0)}
             spec = kernel_spec(self._kernel, self.devices, self._extents)
             self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
 
@@ -155,17 +158,22 @@ class Communicator:
                 handles = [int(getattr(st, "cuda_stream", st)) for st in streams]
             self._impl.run([b[0] for b in ins], [b[0] for b in outs], handles)
 
-    def rebind(self, plan: Plan) -> None:
-        """cpu: runs `plan` from the next call on, on the same memory and
-        epochs: another binding of this plan's kernel
-        (purlin.compile.DeviceCountsCollective.bind: other sizes over the same
-        buffers), whose memory is laid out as the current one's."""
-        if self.backend != "cpu":
-            raise ValueError(f"{self.name}: rebind is the cpu backend's")
+    def rebind(self, plan: Plan, kernel: CudaProgram | None = None) -> None:
+        """Runs `plan` from the next call on, on the same memory and epochs:
+        another binding of the counts of this communicator's kernel
+        (DeviceCountsCollective.bind, or on cuda bind_collective of other counts:
+        the same code and memory). cuda: `kernel` is the binding's program, its
+        tables uploaded on its first rebind and kept for the next ones."""
         validate(plan)
-        self._impl.rebind(_runtime.decode(plan.encode()))
+        extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+        if self.backend == "cuda":
+            if kernel is None:
+                raise ValueError(f"{self.name}: rebind on cuda takes the plan's kernel (bind_collective(...).cuda)")
+            use_binding(self._impl, self._bindings, self._kernel, kernel, self.devices, extents, self.name)
+        else:
+            self._impl.rebind(_runtime.decode(plan.encode()))
         self.plan = plan
-        self._extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+        self._extents = extents
         self._overlaps = aliasing.Buffers(plan, self.name)
 
     def specialise(self) -> None:

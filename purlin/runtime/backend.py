@@ -100,6 +100,63 @@ def kernel_spec(kernel: CudaProgram, devices: Sequence[int], extents: Sequence[t
     return kernel.spec(blocks_per_sm(kernel, devices), [i * eb for i, _ in extents], [o * eb for _, o in extents])
 
 
+def use_binding(impl, bindings: dict, loaded: CudaProgram, kernel: CudaProgram, devices: Sequence[int],
+                extents: Sequence[tuple[int, int]], name: str) -> None:
+    """Has runtime communicator `impl` launch with binding `kernel` from its
+    next call on, uploaded on its first use (add_binding) and kept in
+    `bindings` (id of the program -> (program, number))."""
+    binding = bindings.get(id(kernel))
+    if binding is None or binding[0] is not kernel:
+        binding = bindings[id(kernel)] = (kernel, add_binding(impl, loaded, kernel, devices, extents, name))
+    impl.use_binding(binding[1])
+
+
+def binding_layout(kernel: CudaProgram) -> tuple:
+    """What every binding one communicator runs shares: the symmetric
+    allocation's bytes and arrival counters per signal site (laid out once,
+    with the communicator), and per rank and phase the most units of any rank
+    and each of its units' consumers. A ready or free signal slot counts one
+    unit's announcements to one consumer over all calls and each wait expects
+    every call to have made them, so a binding where a rank sends nothing, in
+    fewer units, or a unit to another consumer would leave a slot behind and
+    hang a later call."""
+    from purlin.cuda import abi
+
+    t = kernel.tables
+    phases = [abi.GLOBAL_WORDS + kernel.world + k * abi.PHASE_WORDS for k in range(int(t.ranks[0][abi.PHASE_COUNT]))]
+
+    def consumers(r, ph: int) -> tuple:
+        units = (int(r[ph + abi.PH_UNITS_AT]) + u * abi.UNIT_WORDS for u in range(int(r[ph + abi.PH_UNITS])))
+        return tuple(tuple(int(w) for w in r[int(r[u + abi.U_CONSUMERS_AT]):][:int(r[u + abi.U_CONSUMERS])])
+                     for u in units)
+
+    units = tuple((int(r[ph + abi.PH_MAX_UNITS]), consumers(r, ph)) for r in t.ranks for ph in phases)
+    return t.symmetric_bytes, t.counter_stride, units
+
+
+def add_binding(impl, loaded: CudaProgram, kernel: CudaProgram, devices: Sequence[int],
+                extents: Sequence[tuple[int, int]], name: str) -> int:
+    """Uploads `kernel`, another binding of the counts of runtime communicator
+    `impl`'s `loaded` program (DeviceCountsCollective.bind_collective of other
+    counts: the same code and memory), with every rank's (input, output)
+    elements; returns the binding's number for impl.use_binding."""
+    if kernel.kernel is not loaded.kernel or kernel.device_counts:
+        raise ValueError(f"{name}: a binding is the communicator's own kernel with other counts bound on the host "
+                         "(the same DeviceCountsCollective's bind_collective)")
+    per_sm = blocks_per_sm(loaded, devices)
+    src = kernel.source(per_sm)
+    if src.text != loaded.source(per_sm).text:
+        raise ValueError(f"{name}: the binding's counts give another kernel ({src.name}); lower it a communicator "
+                         "of its own")
+    if binding_layout(kernel) != binding_layout(loaded):
+        raise ValueError(f"{name}: the binding's counts lay out the symmetric memory or the ranks' units "
+                         "otherwise; lower it a communicator of its own")
+    eb = kernel.elem_bytes
+    smem = src.smem + (8 * kernel.tables.words if src.shared_tables else 0)
+    return impl.add_binding([t.tolist() for t in kernel.tables.ranks], [i * eb for i, _ in extents],
+                            [o * eb for _, o in extents], smem)
+
+
 # Reductions of fewer bytes a rank than this ran wrong specialised (a
 # reduce_scatter of one bf16 element a rank, worlds 5-7, one H200): refused
 # until that is explained.

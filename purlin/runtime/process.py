@@ -78,6 +78,7 @@ from purlin.runtime.backend import (
     host_buffer,
     kernel_spec,
     specialise,
+    use_binding,
 )
 
 if TYPE_CHECKING:
@@ -202,6 +203,8 @@ class ProcessCommunicator:
         handles = [h.handle() for h in heaps]
 
         self._kernel = kernel
+        # rebind's uploaded bindings, by their program: (program, number); the kernel's own is 0.
+        self._bindings: dict[int, tuple[CudaProgram, int]] = {id(kernel): (kernel, 0)}
 
         def make():
             spec = kernel_spec(kernel, [self.device], extents)
@@ -342,20 +345,27 @@ class ProcessCommunicator:
         else:
             self._impl.run(i, o, current_stream(self.device))
 
-    def rebind(self, plan: Plan, decoded=None) -> None:
-        """cpu: runs `plan` from the next call on: another binding of this plan's
+    def rebind(self, plan: Plan, decoded=None, kernel: CudaProgram | None = None) -> None:
+        """Runs `plan` from the next call on: another binding of this plan's
         kernel (purlin.compile.DeviceCountsCollective.bind: other sizes over the
         same buffers), whose memory is laid out as the current one's; every rank
-        rebinds at the same call. `decoded`: `plan` as purlin._runtime.decode
-        gives it, where the caller keeps it."""
-        if self.backend != "cpu":
-            raise ValueError(f"{self.name}: rebind is the cpu backend's")
+        rebinds at the same call. cpu: `decoded` is `plan` as
+        purlin._runtime.decode gives it, where the caller keeps it. cuda:
+        `kernel` is the plan's program (bind_collective(counts).cuda), its
+        tables uploaded on its first rebind and kept for the next ones."""
         if self._impl is None:
             raise RuntimeError(f"{self.name}: the communicator is closed")
-        if decoded is None:
+        if self.backend == "cuda":
+            if kernel is None:
+                raise ValueError(f"{self.name}: rebind on cuda takes the plan's kernel (bind_collective(...).cuda)")
             validate(plan)
-            decoded = _runtime.decode(plan.encode())
-        self._impl.rebind(decoded)
+            extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
+            use_binding(self._impl, self._bindings, self._kernel, kernel, [self.device], extents, self.name)
+        else:
+            if decoded is None:
+                validate(plan)
+                decoded = _runtime.decode(plan.encode())
+            self._impl.rebind(decoded)
         self.plan = plan
         self._extents = (plan.input_extent(self.rank), plan.output_extent(self.rank))
         self._overlaps = Buffers(plan, self.name)

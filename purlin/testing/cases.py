@@ -91,4 +91,5 @@ class Case(CollectiveSpec):
             "all_gather_v": lambda x: reference.all_gather_v(x, counts),
             "reduce_scatter_v": lambda x: reference.reduce_scatter_v(x, counts, op),
             "all_to_all_v": lambda x: reference.all_to_all_v(x, counts),
+            "all_reduce_v": lambda x: reference.all_reduce_v(x, counts, op),
         }[self.collective]

@@ -59,7 +59,9 @@ SIZES = [16 << i for i in range(0, 27, 3)] + [1 << 30]  # 16 B, 128 B, ... 1 GiB
 PER_GRAPH = 20
 REPS = 5
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-               "all_gather_v", "reduce_scatter_v", "all_to_all_v")
+               "all_gather_v", "reduce_scatter_v", "all_to_all_v", "all_reduce_v")
+# purlin.torch has no all_reduce_v (its all_reduce runs one on the CPU backend): --single-process only.
+SINGLE_PROCESS_ONLY = ("all_reduce_v",)
 # Strategies timed for all_reduce, for tuning THRESHOLDS in purlin/conversion/cost_model.py.
 ALL_REDUCE_STRATEGIES = {
     "latency": "regime=latency strategy=direct",
@@ -79,7 +81,7 @@ SINGLE_PROCESS_NCCL = ("all_reduce", "all_gather", "reduce_scatter")
 
 
 def busbw_factor(collective: str, world: int) -> float:
-    if collective == "all_reduce":
+    if collective in ("all_reduce", "all_reduce_v"):
         return 2 * (world - 1) / world
     return (world - 1) / world
 
@@ -187,9 +189,14 @@ def size_run(coll: str, nbytes: int, world: int, even: bool = False) -> int:
 
 def _counts(coll: str, n: int, world: int, even: bool = False) -> list:
     """Per-rank counts over n elements: a list, or for all_to_all(_v) the matrix
-    counts[sender][receiver]; even for the fixed forms, uneven for the V forms
-    unless `even`."""
-    row = _split(n, world) if coll.endswith("_v") and not even else [n // world] * world
+    counts[sender][receiver]; even for the fixed forms (all_reduce: its own
+    split, larger slices first), uneven for the V forms unless `even`."""
+    if coll.endswith("_v") and not even:
+        row = _split(n, world)
+    elif coll.startswith("all_reduce"):
+        row = [n // world + (r < n % world) for r in range(world)]
+    else:
+        row = [n // world] * world
     return [list(row) for _ in range(world)] if coll.startswith("all_to_all") else row
 
 
@@ -227,7 +234,7 @@ def torch_expected(coll: str, inputs: list, before: list, counts: list) -> list:
         for x in inputs[1:]:
             acc += x[:n].to(home, torch.float32)
         total = acc.to(inputs[0].dtype)
-        results = [total] * w if coll == "all_reduce" else list(total.split(counts))
+        results = [total] * w if coll.startswith("all_reduce") else list(total.split(counts))
     elif coll.startswith("all_gather"):
         results = [torch.cat([x[:c].to(home) for x, c in zip(inputs, counts)])] * w
     else:
@@ -858,7 +865,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", "bench/results"), help="where bench.json and bench.png go")
     ap.add_argument("--max-bytes", type=int, default=None,
                     help=f"largest size (default 1 GiB; {human(CPU_MAX_BYTES)} on --backend cpu)")
-    ap.add_argument("--collectives", default=",".join(COLLECTIVES), help="comma-separated subset")
+    ap.add_argument("--collectives", default=None,
+                    help=f"comma-separated subset (default: all of {', '.join(COLLECTIVES)}; under torchrun all but "
+                         f"{', '.join(SINGLE_PROCESS_ONLY)})")
     ap.add_argument("--single-process", action="store_true",
                     help="drive every rank from this process (the default outside torchrun)")
     ap.add_argument("--gpus", "--world", dest="gpus", type=int, default=None,
@@ -903,11 +912,17 @@ def main(argv: list[str] | None = None) -> int:
         return _usage(f"--max-bytes must be a positive byte count, got {args.max_bytes}")
     if args.gpus is not None and args.devices is not None and args.gpus != len(args.devices):
         return _usage(f"--gpus {args.gpus} but --devices lists {len(args.devices)} ranks; give one of them")
-    args.collectives = args.collectives.split(",")
+    single = args.single_process or "LOCAL_RANK" not in os.environ
+    if args.collectives is None:
+        args.collectives = [c for c in COLLECTIVES if single or c not in SINGLE_PROCESS_ONLY]
+    else:
+        args.collectives = args.collectives.split(",")
     unknown = [c for c in args.collectives if c not in COLLECTIVES]
     if unknown:
         return _usage(f"unknown collective {', '.join(unknown)}; expected some of {', '.join(COLLECTIVES)}")
-    single = args.single_process or "LOCAL_RANK" not in os.environ
+    if not single and (only := [c for c in args.collectives if c in SINGLE_PROCESS_ONLY]):
+        return _usage(f"{', '.join(only)} runs --single-process only: purlin.torch, which torchrun runs, has no "
+                      "such function")
     if not single and (args.gpus is not None or args.backend is not None or args.devices is not None
                        or args.specialise):
         return _usage("--gpus, --devices, --backend and --specialise are for --single-process; under torchrun "

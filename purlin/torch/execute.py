@@ -72,18 +72,11 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
     if _nothing(st, x, n, "all_reduce", op):
         return
     if st.nodes is None:
-        if x.is_cpu and not deterministic:
-            # A reduce_scatter_v of the elements' world slices into the rank's own
-            # slice of y, then their all_gather_v from there: overlaps the runtime
-            # allows (runtime/aliasing.py), which spare a buffer and its copies.
-            counts = slices(n, st.world)
-            lo = sum(counts[:st.rank])
-            part = y[lo:lo + counts[st.rank]]
-            dtype = dtype_name(x)
-            if st.run_sized(("all_reduce", n), "reduce_scatter_v", dtype, op, counts, x, part, lowering):
-                st.run_sized(("all_reduce", n), "all_gather_v", dtype, None, counts, part, y, lowering)
-                return
         in_place = x.data_ptr() == y.data_ptr()
+        # One kernel of the regime: all_reduce_v of the elements' world slices.
+        if x.is_cpu and not deterministic and st.run_sized(("all_reduce", n), "all_reduce_v", dtype_name(x), op,
+                                                           slices(n, st.world), x, y, lowering, in_place):
+            return
         st.call(x, y, "all_reduce", dtype_name(x), op, n, lowering=lowering, deterministic=deterministic,
                 in_place=in_place)
         return
@@ -106,8 +99,8 @@ def all_gather(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
     if _nothing(st, x, x.numel(), "all_gather", None):
         return
     if st.nodes is None:
-        if not (x.is_cpu and st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None,
-                                                         [x.numel()] * st.world, x, y, lowering)):
+        if not st.run_sized(("all_gather", x.numel()), "all_gather_v", dtype_name(x), None, [x.numel()] * st.world,
+                            x, y, lowering):
             st.call(x, y, "all_gather", dtype_name(x), None, x.numel(), lowering=lowering)
         return
     nodes = st.nodes
@@ -122,9 +115,8 @@ def reduce_scatter(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, de
     if _nothing(st, x, m, "reduce_scatter", op):
         return
     if st.nodes is None:
-        if not (x.is_cpu and not deterministic
-                and st.run_sized(("reduce_scatter", m), "reduce_scatter_v", dtype_name(x), op, [m] * st.world, x, y,
-                                 lowering)):
+        if deterministic or not st.run_sized(("reduce_scatter", m), "reduce_scatter_v", dtype_name(x), op,
+                                             [m] * st.world, x, y, lowering):
             st.call(x, y, "reduce_scatter", dtype_name(x), op, m, lowering=lowering, deterministic=deterministic)
         return
     nodes = st.nodes
@@ -141,8 +133,8 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
         return
     if st.nodes is None:
         c = x.numel() // st.world
-        if not (x.is_cpu and st.run_sized(("all_to_all", c), "all_to_all_v", dtype_name(x), None,
-                                                         [[c] * st.world] * st.world, x, y, lowering)):
+        if not st.run_sized(("all_to_all", c), "all_to_all_v", dtype_name(x), None, [[c] * st.world] * st.world,
+                            x, y, lowering):
             st.call(x, y, "all_to_all", dtype_name(x), None, c, lowering=lowering)
         return
     nodes = st.nodes
@@ -159,8 +151,7 @@ def all_to_all(st: GroupState, x: torch.Tensor, y: torch.Tensor, lowering: str) 
 def v_collective(st: GroupState, collective: str, x: torch.Tensor, y: torch.Tensor, counts: list,
                  op: str | None, lowering: str) -> None:
     if st.nodes is None:
-        if not (x.is_cpu and st.run_sized((collective, 0), collective, dtype_name(x), op, counts, x, y,
-                                                         lowering)):
+        if not st.run_sized((collective, 0), collective, dtype_name(x), op, counts, x, y, lowering):
             st.call(x, y, collective, dtype_name(x), op, counts=counts, lowering=lowering)
         return
     {"all_gather_v": _all_gather_v_nodes, "reduce_scatter_v": _reduce_scatter_v_nodes,

@@ -227,71 +227,105 @@ class GroupState:
         return self._keep(key, head, None, collective, "cuda", coll.cuda)
 
     def run_sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list,
-                  x: torch.Tensor, y: torch.Tensor, lowering: str = "") -> bool:
-        """Runs V collective `collective` of `counts` on cpu tensors through the
+                  x: torch.Tensor, y: torch.Tensor, lowering: str = "", in_place: bool = False) -> bool:
+        """Runs V collective `collective` of `counts` on `x` and `y` through the
         kernel of its regime (purlin.torch.regimes), bound to these counts; False
-        where no regime holds them (the caller compiles a plan of their own).
+        where that is not how it runs (the caller compiles a plan of its own): on
+        cpu no regime holds the counts, on cuda they are not the throughput
+        regime's (bound latency kernels were measured slower than each size's).
         `called` is the call as the call board names it: (collective, count);
-        the counts follow from it but for the V forms."""
-        call = (called, collective, dtype, op, lowering, _flat(counts) if called[0].endswith("_v") else None)
+        the counts follow from it but for the V forms. `in_place`: `x` is `y`,
+        through a kernel lowered in place (all_reduce_v)."""
+        cuda = x.is_cuda
+        heaps = self.memory.holding(x, y) if cuda and self.memory is not None else None
+        serials = tuple(h.serial for h in heaps) if heaps else ()
+        call = (called, collective, dtype, op, lowering, serials,
+                _flat(counts) if called[0].endswith("_v") else None, in_place)
         known = self.calls.hit(call)
         if known is not None and (comm := self.plans.hit(known[1])) is not None:
             # A call made lately: its header, communicator and bound plan are known.
             head, _, bound = known
-            self._checked(self.board.check, head)
+            if cuda:
+                self.board.post(head)
+            else:
+                self._checked(self.board.check, head)
             if comm.plan is not bound[0]:
                 comm.rebind(*bound)
         else:
-            found = self._sized(called, collective, dtype, op, counts, lowering)
+            found = self._sized(called, collective, dtype, op, counts, lowering, in_place, cuda, heaps)
             if found is None:
                 return False
-            head, comm, decoded = found
-            self.calls.keep(call, (head, self.plans.key_of(comm), (comm.plan, decoded)))
+            head, comm, bound = found
+            self.calls.keep(call, (head, self.plans.key_of(comm), bound))
         comm.purlin_header = head
         self.run(comm, x, y)
         return True
 
-    def _sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list,
-               lowering: str) -> tuple | None:
-        """(header, communicator bound to `counts`, that plan decoded) of run_sized's
-        call, made or rebound; None where no regime holds the counts."""
+    def _sized(self, called: tuple, collective: str, dtype: str, op: str | None, counts: list, lowering: str,
+               in_place: bool, cuda: bool, heaps: tuple | None) -> tuple | None:
+        """(header, communicator bound to `counts`, that binding as rebind takes
+        it) of run_sized's call, made or rebound; None where it does not run so."""
+        serials = tuple(h.serial for h in heaps) if heaps else ()
         head = header(called[0], dtype, op, called[1], repr(counts) if called[0].endswith("_v") else repr(None),
-                      lowering, False, False, False)
-        # Checked before anything is imported, lowered or bound, so that ranks whose calls differ learn it first.
-        kind = ("cpu", "regime", collective, dtype, op)
-        if any(k[:5] == kind and k[6] == lowering for k in self.plans):
+                      lowering + "".join(f" heap={s}" for s in serials), False, in_place, cuda)
+        from purlin.torch.regimes import input_extent, options, regime
+
+        extent = input_extent(collective, counts)
+        kind = ("cuda" if cuda else "cpu", "regime", collective, dtype, op)
+        # Checked before the compiler is imported or anything lowered or bound, so that ranks whose calls
+        # differ learn it first.
+        if cuda:
+            rg = regime(collective, self.world, dtype, extent, self.arch)
+            if rg is None or rg.name != "throughput":
+                return None
+            self.call_board().agree(head)
+        elif any(k[:5] == kind and k[6:8] == (lowering, in_place) for k in self.plans):
             self._checked(self.board.check, head)
         else:
             self._checked(self.call_board().agree, head)
         from purlin.compile import CPU_ARCH
-        from purlin.runtime.backend import _runtime
-        from purlin.torch.regimes import input_extent, options, regime
 
-        rg = regime(collective, self.world, dtype, input_extent(collective, counts), CPU_ARCH)
-        if rg is None:
-            return None
-        kernel_key = (*kind, rg.name, lowering)
+        arch = self.arch if cuda else CPU_ARCH
+        if not cuda:
+            rg = regime(collective, self.world, dtype, extent, arch)
+            if rg is None:
+                return None
+        kernel_key = (*kind, rg.name, lowering, in_place, serials)
 
         def lower():
             from purlin.compile import compile_device_counts
 
+            # Bound on the host at every call: never read on the device.
             return compile_device_counts(collective, self.world, dtype, op, input_elems=rg.input_elems,
-                                         output_elems=rg.output_elems, arch=CPU_ARCH, lowering=options(lowering, rg))
+                                         output_elems=rg.output_elems, arch=arch,
+                                         lowering=options(lowering, rg, cuda, bool(heaps)), counts_on_host=True,
+                                         in_place=in_place)
 
-        kernel = lowered((self.world, CPU_ARCH, *kernel_key), lower)
-        plan = kernel.bind(counts)
-        decoded = _runtime.decode(plan.encode())
-        # Bindings of one layout (a chunk count: their epochs advance alike) share a communicator.
-        key = (*kernel_key, plan.advance, tuple((b.kind, b.slots, b.elems) for b in plan.buffers),
-               tuple(sig.slots for sig in plan.signals))
+        kernel = lowered((self.world, arch, *kernel_key), lower)
+        if cuda:
+            from purlin.runtime.backend import binding_layout
+
+            compiled = kernel.bind_collective(counts)
+            plan, bound = compiled.plan, (compiled.plan, None, compiled.cuda)
+            # Bindings of one layout (symmetric memory, each unit's consumers) share a communicator.
+            key = (*kernel_key, binding_layout(compiled.cuda))
+        else:
+            from purlin.runtime.backend import _runtime
+
+            plan = kernel.bind(counts)
+            bound = (plan, _runtime.decode(plan.encode()))
+            # Bindings of one layout (a chunk count: their epochs advance alike) share a communicator.
+            key = (*kernel_key, plan.advance, tuple((b.kind, b.slots, b.elems) for b in plan.buffers),
+                   tuple(sig.slots for sig in plan.signals))
         comm = self.plans.hit(key)
         if comm is None:
-            # Made by every rank at once: each waits for the others' agreement first.
-            self._checked(self.board.agree, head)
-            comm = self._keep(key, head, plan, collective, "cpu")
+            if not cuda:
+                # Made by every rank at once: each waits for the others' agreement first.
+                self._checked(self.board.agree, head)
+            comm = self._keep(key, head, plan, collective, kind[0], bound[2] if cuda else None, heaps)
         else:
-            comm.rebind(plan, decoded)
-        return head, comm, decoded
+            comm.rebind(*bound)
+        return head, comm, bound
 
     def _keep(self, key: tuple, head: tuple, plan: Plan | None, collective: str, backend: str,
               kernel: CudaProgram | None = None, heaps: tuple | None = None) -> ProcessCommunicator:

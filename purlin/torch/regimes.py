@@ -1,4 +1,4 @@
-"""One kernel per regime on the CPU backend, sizes given at run time.
+"""One kernel per regime, sizes given at run time.
 
 A call of the CPU backend runs a V collective's kernel lowered once with its
 counts dynamic (purlin.compile.compile_device_counts) over buffers of its
@@ -10,8 +10,16 @@ laid out alike for every binding, so nothing is mapped or exchanged again).
     all_gather of n       all_gather_v of [n] * world
     reduce_scatter of m   reduce_scatter_v of [m] * world
     all_to_all of c       all_to_all_v of c from every rank to every rank
-    all_reduce of n       reduce_scatter_v of n's world near-equal slices, then all_gather_v
+    all_reduce of n       all_reduce_v of n's world near-equal slices (in place too)
     the V forms           themselves
+
+On cuda the throughput regime runs so too: the V kernel lowered once with its
+counts bound on the host (compile_device_counts(counts_on_host=True)), each
+size's binding (bind_collective) uploaded to the communicator of its layout
+once and chosen at each call (ProcessCommunicator.rebind), measured as fast as
+each size's own lowering (bench/bound_sizes.py); the latency regime's bound
+kernels were measured 1.4-2.9x slower than each size's, so there a size is
+still lowered per call shape. An all_reduce on cuda is lowered per size.
 
 Regimes are the cost model's: latency while the largest rank's input holds at
 most its latency bound (and the world is small enough), throughput above,
@@ -52,17 +60,21 @@ def regime(collective: str, world: int, dtype: str, input_extent: int, arch: str
         name, cap = "throughput", CAPACITY
     else:
         return None
-    # What a rank receives: reduce_scatter_v a slice of what it sends, the others up to world x that.
-    return Regime(name, cap, cap if collective == "reduce_scatter_v" else world * cap)
+    # What a rank receives: reduce_scatter_v a slice of what it sends, all_reduce_v as much, the others up to
+    # world x that.
+    return Regime(name, cap, cap if collective in ("reduce_scatter_v", "all_reduce_v") else world * cap)
 
 
-def options(lowering: str, rg: Regime) -> str:
+def options(lowering: str, rg: Regime, cuda: bool = False, symmetric: bool = False) -> str:
     """The lowering of regime `rg`'s kernel: `lowering` with the regime (and a
-    throughput kernel's chunk) unless it names them."""
+    CPU throughput kernel's chunk; on cuda the cost model's) unless it names
+    them; `symmetric` where every rank's buffers lie in memory all map."""
     named = {word.partition("=")[0] for word in lowering.split()}
     extra = [f"regime={rg.name}"] if "regime" not in named else []
-    if rg.name == "throughput" and "chunk-bytes" not in named:
+    if rg.name == "throughput" and not cuda and "chunk-bytes" not in named:
         extra.append(f"chunk-bytes={CHUNK_BYTES}")
+    if symmetric and "symmetric" not in named:
+        extra.append("symmetric=true")
     return " ".join([lowering, *extra]).strip()
 
 
@@ -76,6 +88,6 @@ def input_extent(collective: str, counts: list) -> int:
     """The largest rank's input of a V collective's `counts`."""
     if collective == "all_gather_v":
         return max(counts)
-    if collective == "reduce_scatter_v":
+    if collective in ("reduce_scatter_v", "all_reduce_v"):
         return sum(counts)
     return max(sum(row) for row in counts)

@@ -12,6 +12,9 @@ config.excludes = ["lit.cfg.py", "inputs"]
 # Tools come from the interpreter's environment (the repository's venv).
 bindir = os.path.dirname(sys.executable)
 config.environment["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+# lit clears the environment: a PYTHONPATH that picks the purlin under test (a worktree's) goes through.
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
 config.substitutions.append(("%python", sys.executable))
 # A worktree's checkout is found through PYTHONPATH (lit starts the tools with
 # a clean environment otherwise, and the venv's purlin would load).

@@ -27,7 +27,14 @@ LOWERINGS = {
     # The copy engine's stream role: whole slices, and 16-byte units.
     "symmetric-copy-engine": "symmetric=true copy-engine=true",
     "symmetric-copy-engine-chunked": "symmetric=true copy-engine=true chunk-bytes=16",
+    # Dynamic counts the host binds before each call: composed, and in place.
+    "latency-composed-on-host": "regime=latency strategy=composed counts-on-host=true",
+    "composed-on-host": f"regime=throughput strategy=composed counts-on-host=true {SMALL}",
+    "symmetric-on-host": "regime=throughput symmetric=true counts-on-host=true",
 }
+# What counts read at run time refuse: the copy engine's spans are fixed when the
+# call is issued, and their device prologue builds direct phases only.
+DEVICE_COUNTS_REFUSE = ("copy-engine", "composed")
 
 
 def strategies(name, dynamic=False):
@@ -37,8 +44,10 @@ def strategies(name, dynamic=False):
     if not info.reduces:
         engine = [] if dynamic else ["symmetric-copy-engine", "symmetric-copy-engine-chunked"]
         return ["latency", "copy", *symmetric, *engine]
-    # Composed needs a name with several destinations: only all_reduce has one.
-    if name == "all_reduce" and not dynamic:
+    # Composed needs a name with several destinations: all_reduce's and all_reduce_v's.
+    if name in ("all_reduce", "all_reduce_v"):
+        if dynamic:
+            return ["latency", "direct", "latency-composed-on-host", "composed-on-host", "symmetric-on-host"]
         return ["latency", "latency-composed", "direct", "composed", *symmetric, "symmetric-direct"]
     return ["latency", "direct", *symmetric]
 

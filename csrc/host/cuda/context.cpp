@@ -127,6 +127,13 @@ void Executor::release() {
     if (r.fork) cudaEventDestroy(r.fork);
     if (r.join) cudaEventDestroy(r.join);
   }
+  // Binding 0's tables are the ranks' own, freed above.
+  for (size_t k = 1; k < bindings_.size(); ++k)
+    for (size_t local = 0; local < bindings_[k].tables.size(); ++local) {
+      cudaSetDevice(ranks_[local].device);
+      cudaFree(bindings_[k].tables[local]);
+    }
+  bindings_.clear();
   ranks_.clear();
   if (errors_) cudaFreeHost(errors_);
   errors_ = nullptr;
@@ -212,6 +219,9 @@ void Executor::specialise(const std::string& cubin, const std::string& name) {
     throw std::invalid_argument(name_ + ": the kernel reads its counts on the device; its tables cannot be "
                                 "compiled in");
   if (failed_) throw CudaError(name_ + ": this communicator failed earlier (a wait timed out); create a new one");
+  if (bindings_.size() > 1)
+    throw std::invalid_argument(name_ + ": the kernel runs several bindings of its counts; compiling one's tables in "
+                                "would run the others wrong");
   DeviceRestore restore;
   cudaLibrary_t lib = nullptr;
   check(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
@@ -240,6 +250,7 @@ void Executor::specialise(const std::string& cubin, const std::string& name) {
     replaced_.push_back(library_);
     library_ = lib;
     kernel_ = k;
+    specialised_ = true;
   } catch (...) {
     cudaLibraryUnload(lib);
     throw;
@@ -283,11 +294,21 @@ void Executor::allocate(const std::vector<Rank>& ranks) {
   }
 }
 
+// Rank `rank`'s `tables` as its kernel reads them: every rank's symmetric allocation filled in.
+static std::vector<int64_t> with_symmetric(std::vector<int64_t> tables, const std::vector<char*>& symmetric) {
+  for (size_t r = 0; r < symmetric.size(); ++r)
+    tables[abi::kGlobalWords + r] = reinterpret_cast<int64_t>(symmetric[r]);
+  return tables;
+}
+
 void Executor::upload(const std::vector<char*>& symmetric) {
+  symmetric_ = symmetric;
+  Binding own{{}, {}, spec_.input_bytes, spec_.output_bytes};
   for (size_t local = 0; local < ranks_.size(); ++local) {
     Rank& mine = ranks_[local];
-    std::vector<int64_t> tables = spec_.tables[mine.rank];
-    for (int r = 0; r < spec_.world; ++r) tables[abi::kGlobalWords + r] = reinterpret_cast<int64_t>(symmetric[r]);
+    const std::vector<int64_t> tables = with_symmetric(spec_.tables[mine.rank], symmetric);
+    own.tables.push_back(mine.tables);
+    own.words.push_back(int64_t(tables.size()));
     abi::Header h{};
     h.rank = mine.rank;
     h.blocks = reinterpret_cast<abi::BlockState*>(mine.state);
@@ -311,6 +332,61 @@ void Executor::upload(const std::vector<char*>& symmetric) {
     h.record_at = record_at();
     mine.params = h;
   }
+  bindings_ = {own};
+}
+
+int Executor::add_binding(const std::vector<std::vector<int64_t>>& tables, const std::vector<int64_t>& input_bytes,
+                          const std::vector<int64_t>& output_bytes, int smem) {
+  if (specialised_)
+    throw std::invalid_argument(name_ + ": the kernel has its tables compiled in (specialise): it takes no other "
+                                "binding of its counts");
+  if (!spec_.stream.empty() || spec_.count_words > 0)
+    throw std::invalid_argument(name_ + ": a stream program or a kernel reading its counts on the device takes no "
+                                "other binding of its counts");
+  const size_t world = size_t(spec_.world);
+  if (tables.size() != world || input_bytes.size() != world || output_bytes.size() != world)
+    throw std::invalid_argument(name_ + ": a binding takes every rank's tables and buffer bytes (" +
+                                std::to_string(world) + " each)");
+  if (smem > spec_.smem)
+    throw std::invalid_argument(name_ + ": the binding's tables need " + std::to_string(smem) +
+                                " bytes of shared memory a block, the kernel was checked with " +
+                                std::to_string(spec_.smem));
+  if (bindings_.empty()) throw std::logic_error(name_ + ": a binding is added after the tables are uploaded");
+  for (const auto& t : tables)
+    if (int64_t(t.size()) < abi::kGlobalWords + spec_.world)
+      throw std::invalid_argument(name_ + ": a binding's tables are shorter than their header");
+  DeviceRestore restore;
+  Binding b{{}, {}, input_bytes, output_bytes};
+  try {
+    for (const Rank& r : ranks_) {
+      const std::vector<int64_t> t = with_symmetric(tables[size_t(r.rank)], symmetric_);
+      int64_t* device = nullptr;
+      check(cudaSetDevice(r.device), "cudaSetDevice");
+      check(cudaMalloc(&device, t.size() * sizeof(int64_t)), name_ + ": allocating a binding's tables");
+      b.tables.push_back(device);
+      b.words.push_back(int64_t(t.size()));
+      check(cudaMemcpy(device, t.data(), t.size() * sizeof(int64_t), cudaMemcpyHostToDevice),
+            name_ + ": uploading a binding's tables");
+    }
+  } catch (...) {
+    for (int64_t* device : b.tables) cudaFree(device);
+    throw;
+  }
+  bindings_.push_back(std::move(b));
+  return int(bindings_.size()) - 1;
+}
+
+void Executor::use_binding(int id) {
+  if (id < 0 || id >= int(bindings_.size()))
+    throw std::invalid_argument(name_ + ": no binding " + std::to_string(id) + " (" +
+                                std::to_string(bindings_.size()) + " added)");
+  const Binding& b = bindings_[size_t(id)];
+  for (size_t local = 0; local < ranks_.size(); ++local) {
+    ranks_[local].params.tables = reinterpret_cast<const i64*>(b.tables[local]);
+    ranks_[local].params.table_words = static_cast<i64>(b.words[local]);
+  }
+  spec_.input_bytes = b.input_bytes;
+  spec_.output_bytes = b.output_bytes;
 }
 
 void Executor::check_pointer(Rank& r, int slot, uintptr_t ptr, int64_t bytes, const char* what) const {

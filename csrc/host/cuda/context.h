@@ -135,6 +135,15 @@ class Executor {
   // for graphs captured with it. Loading waits for the kernels running: every
   // rank's launch of the calls before must have been issued.
   void specialise(const std::string& cubin, const std::string& name);
+  // Another binding of the kernel's counts (purlin.compile.DeviceCountsCollective.bind_collective:
+  // the same code, signals and memory): every rank's tables and buffer bytes, the local
+  // ranks' tables uploaded once now; returns its number (the spec's own is 0). Refused once
+  // specialised (the tables it was compiled with are assumed) and beyond the shared memory
+  // the kernel was checked with.
+  int add_binding(const std::vector<std::vector<int64_t>>& tables, const std::vector<int64_t>& input_bytes,
+                  const std::vector<int64_t>& output_bytes, int smem);
+  // Launches with binding `id` from the next call on (graphs captured before keep theirs).
+  void use_binding(int id);
   // Waits for every local GPU and raises TimeoutError for recorded timeouts.
   void synchronize();
   uint64_t epoch(size_t local);
@@ -158,7 +167,17 @@ class Executor {
 
   static constexpr int64_t kRecordBytes = 256;  // an abi::BufferRecord, padded
 
+  // One binding's tables on each local rank's GPU (binding 0's are Rank::tables) and buffer bytes.
+  struct Binding {
+    std::vector<int64_t*> tables;
+    std::vector<int64_t> words;
+    std::vector<int64_t> input_bytes, output_bytes;
+  };
+
   KernelSpec spec_;
+  std::vector<Binding> bindings_;
+  std::vector<char*> symmetric_;  // every rank's allocation as this process addresses it (upload's)
+  bool specialised_ = false;
   int64_t record_at_ = 0;
   uint64_t timeout_ns_;
   std::string name_;
@@ -192,6 +211,11 @@ class Communicator {
   // once, is refused.
   void run_rank(int rank, uintptr_t input, uintptr_t output, uintptr_t stream);
   void specialise(const std::string& cubin, const std::string& name) { exec_.specialise(cubin, name); }
+  int add_binding(const std::vector<std::vector<int64_t>>& tables, const std::vector<int64_t>& input_bytes,
+                  const std::vector<int64_t>& output_bytes, int smem) {
+    return exec_.add_binding(tables, input_bytes, output_bytes, smem);
+  }
+  void use_binding(int id) { exec_.use_binding(id); }
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch(int rank);
   int world() const { return exec_.spec().world; }
@@ -271,6 +295,11 @@ class ProcessCommunicator {
   void connect(const std::vector<std::string>& handles);
   void run(uintptr_t input, uintptr_t output, uintptr_t stream, uintptr_t counts = 0, uintptr_t recv_counts = 0);
   void specialise(const std::string& cubin, const std::string& name) { exec_.specialise(cubin, name); }
+  int add_binding(const std::vector<std::vector<int64_t>>& tables, const std::vector<int64_t>& input_bytes,
+                  const std::vector<int64_t>& output_bytes, int smem) {
+    return exec_.add_binding(tables, input_bytes, output_bytes, smem);
+  }
+  void use_binding(int id) { exec_.use_binding(id); }
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch() { return exec_.epoch(0); }
   int rank() const { return rank_; }

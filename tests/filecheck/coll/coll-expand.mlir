@@ -73,6 +73,17 @@ func.func @reduce_scatter_v(%a: memref<8xbf16>, %b: memref<12xbf16>) {
 // CHECK-LABEL: func.func @reduce_scatter_v
 // CHECK-NEXT: coll.collective %b, %a in #coll.layout<scattered_v, world 4, [0, 0, 8, 4]> out #coll.layout<packed_v, world 4, [0, 0, 8, 4]> consume #coll.consume<reduce min> deterministic : memref<12xbf16>, memref<8xbf16>
 
+// all_reduce_v: the counts name every rank's slice of both buffers; those of
+// all_reduce's balanced split give the layouts all_reduce of the same buffer has.
+func.func @all_reduce_v(%a: memref<10xf32>, %b: memref<12xf32>) {
+  coll.all_reduce_v sum %a, %b world 4 counts [3, 0, 5, 2] : memref<10xf32>, memref<12xf32>
+  coll.all_reduce_v max %a, %a world 4 counts [3, 3, 2, 2] deterministic : memref<10xf32>, memref<10xf32>
+  func.return
+}
+// CHECK-LABEL: func.func @all_reduce_v
+// CHECK-NEXT: coll.collective %a, %b in #coll.layout<scattered_v, world 4, [3, 0, 5, 2]> out #coll.layout<scattered_v, world 4, [3, 0, 5, 2]> consume #coll.consume<reduce sum> : memref<10xf32>, memref<12xf32>
+// CHECK-NEXT: coll.collective %a, %a in #coll.layout<scattered_v, world 4, [3, 3, 2, 2]> out #coll.layout<scattered_v, world 4, [3, 3, 2, 2]> consume #coll.consume<reduce max> deterministic : memref<10xf32>, memref<10xf32>
+
 // The count matrix is row = sender: rank 0 sends 1 to itself and 2 to rank 1.
 func.func @all_to_all_v(%a: memref<8xf32>) {
   coll.all_to_all_v %a, %a world 2 counts [1, 2, 0, 5] : memref<8xf32>, memref<8xf32>
@@ -88,12 +99,14 @@ func.func @dynamic_counts(%a: memref<64xf32>, %b: memref<256xf32>, %n: memref<4x
   coll.all_gather_v %a, %b world 4 counts %n : memref<64xf32>, memref<256xf32>, memref<4xi64>
   coll.reduce_scatter_v sum %b, %a world 4 counts %n deterministic : memref<256xf32>, memref<64xf32>, memref<4xi64>
   coll.all_to_all_v %b, %b world 4 counts %m : memref<256xf32>, memref<256xf32>, memref<4x4xi64>
+  coll.all_reduce_v sum %b, %b world 4 counts %n : memref<256xf32>, memref<256xf32>, memref<4xi64>
   func.return
 }
 // CHECK-LABEL: func.func @dynamic_counts
 // CHECK-NEXT: coll.collective %a, %b in #coll.layout<packed_v, world 4, ?> out #coll.layout<scattered_v, world 4, ?> consume #coll.consume<copy> counts %n : memref<64xf32>, memref<256xf32>, memref<4xi64>
 // CHECK-NEXT: coll.collective %b, %a in #coll.layout<scattered_v, world 4, ?> out #coll.layout<packed_v, world 4, ?> consume #coll.consume<reduce sum> counts %n deterministic : memref<256xf32>, memref<64xf32>, memref<4xi64>
 // CHECK-NEXT: coll.collective %b, %b in #coll.layout<addressed_v, world 4, ?> out #coll.layout<transposed_v, world 4, ?> consume #coll.consume<copy> counts %m : memref<256xf32>, memref<256xf32>, memref<4x4xi64>
+// CHECK-NEXT: coll.collective %b, %b in #coll.layout<scattered_v, world 4, ?> out #coll.layout<scattered_v, world 4, ?> consume #coll.consume<reduce sum> counts %n : memref<256xf32>, memref<256xf32>, memref<4xi64>
 
 // Generic collectives are left alone; discardable attributes carry over.
 func.func @untouched(%a: memref<8xf32>) {

@@ -183,7 +183,7 @@ func.func @counts_on_fixed(%a: memref<8xf32>, %b: memref<16xf32>) {
 
 func.func @counts_on_all_reduce(%a: memref<8xf32>) {
   coll.all_reduce sum %a, %a world 2 counts [4, 4] : memref<8xf32>, memref<8xf32>
-// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': takes no counts (it splits uneven sizes across ranks itself)
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce': takes no counts; use 'coll.all_reduce_v' for per-rank counts
   func.return
 }
 
@@ -256,6 +256,38 @@ func.func @reduce_scatter_v_total(%a: memref<8xf32>, %b: memref<16xf32>) {
 func.func @reduce_scatter_v_output(%a: memref<8xf32>, %b: memref<16xf32>) {
   coll.reduce_scatter_v sum %b, %a world 2 counts [9, 7] : memref<16xf32>, memref<8xf32>
 // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.reduce_scatter_v': output buffer has 8 elements but the packed_v layout for world 2 needs at least 9 (the largest count)
+  func.return
+}
+
+// -----
+
+func.func @all_reduce_v_input(%a: memref<8xf32>, %b: memref<16xf32>) {
+  coll.all_reduce_v sum %a, %b world 3 counts [3, 0, 6] : memref<8xf32>, memref<16xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce_v': input buffer has 8 elements but the scattered_v layout for world 3 needs at least 9 (the sum of the counts)
+  func.return
+}
+
+// -----
+
+func.func @all_reduce_v_output(%a: memref<8xf32>, %b: memref<16xf32>) {
+  coll.all_reduce_v max %b, %a world 3 counts [3, 0, 6] : memref<16xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce_v': output buffer has 8 elements but the scattered_v layout for world 3 needs at least 9 (the sum of the counts)
+  func.return
+}
+
+// -----
+
+func.func @all_reduce_v_without_reduction(%a: memref<8xf32>) {
+  "coll.all_reduce_v"(%a, %a) <{world = #builtin.int<2>, static_counts = [#builtin.int<4>, #builtin.int<4>]}> : (memref<8xf32>, memref<8xf32>) -> ()
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce_v': a reduction op (sum, max, min, prod, and, or, xor or avg) is required
+  func.return
+}
+
+// -----
+
+func.func @all_reduce_v_counts_matrix(%a: memref<8xf32>, %n: memref<2x2xi64>) {
+  coll.all_reduce_v sum %a, %a world 2 counts %n : memref<8xf32>, memref<8xf32>, memref<2x2xi64>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce_v': dynamic counts must be a memref<2xi64> (a count per rank), got memref<2x2xi64>
   func.return
 }
 
@@ -442,6 +474,14 @@ func.func @empty_group(%a: memref<8xf32>) {
 func.func @unequal_groups(%a: memref<8xf32>, %b: memref<16xf32>) {
   coll.all_gather %a, %b world 5 groups [[0, 1], [2, 3, 4]] : memref<8xf32>, memref<16xf32>
 // CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_gather': groups have sizes 2, 3, but its buffers are sized by the group: every group needs the same number of ranks
+  func.return
+}
+
+// -----
+
+func.func @unequal_groups_of_counts(%a: memref<8xf32>) {
+  coll.all_reduce_v sum %a, %a world 5 groups [[0, 1], [2, 3, 4]] counts [4, 4] : memref<8xf32>, memref<8xf32>
+// CHECK: invalid.mlir:[[# @LINE - 1]]:3: error: 'coll.all_reduce_v': groups have sizes 2, 3, but its counts give one slice per rank of a group: every group needs the same number of ranks
   func.return
 }
 

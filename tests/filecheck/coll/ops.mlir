@@ -109,6 +109,24 @@ func.func @v_dynamic(%a: memref<64xf32>, %b: memref<256xf32>, %n: memref<4xi64>,
 // GENERIC-LABEL: sym_name = "v_dynamic"
 // GENERIC:       "coll.all_gather_v"(%a, %b, %n) <{world = #builtin.int<4>}> : (memref<64xf32>, memref<256xf32>, memref<4xi64>) -> ()
 
+// all_reduce_v: the counts split the buffer it reduces into the ranks' slices;
+// buffers may be larger than their sum, in place too, and groups take counts per group rank.
+func.func @all_reduce_v(%a: memref<10xf32>, %b: memref<12xf32>, %n: memref<4xi64>) {
+  coll.all_reduce_v sum %a, %b world 4 counts [3, 0, 5, 2] : memref<10xf32>, memref<12xf32>
+  coll.all_reduce_v max %a, %a world 4 counts [0, 0, 0, 0] deterministic : memref<10xf32>, memref<10xf32>
+  coll.all_reduce_v avg %a, %b world 4 counts %n : memref<10xf32>, memref<12xf32>, memref<4xi64>
+  coll.all_reduce_v prod %a, %a world 4 groups [[0, 2], [1, 3]] counts [7, 3] : memref<10xf32>, memref<10xf32>
+  func.return
+}
+// CHECK-LABEL: func.func @all_reduce_v
+// CHECK-NEXT:    coll.all_reduce_v sum %a, %b world 4 counts [3, 0, 5, 2] : memref<10xf32>, memref<12xf32>
+// CHECK-NEXT:    coll.all_reduce_v max %a, %a world 4 counts [0, 0, 0, 0] deterministic : memref<10xf32>, memref<10xf32>
+// CHECK-NEXT:    coll.all_reduce_v avg %a, %b world 4 counts %n : memref<10xf32>, memref<12xf32>, memref<4xi64>
+// CHECK-NEXT:    coll.all_reduce_v prod %a, %a world 4 groups {{\[}}[0, 2], [1, 3]] counts [7, 3] : memref<10xf32>, memref<10xf32>
+// GENERIC-LABEL: sym_name = "all_reduce_v"
+// GENERIC:       "coll.all_reduce_v"(%a, %b) <{world = #builtin.int<4>, op = #coll<reduce_kind sum>, static_counts = [#builtin.int<3>, #builtin.int<0>, #builtin.int<5>, #builtin.int<2>]}> : (memref<10xf32>, memref<12xf32>) -> ()
+// GENERIC:       "coll.all_reduce_v"(%a, %b, %n) <{world = #builtin.int<4>, op = #coll<reduce_kind avg>}> : (memref<10xf32>, memref<12xf32>, memref<4xi64>) -> ()
+
 // -- the generic collective: every layout form ----------------------------------
 
 func.func @layouts(%a: memref<64xf32>, %b: memref<64xf32>, %n: memref<4xi64>, %m: memref<4x4xi64>) {

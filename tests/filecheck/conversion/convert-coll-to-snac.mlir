@@ -14,9 +14,10 @@
 // RUN: not purlin-opt %s -p 'coll-expand,convert-coll-to-snac{strategy=copy}' 2>&1 | filecheck %s --check-prefix=ERR-COPY-REDUCE
 // RUN: not purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency chunk-bytes=12}' 2>&1 | filecheck %s --check-prefix=ERR-PACKET
 // RUN: echo 'func.func @rs(%%a: memref<64xf32>, %%b: memref<16xf32>) { coll.reduce_scatter sum %%a, %%b world 4 : memref<64xf32>, memref<16xf32> func.return }' | not purlin-opt -p 'coll-expand,convert-coll-to-snac{strategy=composed}' 2>&1 | filecheck %s --check-prefix=ERR-COMPOSED-RS
+// RUN: echo 'func.func @arv(%%a: memref<64xf32>, %%b: memref<64xf32>, %%n: memref<4xi64>) { coll.all_reduce_v sum %%a, %%b world 4 counts %%n : memref<64xf32>, memref<64xf32>, memref<4xi64> func.return }' | not purlin-opt -p 'coll-expand,convert-coll-to-snac{strategy=composed}' 2>&1 | filecheck %s --check-prefix=ERR-COMPOSED-DEVICE
 // RUN: echo 'func.func @a2a(%%a: memref<?xf32>, %%b: memref<?xf32>, %%n: memref<2x2xi64>) { coll.all_to_all_v %%a, %%b world 2 counts %%n : memref<?xf32>, memref<?xf32>, memref<2x2xi64> func.return }' | not purlin-opt -p 'coll-expand,convert-coll-to-snac{regime=latency}' 2>&1 | filecheck %s --check-prefix=ERR-WINDOW
 
-// Each of the seven collectives becomes one rank-generic snac.program: one
+// Each named collective becomes one rank-generic snac.program: one
 // phase (copy, or direct reduction) through a staging buffer (throughput:
 // reclaim/stage/notify, then wait/consume/ack) or a packet window (latency:
 // reclaim/put, then wait/consume, no ack), a finish per consumer role, and an
@@ -31,8 +32,10 @@
 // ERR-ARCH-NOT:     Traceback
 // ERR-NEGATIVE:     error: convert-coll-to-snac: chunk-bytes, slots, blocks and sms must be non-negative
 // ERR-NEGATIVE-NOT: Traceback
-// ERR-COMPOSED-RS:     stdin:1:{{[0-9]+}}: error: 'coll.collective': the composed strategy needs static counts and a slice that several ranks receive; use strategy=direct
+// ERR-COMPOSED-RS:     stdin:1:{{[0-9]+}}: error: 'coll.collective': the composed strategy needs a slice that several ranks receive; use strategy=direct
 // ERR-COMPOSED-RS-NOT: Traceback
+// ERR-COMPOSED-DEVICE:     stdin:1:{{[0-9]+}}: error: 'coll.collective': the composed strategy cannot take counts read on the device: their prologue builds the tables of direct phases only (include/purlin/counts.cuh), not the owners' routes; use strategy=direct, or counts-on-host=true where the host binds every call's counts
+// ERR-COMPOSED-DEVICE-NOT: Traceback
 // ERR-WINDOW:     stdin:1:{{[0-9]+}}: error: 'coll.collective': latency regime needs static buffer sizes to size the packet window
 // ERR-WINDOW-NOT: Traceback
 

@@ -25,7 +25,7 @@ def assert_ranks(got, want):
         np.testing.assert_array_equal(g, np.asarray(w, dtype=g.dtype), err_msg=f"rank {r}")
 
 
-# -- the seven collectives ----------------------------------------------------
+# -- the named collectives ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -125,6 +125,22 @@ def test_all_to_all_v_three_ranks_source_order():
 
 def test_all_to_all_v_all_zero():
     assert_ranks(ref.all_to_all_v(ranks([1], [2]), [[0, 0], [0, 0]]), [[], []])
+
+
+def test_all_reduce_v_reduces_the_counts_sum_whatever_the_split():
+    # The counts say which rank's slice is which; every rank gets all of them reduced.
+    inputs = ranks([1, 2, 3, 99], [10, 20, 30, 99], [100, 200, 300, 99])
+    for counts in ([1, 0, 2], [3, 0, 0], [0, 2, 1]):
+        assert_ranks(ref.all_reduce_v(inputs, counts, "sum"), [[111, 222, 333]] * 3)
+    assert_ranks(ref.all_reduce_v(inputs, [0, 0, 1], "max"), [[100]] * 3)
+
+
+def test_all_reduce_v_all_zero_and_checked():
+    assert_ranks(ref.all_reduce_v(ranks([5], [6]), [0, 0], "sum"), [[], []])
+    with pytest.raises(ValueError, match="2 non-negative counts"):
+        ref.all_reduce_v(ranks([1], [2]), [1, -1], "sum")
+    with pytest.raises(ValueError, match="smaller than"):
+        ref.all_reduce_v(ranks([1], [2]), [1, 1], "sum")
 
 
 def test_v_counts_are_checked():

@@ -28,17 +28,17 @@ from purlin.snac import dialect as snac
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare
 
-V_FORMS = ("all_gather_v", "reduce_scatter_v", "all_to_all_v")
+V_FORMS = ("all_gather_v", "reduce_scatter_v", "all_to_all_v", "all_reduce_v")
 # Elements of a rank's input the lowering is sized for; every binding's counts fit them.
 CAPACITY = 2048
 
 
 def op_of(collective: str) -> str | None:
-    return "sum" if collective == "reduce_scatter_v" else None
+    return "sum" if collective in ("reduce_scatter_v", "all_reduce_v") else None
 
 
 def lowered(collective: str, world: int, regime: str, counts_on_host: bool = True, symmetric: bool = True):
-    out = CAPACITY if collective == "reduce_scatter_v" else CAPACITY * world
+    out = CAPACITY if collective in ("reduce_scatter_v", "all_reduce_v") else CAPACITY * world
     return compile_device_counts(collective, world, "bf16", op_of(collective), input_elems=CAPACITY,
                                  output_elems=out, arch="sm_90", counts_on_host=counts_on_host,
                                  lowering=placement_options(f"regime={regime}", symmetric, world, 132))
@@ -235,12 +235,13 @@ def test_latency_bound_kernels_are_the_fixed_kernels_but_for_their_blocks(collec
     from purlin.compile import compile_collective
 
     world, n = 4, 512
-    fixed_name = next(f for f, v in FIXED_OF.items() if v == collective)
+    fixed_name = next(f for f, v in {**FIXED_OF, "all_reduce": "all_reduce_v"}.items() if v == collective)
     op = op_of(collective)
     fixed = compile_collective(fixed_name, world, "bf16", op, n, arch="sm_90", lowering="regime=latency",
                                symmetric=True, ranks_per_device=world, sms=132)
     n_in, n_out = CollectiveSpec(fixed_name, world, "bf16", op, n).buffer_sizes()
-    counts = [[n] * world for _ in range(world)] if fixed_name == "all_to_all" else [n] * world
+    counts = {"all_to_all": [[n] * world for _ in range(world)], "all_reduce": [n // world] * world}.get(
+        fixed_name, [n] * world)
     steps = lambda text: [line.strip() for line in text.splitlines() if "(k, " in line]  # noqa: E731
     for arch in ("sm_80", "sm_90", "sm_100"):
         dc = compile_device_counts(collective, world, "bf16", op, input_elems=n_in, output_elems=n_out, arch=arch,
@@ -347,7 +348,8 @@ def test_snac_verify_proves_the_flag_only_units_needed():
     from purlin.compile.pipeline import make_context, pipeline
     from purlin.simulator.snac_verify import SnacVerifyPass
 
-    for collective in V_FORMS:
+    # all_reduce_v is left out: every non-empty slice goes between every pair, so it needs no flag-only unit.
+    for collective in ("all_gather_v", "reduce_scatter_v", "all_to_all_v"):
         world = 3
         zeros = [[0] * world for _ in range(world)] if COLLECTIVES[collective].matrix else [0] * world
         module = CollectiveSpec(collective, world, "bf16", op_of(collective), counts=zeros,

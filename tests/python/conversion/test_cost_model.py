@@ -11,12 +11,12 @@ T = THRESHOLDS["sm_90"]
 @pytest.mark.parametrize("per_rank, regime", [(16, Regime.LATENCY), (T.latency_max_bytes, Regime.LATENCY),
                                               (T.latency_max_bytes + 16, Regime.THROUGHPUT)])
 def test_packets_up_to_latency_max_bytes(per_rank, regime):
-    assert choose("sm_90", 2, per_rank, 2 * per_rank, reduce=True, dynamic=False).regime == regime
+    assert choose("sm_90", 2, per_rank, 2 * per_rank, reduce=True, device_counts=False).regime == regime
 
 
 def test_reductions_compose_from_composed_min_bytes():
-    below = choose("sm_90", 2, T.composed_min_bytes // 4, T.composed_min_bytes // 2, reduce=True, dynamic=False)
-    above = choose("sm_90", 2, T.composed_min_bytes, 2 * T.composed_min_bytes, reduce=True, dynamic=False)
+    below = choose("sm_90", 2, T.composed_min_bytes // 4, T.composed_min_bytes // 2, reduce=True, device_counts=False)
+    above = choose("sm_90", 2, T.composed_min_bytes, 2 * T.composed_min_bytes, reduce=True, device_counts=False)
     assert (below.strategy, above.strategy) == (Strategy.DIRECT, Strategy.COMPOSED)
 
 
@@ -26,28 +26,42 @@ def test_reductions_compose_from_composed_min_bytes():
     (True, T.copy_large_bytes, T.chunk_bytes),  # large units made all_reduce slower
 ])
 def test_large_copies_use_larger_units(reduce, per_rank, chunk):
-    assert choose("sm_90", 2, per_rank, 2 * per_rank, reduce=reduce, dynamic=False).chunk_bytes == chunk
+    assert choose("sm_90", 2, per_rank, 2 * per_rank, reduce=reduce, device_counts=False).chunk_bytes == chunk
 
 
-def test_dynamic_sizes_never_compose():
-    c = choose("sm_90", 2, None, None, reduce=True, dynamic=True)
+def test_counts_read_on_the_device_never_compose():
+    c = choose("sm_90", 2, None, None, reduce=True, device_counts=True)
     assert (c.regime, c.strategy, c.chunk_bytes) == (Regime.THROUGHPUT, Strategy.DIRECT, T.chunk_bytes)
+    big = choose("sm_90", 2, None, 2 * T.composed_min_bytes, reduce=True, device_counts=True, symmetric=True)
+    assert big.strategy == Strategy.DIRECT
+
+
+def test_counts_bound_on_the_host_compose_as_fixed_ones():
+    """Costed at the most its buffers take (total_bytes): composed from composed_min_bytes, always where
+    symmetric; no total known (unbounded buffers) is direct unless symmetric."""
+    def strategy(total, symmetric=False):
+        return choose("sm_90", 2, None, total, reduce=True, device_counts=False, symmetric=symmetric).strategy
+
+    assert strategy(T.composed_min_bytes - 2) == Strategy.DIRECT
+    assert strategy(T.composed_min_bytes) == Strategy.COMPOSED
+    assert strategy(None) == Strategy.DIRECT
+    assert strategy(None, symmetric=True) == strategy(16, symmetric=True) == Strategy.COMPOSED
 
 
 @pytest.mark.parametrize("per_rank, blocks", [(16, 1), (T.latency_block_bytes, 1), (T.latency_block_bytes + 1, 2),
                                               (T.latency_max_bytes, T.latency_blocks)])
 def test_packet_roles_get_a_block_per_latency_block_bytes(per_rank, blocks):
-    c = choose("sm_90", 2, per_rank, 2 * per_rank, reduce=False, dynamic=False)
+    c = choose("sm_90", 2, per_rank, 2 * per_rank, reduce=False, device_counts=False)
     assert (c.regime, c.latency_blocks) == (Regime.LATENCY, blocks)
 
 
 def test_packet_blocks_follow_what_a_rank_receives():
     # all_gather on 8 ranks: 8 KiB sent, 64 KiB received per rank.
     t = THRESHOLDS["sm_90"]
-    gather = choose("sm_90", 8, 8 << 10, 64 << 10, reduce=False, dynamic=False, out_per_rank_bytes=64 << 10)
+    gather = choose("sm_90", 8, 8 << 10, 64 << 10, reduce=False, device_counts=False, out_per_rank_bytes=64 << 10)
     assert gather.regime == Regime.LATENCY
     assert gather.latency_blocks == t.latency_blocks == (64 << 10) // t.latency_block_bytes
-    scatter = choose("sm_90", 8, 64 << 10, 64 << 10, reduce=True, dynamic=False, out_per_rank_bytes=8 << 10)
+    scatter = choose("sm_90", 8, 64 << 10, 64 << 10, reduce=True, device_counts=False, out_per_rank_bytes=8 << 10)
     assert scatter.latency_blocks == t.latency_blocks
 
 
@@ -62,11 +76,11 @@ def test_ranks_sharing_a_gpu_divide_its_blocks(ranks, budget):
 def test_in_place_throughput_composes_whole_slices():
     # Symmetric buffers: every reduction with a shared slice is composed (the
     # least traffic), at any size, and units are whole slices.
-    c = choose("sm_90", 4, 1 << 20, 4 << 20, reduce=True, dynamic=False, symmetric=True, ranks_per_device=4)
+    c = choose("sm_90", 4, 1 << 20, 4 << 20, reduce=True, device_counts=False, symmetric=True, ranks_per_device=4)
     assert (c.regime, c.strategy, c.chunk_bytes, c.block_budget) == (Regime.THROUGHPUT, Strategy.COMPOSED, 0, 66)
-    small = choose("sm_90", 4, 16, 64, reduce=True, dynamic=False, symmetric=True)
+    small = choose("sm_90", 4, 16, 64, reduce=True, device_counts=False, symmetric=True)
     assert (small.regime, small.strategy) == (Regime.LATENCY, Strategy.DIRECT)
-    forced = choose("sm_90", 4, 16, 64, reduce=True, dynamic=False, symmetric=True, regime=Regime.THROUGHPUT)
+    forced = choose("sm_90", 4, 16, 64, reduce=True, device_counts=False, symmetric=True, regime=Regime.THROUGHPUT)
     assert (forced.regime, forced.strategy, forced.chunk_bytes) == (Regime.THROUGHPUT, Strategy.COMPOSED, 0)
 
 
@@ -95,7 +109,7 @@ def test_every_lowering_fits_the_gpu_its_ranks_share(world, symmetric):
     (128 << 20, 4, False, True, True, False, False),  # staged: its copies are the SMs'
 ])
 def test_copy_engine_where_it_measured_faster(per_rank, ranks, reduce, single, aligned, symmetric, engine):
-    kw = dict(reduce=reduce, dynamic=False, symmetric=symmetric, ranks_per_device=ranks, single_receivers=single,
+    kw = dict(reduce=reduce, device_counts=False, symmetric=symmetric, ranks_per_device=ranks, single_receivers=single,
               aligned=aligned)
     assert choose("sm_90", 4, per_rank, 4 * per_rank, **kw).copy_engine == engine
     assert not choose("sm_100", 4, per_rank, 4 * per_rank, **kw).copy_engine

@@ -20,7 +20,7 @@ from purlin.cuda.program import ProgramError
 from purlin.cuda.tables import build_tables
 from purlin.snac.phase_binding import phase_states
 
-V_FORMS = {"all_gather_v": None, "reduce_scatter_v": "max", "all_to_all_v": None}
+V_FORMS = {"all_gather_v": None, "reduce_scatter_v": "max", "all_to_all_v": None, "all_reduce_v": "sum"}
 LOWERINGS = ("regime=latency", "regime=throughput chunk-bytes=16", "regime=throughput")
 ERRORS = {v: k for k, v in abi.COUNTS_ERRORS.items()}
 
@@ -49,6 +49,8 @@ def fits(coll, rows) -> bool:
         outs = [sum(full[s][r] for s in range(w)) for r in range(w)]
     elif coll.collective == "all_gather_v":
         ins, outs = full, [sum(full)] * w
+    elif coll.collective == "all_reduce_v":
+        ins = outs = [sum(full)] * w
     else:
         ins, outs = [sum(full)] * w, full
     return max(ins) <= coll.input_elems and max(outs) <= coll.output_elems

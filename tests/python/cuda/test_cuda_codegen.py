@@ -317,26 +317,6 @@ def test_tables_compiled_in_give_a_body_per_rank(arch, shared):
     assert nvrtc.compile_cubin(src.text, arch).cubin[:4] == b"\x7fELF"
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-def test_tables_read_directly_copy_none_into_shared_memory(arch):
-    world = 3
-    program = compile_collective("reduce_scatter", world, "bf16", "sum", 3, arch=arch, symmetric=True,
-                                 ranks_per_device=world, sms=132).cuda
-    assert program.shared_tables
-    ranks = {r: [int(w) for w in t] for r, t in enumerate(program.tables.ranks)}
-    src = emit_cuda(program.kernel, True, 1, None, ranks, True)
-    assert not src.shared_tables and "constexpr bool kSharedTables = false;" in src.text
-    for r, words in ranks.items():
-        assert f"__constant__ constexpr i64 kRank{r}Words[{len(words)}] = " in src.text
-    assert src.text.count("static constexpr bool direct = true;") == world
-    cubin = nvrtc.compile_cubin(src.text, arch).cubin
-    assert cubin[:4] == b"\x7fELF"
-    loaded = emit_cuda(program.kernel, True, 1, None, ranks)
-    assert "static constexpr bool direct = false;" in loaded.text and "__constant__" not in loaded.text
-    with pytest.raises(CodegenError, match="tables read in place of the loaded ones need the ranks' tables compiled in"):
-        emit_cuda(program.kernel, True, 1, None, None, True)
-
-
 def test_tables_compiled_in_for_one_process_s_rank_only():
     program = compile_collective("all_gather", 3, "bf16", None, 48, arch="sm_90", symmetric=True,
                                  ranks_per_device=1, sms=132).cuda

@@ -118,7 +118,7 @@ def test_repeated_calls(name, strategy, world):
 
 
 def test_pairs_cover_every_collective_and_strategy():
-    assert {s for _, s in PAIRS} == set(LOWERINGS)
+    assert {s for _, s in PAIRS + DYNAMIC_PAIRS} == set(LOWERINGS)
     assert {n for n, _ in PAIRS} == set(COLLECTIVES)
 
 
@@ -186,7 +186,15 @@ def test_registry_has_snac():
 
 def test_composed_is_refused_where_no_slice_is_shared():
     case = make_case("reduce_scatter", 4, "bf16", "sum", 8)
-    with pytest.raises(PassFailedException, match="composed strategy needs static counts"):
+    with pytest.raises(PassFailedException, match="composed strategy needs a slice that several ranks receive"):
+        run(case.build_module(), case.make_args(0), world=4,
+            options={"lowering": LOWERINGS["composed"]})
+
+
+def test_composed_is_refused_for_counts_read_at_run_time():
+    case = make_case("all_reduce_v", 4, "bf16", "sum", 8, dynamic=True)
+    with pytest.raises(PassFailedException, match=r"the composed strategy cannot take counts read on the device: "
+                                                  r"their prologue builds the tables of direct phases only"):
         run(case.build_module(), case.make_args(0), world=4,
             options={"lowering": LOWERINGS["composed"]})
 

@@ -37,6 +37,8 @@ def needed(case: Case) -> list[tuple[int, int]]:
         return [(c[r], sum(c)) for r in range(w)]
     if case.collective == "reduce_scatter_v":
         return [(sum(c), c[r]) for r in range(w)]
+    if case.collective == "all_reduce_v":
+        return [(sum(c), sum(c))] * w
     return [(sum(c[r]), sum(row[r] for row in c)) for r in range(w)]
 
 
@@ -53,6 +55,7 @@ def v_cases() -> list:
         "all_gather_v": (0, 5, 0, 0),
         "reduce_scatter_v": (0, 0, 9, 0),  # three ranks receive nothing
         "all_to_all_v": ((0, 3, 0, 0), (0, 0, 0, 0), (2, 0, 0, 7), (0, 0, 1, 0)),
+        "all_reduce_v": (0, 0, 9, 0),  # one rank's slice, every rank's output
     }
     for name, counts in explicit.items():
         cases += [pytest.param(Case(name, 4, "f16", default_op(name), counts=counts), strategy,

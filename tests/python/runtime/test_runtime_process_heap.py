@@ -13,6 +13,7 @@ The ranks run on GPU rank % GPUs: on one GPU the processes take turns on it
 
 from __future__ import annotations
 
+from test_runtime_bindings import one_layout
 from test_runtime_cuda import GPUS, make_case
 
 import pytest
@@ -20,8 +21,9 @@ import torch
 from process_group import run_group
 
 from purlin import runtime
-from purlin.compile import arch_of_device, compile_collective
+from purlin.compile import arch_of_device, compile_collective, compile_device_counts
 from purlin.dtypes import numpy_dtype
+from purlin.testing.cases import Case
 from purlin.testing.data import compare
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")]
@@ -232,9 +234,40 @@ def specialised_ranks(rank: int, world: int) -> None:
         comm.close()
 
 
+def rebound_sizes(rank: int, world: int) -> None:
+    """One communicator of an all_to_all_v lowered with its counts on the host runs three bindings of
+    one layout in turn over buffers of its heap, each call matching the reference, a graph of the first binding
+    replayed after the others."""
+    torch.cuda.set_device(rank % GPUS)
+    capacity = 1 << 14
+    dc = compile_device_counts("all_to_all_v", world, "bf16", None, input_elems=capacity,
+                               output_elems=capacity * world, arch=arch_of_device(), counts_on_host=True,
+                               lowering="regime=throughput symmetric=true")
+    counts, bound = zip(*one_layout(dc, "all_to_all_v", world, totals=(31, 700, 9000)))
+    comm = runtime.ProcessCommunicator(bound[0].plan, backend="cuda", timeout_s=30.0, name="all_to_all_v",
+                                       kernel=bound[0].cuda, heap_bytes=4 * capacity * (world + 1))
+    x, y = comm.alloc(capacity), comm.alloc(capacity * world)
+    graph = None
+    for k in (0, 1, 2, 0):
+        comm.rebind(bound[k].plan, kernel=bound[k].cuda)
+        case = Case("all_to_all_v", world, "bf16", None, counts=counts[k])
+        args = case.make_args(seed=k)
+        x[:args[0][rank].size].copy_(runtime.to_device(args[0][rank], comm.device))
+        y.fill_(float("nan"))
+        comm.run(x, y)
+        if graph is None:
+            graph = graph_of(comm, x, y)
+        comm.synchronize()
+        check_rank(case, args, rank, y[:args[1][rank].size], f"binding {k}")
+    graph.replay()
+    comm.synchronize()
+    check_rank(case, args, rank, y[:args[1][rank].size], "graph of the first binding")
+    comm.close()
+
+
 @pytest.mark.parametrize("world", [2, 3])
 @pytest.mark.parametrize("job", [in_place_collectives, offsets_that_differ, refused, registered_tensors,
-                                 registered_elsewhere, registered_refused, specialised_ranks])
+                                 registered_elsewhere, registered_refused, specialised_ranks, rebound_sizes])
 def test_symmetric_process_ranks(job, world, monkeypatch):
     for k, v in NO_MULTICAST.items():
         monkeypatch.setenv(k, v)

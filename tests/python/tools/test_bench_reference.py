@@ -50,7 +50,7 @@ def test_torch_reference_is_not_trivially_equal():
     assert not bench._same_bits(wrong, expected[2])
 
 
-@pytest.mark.parametrize("coll", ["all_gather_v", "reduce_scatter_v", "all_to_all_v"])
+@pytest.mark.parametrize("coll", ["all_gather_v", "reduce_scatter_v", "all_to_all_v", "all_reduce_v"])
 def test_even_counts_are_the_fixed_forms(coll):
     uneven = bench._counts(coll, 12, 3)
     even = bench._counts(coll, 12, 3, even=True)
@@ -59,6 +59,13 @@ def test_even_counts_are_the_fixed_forms(coll):
     rows = even if coll == "all_to_all_v" else [even]
     assert all(row == [4, 4, 4] for row in rows)
     assert uneven != even
+
+
+def test_all_reduce_v_at_even_counts_is_all_reduce_s_split():
+    # Any number of elements (all_reduce's steps are one element), larger slices first.
+    assert bench._counts("all_reduce_v", 14, 4, even=True) == [4, 4, 3, 3]
+    case, _ = bench._case("all_reduce_v", 28, 4, even=True)
+    assert case.buffer_sizes() == (14, 14)
 
 
 def test_even_counts_option(tmp_path, monkeypatch):

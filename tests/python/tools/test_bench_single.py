@@ -88,6 +88,12 @@ def test_torchrun_flags_are_not_single_process_flags(monkeypatch, capsys):
     assert "--single-process" in capsys.readouterr().err
 
 
+def test_all_reduce_v_runs_single_process_only(monkeypatch, capsys):
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert bench.main(["--collectives", "all_reduce,all_reduce_v"]) == 2
+    assert "all_reduce_v runs --single-process only: purlin.torch" in capsys.readouterr().err
+
+
 def test_compile_plan_runs_on_cpu_threads():
     plan = compile_plan("all_reduce", 3, "f32", "sum", count=5)
     assert (plan.world, plan.arch, plan.input_elems) == (3, "sm_90", 5)

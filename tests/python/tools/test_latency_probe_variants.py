@@ -57,12 +57,3 @@ def test_rank_tables_global_reads_no_tables_into_shared_memory(probe):
     assert probe.VARIANTS["rank tables global"] is None
     assert not src.shared_tables and "constexpr bool kSharedTables = false;" in src.text
     assert "switch (p.rank)" in src.text
-
-
-def test_rank_tables_direct_read_the_compiled_in_words(probe):
-    program = compile_collective("all_to_all", 2, "bf16", None, 8, symmetric=True, ranks_per_device=2,
-                                 sms=132).cuda
-    src = probe.BUILT["rank tables direct"](program, program.blocks_per_sm(2, 132))
-    assert probe.VARIANTS["rank tables direct"] is None
-    assert not src.shared_tables and "static constexpr bool direct = true;" in src.text
-    assert "__constant__ constexpr i64 kRank1Words" in src.text

@@ -1,5 +1,6 @@
 """purlin.torch's caches on CPU ranks (gloo processes): many odd sizes equal to
-gloo's while the communicators kept stay within their bound, evicted ones
+gloo's while the communicators kept stay within their bound, all_reduce of any
+size through one all_reduce_v kernel per regime (in place and apart), evicted ones
 made again without lowering again, release(), and ranks whose calls differ
 (shape, dtype, op, a cached call on one rank and a new one on another)
 raising CallMismatchError on every rank at once, naming both calls."""
@@ -56,7 +57,7 @@ def _odd_sizes_bounded(rank: int) -> None:
             assert pt.cache_stats()["communicators kept"] <= 3
     s = pt.cache_stats()
     # One kernel per regime (latency, throughput) of each V collective the calls run, whatever the sizes:
-    # reduce_scatter_v f32 of three ops and all_gather_v f32 (the all_reduces, the all_gathers),
+    # all_reduce_v f32 in place of three ops (the all_reduces), all_gather_v f32 (the all_gathers),
     # reduce_scatter_v and all_to_all_v of int32; evicted communicators are made again (with 3 kept of more
     # kernels and layouts), not lowered again.
     assert s["lowerings"] - lowered0 == 2 * (3 + 1 + 1 + 1)
@@ -69,6 +70,31 @@ def _odd_sizes_bounded(rank: int) -> None:
 
 def test_odd_sizes_bounded_cache():
     spawn(2, _odd_sizes_bounded)
+
+
+def _all_reduce_sizes(rank: int) -> None:
+    import purlin.torch as pt
+    from purlin.torch.groups import group_name, state
+
+    pt.init()
+    g = torch.Generator().manual_seed(rank)
+    lowered0 = pt.cache_stats()["lowerings"]
+    for n in SIZES:
+        x = torch.randint(-50, 50, (n,), generator=g).to(torch.float32)
+        want = x.clone()
+        dist.all_reduce(want)
+        out = torch.empty_like(x)
+        pt.all_reduce(x, out=out)
+        assert torch.equal(out, want), n
+        pt.all_reduce(x)
+        assert torch.equal(x, want), n
+    # One all_reduce_v kernel per regime (latency, throughput), in place and apart, whatever the sizes.
+    assert pt.cache_stats()["lowerings"] - lowered0 == 2 * 2
+    assert {k[1:3] for k in state(group_name()).plans} == {("regime", "all_reduce_v")}
+
+
+def test_all_reduce_of_any_size_runs_one_kernel_per_regime():
+    spawn(3, _all_reduce_sizes)
 
 
 def _raises_quickly(fn, *words: str) -> None:
@@ -154,8 +180,8 @@ def _thrash(rank: int) -> None:
     import purlin.torch as pt
 
     pt.init()
-    pt.set_cache_limits(communicators=2)
-    # Each all_reduce a reduce_scatter_v and an all_gather_v: both latency kernels, then both throughput ones.
+    pt.set_cache_limits(communicators=1)
+    # Each all_reduce one all_reduce_v kernel: the latency one, then the throughput one.
     small, large = torch.ones(8), torch.ones(1 << 17)
     def told(caught) -> list[str]:
         return [str(w.message) for w in caught if "closed lately is made again" in str(w.message)]

@@ -94,8 +94,8 @@ def _compiled_model(rank: int, then: str) -> None:
     assert len(graphs) == 1, f"{len(graphs)} graphs: a graph break"
     assert {"purlin::all_reduce_", "purlin::all_gather_out", "purlin::reduce_scatter_out",
             "purlin::all_to_all_out"} <= _targets(graphs), _targets(graphs)
-    # On CPU each runs its V form's regime kernel (an all_reduce a reduce_scatter_v, then an all_gather_v).
-    assert _kernels(state(group_name()).plans) == {"all_gather_v", "reduce_scatter_v", "all_to_all_v"}
+    # On CPU each runs its V form's regime kernel (an all_reduce its all_reduce_v).
+    assert _kernels(state(group_name()).plans) == {"all_reduce_v", "all_gather_v", "reduce_scatter_v", "all_to_all_v"}
 
 
 def _exact_and_v_forms(rank: int) -> None:
@@ -330,7 +330,8 @@ def _functional_collectives_routed(rank: int) -> None:
     assert {"_c10d_functional::all_reduce", "_c10d_functional::all_gather_into_tensor",
             "_c10d_functional::reduce_scatter_tensor", "_c10d_functional::all_to_all_single"} <= _targets(graphs), \
         _targets(graphs)
-    assert _kernels(state(dist.group.WORLD.group_name).plans) == {"all_gather_v", "reduce_scatter_v", "all_to_all_v"}
+    assert _kernels(state(dist.group.WORLD.group_name).plans) == {"all_reduce_v", "all_gather_v", "reduce_scatter_v",
+                                                                  "all_to_all_v"}
     # torch's AVG runs on purlin; what purlin does not run (broadcast, an
     # average of integers) goes to the group underneath.
     z = torch.full((2,), float(rank))

@@ -17,7 +17,6 @@ namespace purlin::cuda {
 // The tables as the kernel loads them at run time (a Kernel's default Fixed).
 struct LoadedTables {
   static constexpr bool fixed = false;
-  static constexpr bool direct = false;
   static constexpr int words = 0;
   __device__ static constexpr i64 word(int) { return 0; }
 };
@@ -31,9 +30,7 @@ struct LoadedTables {
 // generated code holds per rank): every lookup still loads, but the compiler
 // is told the value, so one at an index it knows folds into the code and
 // its load goes; the symmetric allocations' addresses (the host's) are not
-// among them. Fixed::direct: no lookup loads the tables but those addresses;
-// the rest read Fixed's own (constant-bank) array, so no copy into shared
-// memory stands before the first step.
+// among them.
 template <int W, bool Shared, bool System = true, class Fixed = LoadedTables>
 struct Kernel {
   static constexpr int world = W;
@@ -83,8 +80,6 @@ struct Kernel {
 
   // Table word i: indices are 32-bit (see the constructor).
   __device__ i64 t(int i) const {
-    if constexpr (Fixed::direct)
-      if (i < abi::kGlobalWords || i >= abi::kGlobalWords + W) return Fixed::word(i);
     const i64 v = tab[i];
     if constexpr (Fixed::fixed)
       if (i < Fixed::words && (i < abi::kGlobalWords || i >= abi::kGlobalWords + W))
