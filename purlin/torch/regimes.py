@@ -18,8 +18,10 @@ counts bound on the host (compile_device_counts(counts_on_host=True)), each
 size's binding (bind_collective) uploaded to the communicator of its layout
 once and chosen at each call (ProcessCommunicator.rebind), measured as fast as
 each size's own lowering (bench/bound_sizes.py); the latency regime's bound
-kernels were measured 1.4-2.9x slower than each size's, so there a size is
-still lowered per call shape. An all_reduce on cuda is lowered per size.
+kernels were measured 1.4-2.9x slower than each size's while they kept a
+per-call handshake (gone since, with flag-only units, not yet measured), so
+there a size is still lowered per call shape. An all_reduce on cuda is
+lowered per size.
 
 Regimes are the cost model's: latency while the largest rank's input holds at
 most its latency bound (and the world is small enough), throughput above,
