@@ -19,9 +19,10 @@ size's binding (bind_collective) uploaded to the communicator of its layout
 once and chosen at each call (ProcessCommunicator.rebind), measured as fast as
 each size's own lowering (bench/bound_sizes.py); the latency regime's bound
 kernels were measured 1.4-2.9x slower than each size's while they kept a
-per-call handshake (gone since, with flag-only units, not yet measured), so
-there a size is still lowered per call shape. An all_reduce on cuda is
-lowered per size.
+per-call handshake, and 0.98-1.07x since flag-only units removed it (one H100,
+bench/results/1xh100-session-12-06b), but there a size is still lowered per
+call shape until routing them is tested on a GPU (a specialised communicator
+takes no other binding). An all_reduce on cuda is lowered per size.
 
 Regimes are the cost model's: latency while the largest rank's input holds at
 most its latency bound (and the world is small enough), throughput above,
