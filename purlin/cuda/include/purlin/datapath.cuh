@@ -153,12 +153,36 @@ __device__ void move(const Span& dst, const Span* srcs, int n_srcs, int op, i64 
   if (done < bytes) move_registers<D, Width, Packets>(dst, srcs, n_srcs, Reduce, op, done, bytes, part);
 }
 
+// Bytes [from, to) of every destination one unit at a time: a reduction's
+// sources read once per element for all of them (in place a destination is
+// also a source, and must not be read after it was written), a copy's per
+// destination.
+template <DType D, bool Reduce>
+__device__ void move_units_to_all(const Span* dsts, int n_dsts, const Span* srcs, int n_srcs, int op, i64 from,
+                                  i64 to, Part part) {
+  constexpr int elem = Elem<D>::bytes;
+  if constexpr (Reduce)
+    reduce_chunks_to_all<D, elem, ArchCombine>(dsts, n_dsts, srcs, n_srcs, op, from, (to - from) / elem, part);
+  else
+    for (int d = 0; d < n_dsts; ++d) copy_bytes(dsts[d], srcs[0], from, to, part);
+}
+
+// Whether a destination is one of the sources (in place).
+__device__ inline bool aliases(const Span* dsts, int n_dsts, const Span* srcs, int n_srcs) {
+  for (int d = 0; d < n_dsts; ++d)
+    for (int s = 0; s < n_srcs; ++s)
+      if (dsts[d].p == srcs[s].p) return true;
+  return false;
+}
+
 // dsts[0..n_dsts) = srcs[0] (a copy) or srcs[0] op srcs[1] op ... (a
 // reduce), all linear. Where the destinations are element-aligned and alike
 // modulo the widest access W (as buffers at one offset of every rank's are),
-// each is moved to W-alignment on its own, then the sources are read once
-// and every chunk stored to all of them: aligned, or for a copy from
-// sources shifted into place. Else each destination is moved on its own.
+// the head to W-alignment and the tail go one unit at a time, the body W
+// bytes, the sources read once and every chunk stored to all of them:
+// aligned, or for a copy from sources shifted into place. Else each
+// destination is moved on its own, but a reduction in place, which goes one
+// element at a time to all.
 template <DType D, Mech M, int Width, bool Reduce>
 __device__ void move_to_all(const Span* dsts, int n_dsts, const Span* srcs, int n_srcs, int op, i64 bytes, Part part,
                             char* smem, int smem_bytes) {
@@ -172,18 +196,22 @@ __device__ void move_to_all(const Span* dsts, int n_dsts, const Span* srcs, int 
   for (int d = 0; d < n_dsts && together; ++d)
     together = aligned(dsts[d], unit) && (reinterpret_cast<u64>(dsts[d].p) - reinterpret_cast<u64>(dsts[0].p)) % W == 0;
   if (!together) {
+    if (Reduce && n_dsts > 1 && aliases(dsts, n_dsts, srcs, n_srcs)) {
+      move_units_to_all<D, Reduce>(dsts, n_dsts, srcs, n_srcs, op, 0, bytes, part);
+      return;
+    }
     for (int d = 0; d < n_dsts; ++d)
       move<D, M, Width, Reduce, false>(dsts[d], srcs, n_srcs, op, bytes, part, smem, smem_bytes, nullptr);
     return;
   }
-  for (int d = 0; d < n_dsts; ++d) move_units<D>(dsts[d], srcs, n_srcs, Reduce, op, 0, body, part);
+  move_units_to_all<D, Reduce>(dsts, n_dsts, srcs, n_srcs, op, 0, body, part);
   if constexpr (Reduce)
     reduce_chunks_to_all<D, W, ArchCombine>(dsts, n_dsts, srcs, n_srcs, op, body, chunks, part);
   else if (aligned_sources)
     copy_chunks_to_all<W>(dsts, n_dsts, srcs[0].p, body, chunks, part);
   else
     copy_shifted_to_all<W>(dsts, n_dsts, srcs[0].p, body, chunks, part);
-  for (int d = 0; d < n_dsts; ++d) move_units<D>(dsts[d], srcs, n_srcs, Reduce, op, body + chunks * W, bytes, part);
+  move_units_to_all<D, Reduce>(dsts, n_dsts, srcs, n_srcs, op, body + chunks * W, bytes, part);
 }
 
 }  // namespace purlin::cuda

@@ -65,7 +65,10 @@ __device__ __forceinline__ i64 packets_of(i64 bytes) {
 
 // atom.put of units [lo, hi) (a loop whose body is one put, or one put): each
 // unit as packets into this rank's region of every consumer's window, one
-// (unit, consumer, packet) store per piece.
+// (unit, packet) per piece: its data loaded once and stored to every
+// consumer. In place the rank is a consumer of its own input (stage_local),
+// and its consume overwrites the input once it saw its own packet, so no
+// consumer's packet may load the data after another consumer's was stored.
 template <class K>
 __device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 flag, Part part) {
   const int ph = K::phase(phase);
@@ -74,19 +77,17 @@ __device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 f
                      k.rank() * k.t(ph + abi::kPhSlotBytes);
   auto packets = [&](int unit) { return packets_of(k.t(unit + abi::kUBytes)); };
   spread(
-      lo, hi, part, [&](u64 u) { const int unit = k.unit(ph, u); return packets(unit) * k.t(unit + abi::kUConsumers); },
-      [&](u64 u, i64 piece) {
+      lo, hi, part, [&](u64 u) { return packets(k.unit(ph, u)); },
+      [&](u64 u, i64 pk) {
         const int unit = k.unit(ph, u);
-        const i64 n = packets(unit);
-        const u32 c = u32(piece) / u32(n), pk = u32(piece) - c * u32(n);
         const char* src = base_src + k.t(unit + abi::kUSrc);
-        const i64 bytes = k.t(unit + abi::kUBytes), b = i64(pk) * kPacketDataBytes;
+        const i64 bytes = k.t(unit + abi::kUBytes), b = pk * kPacketDataBytes;
         const u64 data = b + kPacketDataBytes <= bytes && reinterpret_cast<u64>(src) % kPacketDataBytes == 0
                              ? *reinterpret_cast<const u64*>(src + b)
                              : load_bytes(src + b, bytes - b);
-        char* line = k.sym(k.t(k.t(unit + abi::kUConsumersAt) + c)) + region +
-                     (k.t(unit + abi::kUWindow) / kPacketDataBytes + pk) * kPacketBytes;
-        st_packet<K::system>(line, data, flag);
+        const i64 at = (k.t(unit + abi::kUWindow) / kPacketDataBytes + pk) * kPacketBytes;
+        const int consumers = int(k.t(unit + abi::kUConsumers)), first = int(k.t(unit + abi::kUConsumersAt));
+        for (int c = 0; c < consumers; ++c) st_packet<K::system>(k.sym(k.t(first + c)) + region + at, data, flag);
         return true;
       });
 }
