@@ -360,12 +360,10 @@ def _pull_overwrites_read_input(phases: list[PhaseSpec], world: int) -> str | No
     peer pulls is written by another rank (the rank itself included). A range
     that its own reader writes later (a composed reduction's owner pushing
     the reduced slice back) is ordered by that reader."""
-    if any(p.src.is_dynamic or p.dst.is_dynamic for p in phases):
-        return "the ranges a peer reads in place are known only with the counts"
     pulled: dict[int, list[tuple[int, int, int]]] = {}
     written: dict[int, list[tuple[int, int, int]]] = {}
     for p in phases:
-        src, dst = route_layouts(p.src, p.dst, p.route)
+        src, dst = route_layouts(*_structural(p.src, p.dst, world), p.route)
         plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0,
                          keep_unread=p.source == snac.PhaseSource.OUTPUT,
                          stage_local=p.consume.kind is None)
@@ -425,16 +423,24 @@ def _mutual(p: PhaseSpec, world: int, counts_on_host: bool) -> bool:
     pairs are the layouts' structure whatever the counts: those of counts
     all 1. Counts read on the device keep the handshake: the tables the
     device builds have no empty units (include/purlin/counts_tables.h)."""
-    src, dst = p.src, p.dst
-    dynamic = src if src.is_dynamic else dst if dst.is_dynamic else None
-    if dynamic is not None:
-        if not counts_on_host:
-            return False
-        ones = [[1] * world for _ in range(world)] if dynamic.matrix_counts else [1] * world
-        src, dst = (layout.bind(ones) if layout.is_dynamic else layout for layout in (src, dst))
-    plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0)
+    if (p.src.is_dynamic or p.dst.is_dynamic) and not counts_on_host:
+        return False
+    plan = PhasePlan(world, *_structural(p.src, p.dst, world), p.consume.kind is not None, 0)
     pairs = {(u.producer, d) for units in plan.units for u in units for d in u.consumers}
     return all((d, s) in pairs for s, d in pairs)
+
+
+def _structural(src: Layout, dst: Layout, world: int) -> tuple[Layout, Layout]:
+    """A phase's layouts with dynamic counts bound to all 1: its structure
+    (which ranks send which names to whom, which slices are one), the same for
+    every binding; distinct slices of a dynamic layout never overlap, and
+    ranges within one slice all overlap its one element, so what overlaps
+    here may overlap bound, and nothing else can."""
+    dynamic = src if src.is_dynamic else dst if dst.is_dynamic else None
+    if dynamic is None:
+        return src, dst
+    ones = [[1] * world for _ in range(world)] if dynamic.matrix_counts else [1] * world
+    return src.bind(ones) if src.is_dynamic else src, dst.bind(ones) if dst.is_dynamic else dst
 
 
 def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int, stage_local: bool) -> int:

@@ -38,8 +38,9 @@ func.func @small(%a: memref<4096xbf16>, %b: memref<4096xbf16>, %n: memref<3xi64>
 
 // In place: input and output have one layout, so whatever the counts each
 // output slice is its own name's input slice, staged before it is overwritten.
-// Where symmetric, which ranges a peer reads in place is known only with the
-// counts: staged.
+// Where symmetric it moves in place as the fixed all_reduce does: which slices
+// a peer reads and another rank writes is the layouts' structure, whatever the
+// counts (the owner pulls each slice, then pushes it back itself).
 func.func @in_place(%a: memref<524288xbf16>, %n: memref<3xi64>) {
   coll.all_reduce_v sum %a, %a world 3 counts %n : memref<524288xbf16>, memref<524288xbf16>, memref<3xi64>
   func.return
@@ -49,7 +50,8 @@ func.func @in_place(%a: memref<524288xbf16>, %n: memref<3xi64>) {
 // HOST:       snac.phase @reduce {{.*}} route to_owner consume <reduce sum> chunk {{[0-9]+}} via @reduce_buf {{.*}} stage_local
 // SYM-LABEL:  func.func @in_place
 // SYM:        snac.program %a, %a counts %n world 3 regime throughput strategy composed symmetric
-// SYM:        snac.phase @reduce {{.*}} route to_owner consume <reduce sum> chunk {{[0-9]+}} via @reduce_buf {{.*}} stage_local
+// SYM:        snac.phase @reduce from input {{.*}} route to_owner consume <reduce sum> chunk 0 direct pull
+// SYM:        snac.phase @forward from output {{.*}} route from_owner consume <copy> chunk 0 direct push
 // DEVICE-LABEL: func.func @in_place
 // DEVICE:       snac.program %a, %a counts %n world 3 regime throughput strategy direct symmetric
 // DEVICE:       snac.phase @exchange {{.*}} via @exchange_buf {{.*}} stage_local

@@ -20,6 +20,7 @@ import pytest
 
 from purlin.compile import compile_collective, compile_device_counts, placement_options
 from purlin.conversion.cost_model import THRESHOLDS
+from purlin.plan import BufKind
 from purlin.runtime import Communicator
 from purlin.testing.cases import Case, counts_for
 from purlin.testing.data import compare
@@ -71,21 +72,24 @@ def lowered(world: int, bound: int, lowering: str, symmetric: bool, in_place: bo
                                                             132 if symmetric else 0))
 
 
-def fixed_all_reduce(world: int, n: int, lowering: str, symmetric: bool):
+def fixed_all_reduce(world: int, n: int, lowering: str, symmetric: bool, in_place: bool = False):
     return compile_collective("all_reduce", world, "bf16", "sum", n, arch="sm_90", lowering=lowering,
-                              symmetric=symmetric, ranks_per_device=world if symmetric else 1,
+                              symmetric=symmetric, in_place=in_place, ranks_per_device=world if symmetric else 1,
                               sms=132 if symmetric else 0)
 
 
+@pytest.mark.parametrize("in_place", [False, True], ids=["apart", "in-place"])
 @pytest.mark.parametrize("world", [2, 3, 4, 5, 7, 8])
-def test_symmetric_throughput_bindings_are_the_fixed_kernels(world):
+def test_symmetric_throughput_bindings_are_the_fixed_kernels(world, in_place):
     """One lowering bound to each size gives the very kernel and tables of the
-    fixed all_reduce of that size, large or small, divisible by the world or not."""
+    fixed all_reduce of that size, large or small, divisible by the world or not;
+    in place too (moved in place between the ranks' buffers, never staged)."""
     sizes = (1, world + 1, 1000, 65_537, (4 << 20) + 3, (16 << 20) // world)
-    dc = lowered(world, max(sizes), "regime=throughput", True)
+    dc = lowered(world, max(sizes), "regime=throughput", True, in_place)
     assert dc.kernel.strategy.data.value == "composed"
     for n in sizes:
-        fixed = fixed_all_reduce(world, n, "regime=throughput", True)
+        fixed = fixed_all_reduce(world, n, "regime=throughput", True, in_place)
+        assert not any(b.kind == BufKind.STAGING for b in fixed.plan.buffers)
         assert fixed.cuda.kernel.strategy.data.value == "composed"
         bound = dc.bind_collective(slices(n, world))
         assert bound.plan.symmetric
