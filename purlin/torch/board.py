@@ -40,7 +40,7 @@ RING = 64
 _BOARDS: dict[tuple[str, int], int] = {}
 
 # What a header's flags say, bit by bit.
-FLAGS = ("deterministic", "in place", "on cuda")
+FLAGS = ("deterministic", "in place", "on cuda", "specialising")
 
 
 def _pause(polls: int) -> float:

@@ -74,7 +74,7 @@ def all_reduce(st: GroupState, x: torch.Tensor, y: torch.Tensor, op: str, determ
     if st.nodes is None:
         in_place = x.data_ptr() == y.data_ptr()
         # One kernel of the regime: all_reduce_v of the elements' world slices.
-        if x.is_cpu and not deterministic and st.run_sized(("all_reduce", n), "all_reduce_v", dtype_name(x), op,
+        if not deterministic and st.run_sized(("all_reduce", n), "all_reduce_v", dtype_name(x), op,
                                                            slices(n, st.world), x, y, lowering, in_place):
             return
         st.call(x, y, "all_reduce", dtype_name(x), op, n, lowering=lowering, deterministic=deterministic,

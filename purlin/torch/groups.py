@@ -130,7 +130,7 @@ class GroupState:
             return comm
         # The heaps are part of the call: ranks whose buffers lie elsewhere differ on the board.
         head = header(collective, dtype, op, count, key[5], lowering + "".join(f" heap={s}" for s in serials),
-                      deterministic, in_place, key[0] == "cuda")
+                      deterministic, in_place, key[0] == "cuda", key[0] == "cuda" and self.specialising())
         if key[0] == "cpu":
             self._checked(self.call_board().agree, head)
         else:
@@ -231,8 +231,9 @@ class GroupState:
         """Runs V collective `collective` of `counts` on `x` and `y` through the
         kernel of its regime (purlin.torch.regimes), bound to these counts; False
         where that is not how it runs (the caller compiles a plan of its own): on
-        cpu no regime holds the counts, on cuda they are not the throughput
-        regime's (bound latency kernels were measured slower than each size's).
+        cpu no regime holds the counts, on cuda none does or they are the
+        latency regime's of an all_reduce or while hot calls specialise
+        (limits.specialise_after).
         `called` is the call as the call board names it: (collective, count);
         the counts follow from it but for the V forms. `in_place`: `x` is `y`,
         through a kernel lowered in place (all_reduce_v)."""
@@ -267,7 +268,8 @@ class GroupState:
         it) of run_sized's call, made or rebound; None where it does not run so."""
         serials = tuple(h.serial for h in heaps) if heaps else ()
         head = header(called[0], dtype, op, called[1], repr(counts) if called[0].endswith("_v") else repr(None),
-                      lowering + "".join(f" heap={s}" for s in serials), False, in_place, cuda)
+                      lowering + "".join(f" heap={s}" for s in serials), False, in_place, cuda,
+                      cuda and self.specialising())
         from purlin.torch.regimes import input_extent, options, regime
 
         extent = input_extent(collective, counts)
@@ -276,7 +278,10 @@ class GroupState:
         # differ learn it first.
         if cuda:
             rg = regime(collective, self.world, dtype, extent, self.arch)
-            if rg is None or rg.name != "throughput":
+            # Latency sizes keep a lowering each where hot calls specialise (a specialised kernel has one
+            # binding's tables compiled in) and for all_reduce, whose own latency kernel reduces the buffer as
+            # one unit: all_reduce_v's, a unit per slice, took 1.07-1.48x as long (bench/bound_sizes.py).
+            if rg is None or (rg.name == "latency" and (self.specialising() or called[0] == "all_reduce")):
                 return None
             self.call_board().agree(head)
         elif any(k[:5] == kind and k[6:8] == (lowering, in_place) for k in self.plans):
@@ -322,23 +327,32 @@ class GroupState:
             if not cuda:
                 # Made by every rank at once: each waits for the others' agreement first.
                 self._checked(self.board.agree, head)
-            comm = self._keep(key, head, plan, collective, kind[0], bound[2] if cuda else None, heaps)
+            comm = self._keep(key, head, plan, collective, kind[0], bound[2] if cuda else None, heaps, bound=True)
         else:
             comm.rebind(*bound)
         return head, comm, bound
 
     def _keep(self, key: tuple, head: tuple, plan: Plan | None, collective: str, backend: str,
-              kernel: CudaProgram | None = None, heaps: tuple | None = None) -> ProcessCommunicator:
+              kernel: CudaProgram | None = None, heaps: tuple | None = None,
+              bound: bool = False) -> ProcessCommunicator:
         """A communicator of `plan` and, on cuda, `kernel` (a device-counts kernel
-        without a plan); a symmetric plan's buffers lie in `heaps`."""
+        without a plan); a symmetric plan's buffers lie in `heaps`. `bound`: it
+        runs the bindings of one kernel (rebind), so it never specialises."""
         comm = ProcessCommunicator(plan, rank=self.rank, group=self.group, timeout_s=self.timeout_s,
                                    name=collective, backend=backend, kernel=kernel,
                                    heap=list(dict.fromkeys(heaps)) if heaps else None)
         comm.purlin_header = head
-        comm.purlin_hot = limits.specialise_after if self._specialisable(plan, kernel) else 0
+        comm.purlin_hot = limits.specialise_after if not bound and self._specialisable(plan, kernel) else 0
         made()
         self.plans.keep(key, comm)
         return comm
+
+    def specialising(self) -> bool:
+        """Whether hot CUDA latency calls specialise at this world
+        (limits.specialise_after): then each latency size is lowered on its own,
+        not bound, so every rank must set it alike; the call board's headers
+        say it, so ranks that differ get a CallMismatchError."""
+        return limits.specialise_after > 0 and self.world <= THRESHOLDS[self.arch].specialise_max_world
 
     def _specialisable(self, plan: Plan | None, kernel: CudaProgram | None) -> bool:
         """Whether a communicator of `plan` and `kernel` is a CUDA latency one

@@ -13,16 +13,20 @@ laid out alike for every binding, so nothing is mapped or exchanged again).
     all_reduce of n       all_reduce_v of n's world near-equal slices (in place too)
     the V forms           themselves
 
-On cuda the throughput regime runs so too: the V kernel lowered once with its
-counts bound on the host (compile_device_counts(counts_on_host=True)), each
-size's binding (bind_collective) uploaded to the communicator of its layout
-once and chosen at each call (ProcessCommunicator.rebind), measured as fast as
-each size's own lowering (bench/bound_sizes.py); the latency regime's bound
-kernels were measured 1.4-2.9x slower than each size's while they kept a
-per-call handshake, and 0.98-1.07x since flag-only units removed it (one H100,
-bench/results/1xh100-session-12-06b), but there a size is still lowered per
-call shape until routing them is tested on a GPU (a specialised communicator
-takes no other binding). An all_reduce on cuda is lowered per size.
+On cuda both regimes run so too: the V kernel lowered once with its counts
+bound on the host (compile_device_counts(counts_on_host=True)), each size's
+binding (bind_collective) uploaded to the communicator of its layout once and
+chosen at each call (ProcessCommunicator.rebind). Measured against each size's
+own lowering (bench/bound_sizes.py, one H100): throughput 0.96-1.02x, latency
+0.98-1.07x since flag-only units for empty slices removed the per-call
+handshake (bench/results/1xh100-session-12-06b). all_reduce binds in the
+throughput regime only: there its bindings are the fixed all_reduce's very
+kernels and tables (symmetric, in place too; 0.99-1.00x), while in the
+latency regime all_reduce_v's kernel, a unit per slice, took 1.07-1.48x as
+long as all_reduce's own (bench/results/1xh100-session-12-06c), so a latency
+all_reduce is lowered per size. So is every latency size where hot calls
+specialise (purlin.torch.set_specialise_after): a specialised kernel has one
+binding's tables compiled in.
 
 Regimes are the cost model's: latency while the largest rank's input holds at
 most its latency bound (and the world is small enough), throughput above,

@@ -1,10 +1,14 @@
-"""purlin.torch on CUDA in the throughput regime: all_gather, reduce_scatter,
-all_to_all and the V forms run their V kernel lowered once per regime, each
-size a binding of it chosen at the call (purlin.torch.regimes). Ranks are
-gloo processes sharing GPU rank % GPUs. Every result equals the reference;
-the sweep of sizes lowers one kernel per collective, its tensors of torch's
-allocator (staged) or of pt.empty (in place); a graph captured at one size
-replays its own binding after calls of others. Skipped without a GPU."""
+"""purlin.torch on CUDA: all_gather, reduce_scatter, all_to_all and the V
+forms run their V kernel lowered once per regime, each size a binding of it
+chosen at the call (purlin.torch.regimes), in the latency regime and the
+throughput one; all_reduce its all_reduce_v kernel in the throughput regime
+(a latency all_reduce is lowered per size). Ranks are gloo processes sharing
+GPU rank % GPUs. Every result equals the reference, all_reduce in place too
+(odd sizes: slices off vector alignment); the sweep of sizes lowers one
+kernel per collective and regime (and all_reduce's in place), its tensors of
+torch's allocator (staged) or of pt.empty (in place between the ranks'
+buffers); a graph captured at one size replays its own binding after calls of
+others. Skipped without a GPU."""
 
 from __future__ import annotations
 
@@ -18,8 +22,9 @@ GPUS = torch.cuda.device_count() if default_backend() == "cuda" else 0
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")]
 
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-# Elements of f32 a rank: all above the latency regime's 64 KiB, odd ones among them.
-SIZES = (16411, 65536, 100003, 262147)
+# Elements of f32 a rank, odd ones among them: from one element through the latency regime (64 KiB a
+# rank's input) into the throughput one.
+SIZES = (1, 5, 300, 4099, 16411, 65536, 100003)
 
 
 def _seeded(n: int, rank: int, salt: int) -> torch.Tensor:
@@ -28,10 +33,20 @@ def _seeded(n: int, rank: int, salt: int) -> torch.Tensor:
 
 def _sweep(rank: int, world: int, in_place: bool) -> None:
     import purlin.torch as pt
+    from purlin.compile import arch_of_device
+    from purlin.torch.regimes import regime
 
     torch.cuda.set_device(rank % GPUS)
     pt.init(timeout_s=60.0)
     alloc = pt.empty if in_place else (lambda *shape: torch.empty(*shape, device="cuda"))
+    arch = arch_of_device(torch.cuda.current_device())
+    kernels = set()
+
+    def kernel(collective: str, extent: int, *how) -> None:
+        name = regime(collective, world, "f32", extent, arch).name
+        # A latency all_reduce is lowered per size (purlin.torch.regimes).
+        kernels.add((collective, name, *how, extent if collective == "all_reduce_v" and name == "latency" else 0))
+
     lowered = pt.cache_stats()["lowerings"]
     for salt, n in enumerate(SIZES):
         x = alloc(n)
@@ -39,6 +54,7 @@ def _sweep(rank: int, world: int, in_place: bool) -> None:
         y = alloc(world * n)
         pt.all_gather(y, x)
         torch.testing.assert_close(y, torch.cat([_seeded(n, r, salt) for r in range(world)]), rtol=0, atol=0)
+        kernel("all_gather_v", n)
 
         x = alloc(world * n)
         x.copy_(_seeded(world * n, rank, salt))
@@ -46,11 +62,21 @@ def _sweep(rank: int, world: int, in_place: bool) -> None:
         pt.reduce_scatter(y, x)
         whole = sum(_seeded(world * n, r, salt) for r in range(world))
         torch.testing.assert_close(y, whole[rank * n:(rank + 1) * n], rtol=0, atol=0)
+        kernel("reduce_scatter_v", world * n)
 
         y = alloc(world * n)
         pt.all_to_all(y, x)
         torch.testing.assert_close(y, torch.cat([_seeded(world * n, r, salt)[rank * n:(rank + 1) * n]
                                                  for r in range(world)]), rtol=0, atol=0)
+        kernel("all_to_all_v", world * n)
+
+        y = alloc(world * n)
+        pt.all_reduce(x, out=y)
+        torch.testing.assert_close(y, whole, rtol=0, atol=0)
+        kernel("all_reduce_v", world * n, "apart")
+        pt.all_reduce(x)
+        torch.testing.assert_close(x, whole, rtol=0, atol=0)
+        kernel("all_reduce_v", world * n, "in place")
 
         counts = [n + 3 * r for r in range(world)]
         # pt.empty is collective (every rank the same size): each rank sends the first counts[rank].
@@ -59,8 +85,10 @@ def _sweep(rank: int, world: int, in_place: bool) -> None:
         y = alloc(sum(counts))
         pt.all_gather_v(y, x, counts)
         torch.testing.assert_close(y, torch.cat([_seeded(c, r, salt) for r, c in enumerate(counts)]), rtol=0, atol=0)
-    # One V kernel per collective for every size (all_gather and all_gather_v share theirs).
-    assert pt.cache_stats()["lowerings"] - lowered == 3
+        kernel("all_gather_v", max(counts))
+    # One V kernel per collective and regime for every size (all_gather and all_gather_v share theirs),
+    # a latency all_reduce one per size.
+    assert pt.cache_stats()["lowerings"] - lowered == len(kernels), sorted(kernels)
 
 
 def _graph_keeps_its_binding(rank: int, world: int) -> None:

@@ -81,6 +81,20 @@ def test_set_specialise_after_takes_a_count(bad):
         pt.set_specialise_after(bad)
 
 
+def test_specialising_decides_the_latency_lowering_and_is_in_the_call_header(monkeypatch):
+    from purlin.torch.board import FLAGS, header
+
+    top = THRESHOLDS["sm_90"].specialise_max_world
+    monkeypatch.setattr(limits, "specialise_after", 4)
+    assert _state(2).specialising() and _state(top).specialising()
+    assert not _state(top + 1).specialising()  # measured slower there: latency sizes stay bound
+    monkeypatch.setattr(limits, "specialise_after", 0)
+    assert not _state(2).specialising()
+    # Ranks that differ lower a latency call differently: their headers differ, so the call board says so.
+    on, off = (header("all_gather", "f32", None, 8, repr(None), "", False, False, True, s) for s in (True, False))
+    assert on != off and FLAGS[-1] == "specialising"
+
+
 def test_set_specialise_after_sets_the_limit():
     before = limits.specialise_after
     try:
@@ -95,8 +109,9 @@ def _hot_calls(rank: int, world: int) -> None:
 
     torch.cuda.set_device(rank % GPUS)
     pt.init(timeout_s=60.0)
-    # Rank 0 alone specialises (after its fourth call), rank 1 never: the protocol is the same.
-    pt.set_specialise_after(4 if rank == 0 else 0)
+    # Every rank opts in (it decides how latency calls are lowered); rank 0 alone specialises within
+    # these calls (after its fourth), rank 1 not: the protocol is the same.
+    pt.set_specialise_after(4 if rank == 0 else 1 << 20)
     base = torch.arange(64, device="cuda", dtype=torch.float32)
     want = world * base + sum(range(world))
     x = torch.empty(64, device="cuda")
