@@ -2,7 +2,8 @@
 against its V form lowered once per regime and bound to each size on the host.
 
     python bench/bound_sizes.py [--worlds 2,4,8] [--sizes 16,1024,65536,1048576,16777216]
-                                [--collectives all_gather,reduce_scatter,all_to_all] [--staged] [--out DIR]
+                                [--collectives all_gather,reduce_scatter,all_to_all,all_reduce]
+                                [--staged] [--out DIR]
 
 All ranks share GPU 0. For each world, collective and size (bytes of the larger
 per-rank buffer, rounded down to what the collective takes in bf16, as
@@ -12,8 +13,9 @@ purlin-bench rounds it):
 - `bound`: the V form from compile_device_counts, lowered once per regime that
   the fixed lowerings chose, over buffers of that regime's largest size in the
   sweep, its counts bound on the host (counts_on_host: symmetric, in place as
-  the fixed one) to this size's equal counts
-  (DeviceCountsCollective.bind_collective: tables only, about 1 ms).
+  the fixed one) to this size's equal counts, all_reduce's all_reduce_v to the
+  size's world slices (DeviceCountsCollective.bind_collective: tables only,
+  about 1 ms).
 Both run as symmetric kernels (`--staged`: staged ones) through one Communicator, are checked against
 the numpy reference, then timed as purlin-bench times (CUDA-graph replays,
 the slowest rank's median). The table gives microseconds per call, bound /
@@ -38,8 +40,9 @@ from purlin.coll.builder import CollectiveSpec
 from purlin.compile import Compiled, DeviceCountsCollective, compile_collective, compile_device_counts, \
     placement_options
 from purlin.tools.bench import _ranks_timer, human, size_run
+from purlin.torch.regimes import slices
 
-COLLECTIVES = ("all_gather", "reduce_scatter", "all_to_all")
+COLLECTIVES = ("all_gather", "reduce_scatter", "all_to_all", "all_reduce")
 SIZES = (16, 1024, 65536, 1 << 20, 16 << 20)
 WORLDS = (2, 4, 8)
 
@@ -66,6 +69,8 @@ def equal_counts(collective: str, world: int, n_in: int, n_out: int) -> list:
     """The V form's counts that make it the fixed collective of these buffers."""
     if collective == "all_to_all":
         return [[n_in // world] * world for _ in range(world)]
+    if collective == "all_reduce":
+        return slices(n_in, world)
     return [n_in] * world if collective == "all_gather" else [n_out] * world
 
 
@@ -76,8 +81,9 @@ def pairs(collective: str, world: int, sizes: list[int], arch: str, sms: int, sy
     op = op_of(collective)
     fixed = {}
     for nbytes in sizes:
-        # The collective's larger buffer, rounded down as purlin-bench rounds it; its count per peer.
-        count = size_run(collective, nbytes, world) // 2 // world
+        # The collective's larger buffer, rounded down as purlin-bench rounds it; its count per peer
+        # (all_reduce: its elements).
+        count = size_run(collective, nbytes, world) // 2 // (1 if collective == "all_reduce" else world)
         if count in fixed:
             continue
         t = time.perf_counter()
@@ -116,8 +122,8 @@ def sameness(p: Pair, world: int, sms: int) -> str:
 
 
 def expected(collective: str, ins: list[np.ndarray]) -> list[np.ndarray]:
-    if collective == "reduce_scatter":
-        return reference.reduce_scatter(ins, "sum")
+    if collective in ("reduce_scatter", "all_reduce"):
+        return getattr(reference, collective)(ins, "sum")
     return getattr(reference, collective)(ins)
 
 
