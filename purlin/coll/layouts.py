@@ -650,6 +650,17 @@ def _coalesced_scattered(layout: Layout) -> tuple[Layout, Layout] | None:
     return merged, merged
 
 
+def merged_scattered(layout: Layout) -> Layout:
+    """A scattered layout (bound) as one name: its slices follow one another
+    from offset 0 on every rank, so onto itself they move as one slice of
+    their total, named as the first, whatever the counts (zeros included):
+    an all_reduce_v's exchange, as all_reduce's coalesces."""
+    if layout.kind != LayoutKind.SCATTERED or layout.is_dynamic:
+        raise LayoutError(f"only a bound scattered layout merges into one name, not {layout.kind}")
+    total = sum(layout._count(i) for i in range(layout.world))
+    return Layout.named(layout.world, [Slice(r, 0, total, (0,)) for r in range(layout.world)])
+
+
 # -- sub-groups -----------------------------------------------------------------
 
 Groups = tuple[tuple[int, ...], ...]

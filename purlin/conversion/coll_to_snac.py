@@ -32,7 +32,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from purlin.coll.attributes import ConsumeAttr, LayoutAttr, element_bytes
 from purlin.coll.dialect import CollectiveOp
-from purlin.coll.layouts import Layout, coalesced, format_name
+from purlin.coll.layouts import Layout, LayoutKind, coalesced, format_name
 from purlin.conversion.cost_model import COPY_ENGINE_ALIGN_BYTES, THRESHOLDS, choose
 from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac
@@ -69,6 +69,8 @@ class Lowering:
     direct: bool = False  # phases move in place between the ranks' buffers
     budget: int | None = None  # blocks of a rank's grid in all, where ranks share a GPU
     copy_engine: bool = False  # one stream role whose pushes the copy engine makes
+    # Dynamic layouts coalesced once bound (host-bound counts, not composed): see snac.PhaseOp.coalesce.
+    coalesce: bool = False
 
 
 class LowerCollective(RewritePattern):
@@ -157,8 +159,11 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
     # One exchange moves names that travel together as one: fewer units,
     # signals and groups (the composed phases need the names for owners).
     src, dst = inp, out
+    coalesce = False
     if strategy != snac.Strategy.COMPOSED:
         src, dst = coalesced(inp, out) or (inp, out)
+        # Dynamic names merge once bound: the host binds them (the device's tables do not merge).
+        coalesce = o.counts_on_host and inp.is_dynamic and inp == out and inp.kind == LayoutKind.SCATTERED
     chunk_bytes = o.chunk_bytes if o.chunk_bytes > 0 else choice.chunk_bytes
     chunk = _unit_elems(op, chunk_bytes, itemsize, src, dynamic, in_place)
     if regime == snac.Regime.LATENCY and chunk_bytes % PACKET_DATA_BYTES:
@@ -170,7 +175,7 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         regime, strategy, chunk,
         o.slots if o.slots > 0 else choice.slots,
         o.blocks if o.blocks > 0 else choice.blocks(regime),
-        src, dst, in_place, None if o.blocks > 0 else choice.block_budget, copy_engine,
+        src, dst, in_place, None if o.blocks > 0 else choice.block_budget, copy_engine, coalesce,
     )
 
 
@@ -312,6 +317,8 @@ def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in
         phase.properties["stage_local"] = UnitAttr()
     if empty_units:
         phase.properties["empty_units"] = UnitAttr()
+    if low.coalesce:
+        phase.properties["coalesce"] = UnitAttr()
     b.insert(phase)
 
 

@@ -679,12 +679,15 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
                            "at offsets the host binds (lowered counts-on-host): bind the counts on the host "
                            "(DeviceCountsCollective.bind_collective), or lower it without counts-on-host to read "
                            "them on the device")
-    if dynamic and (empty := [n for n, ph in e.phase_ops.items() if ph.empty_units is not None]):
-        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': phase '{empty[0]}' makes a flag-only unit "
-                           "of every empty slice (lowered counts-on-host), which the tables the device builds from "
-                           "its counts do not have: bind the counts on the host "
-                           "(DeviceCountsCollective.bind_collective), or lower it without counts-on-host to read "
-                           "them on the device")
+    host_bound = {n: "makes a flag-only unit of every empty slice" if ph.empty_units is not None
+                  else "moves its slices coalesced" for n, ph in e.phase_ops.items()
+                  if ph.empty_units is not None or ph.coalesce is not None}
+    if dynamic and host_bound:
+        name, what = next(iter(host_bound.items()))
+        raise CodegenError(f"{where(kernel)}: error: '{kernel.name}': phase '{name}' {what} (lowered "
+                           "counts-on-host), which the tables the device builds from its counts do not have: bind "
+                           "the counts on the host (DeviceCountsCollective.bind_collective), or lower it without "
+                           "counts-on-host to read them on the device")
     prologue = _counts_prologue(e) if dynamic else []
     name = kernel_name(kernel)
     if streamed and (dynamic or kernel.symmetric is None):

@@ -61,7 +61,7 @@ from purlin.coll.attributes import (
     dtype_name,
     element_bytes,
 )
-from purlin.coll.layouts import LayoutError, check_collective, world_problem
+from purlin.coll.layouts import LayoutError, LayoutKind, check_collective, world_problem
 from purlin.declarations import enum_attribute
 from purlin.snac.vocabulary import (  # noqa: F401  (the dialect's vocabulary: snac.MemoryOrder, ...)
     MAX_BUFFER_BYTES,
@@ -278,12 +278,17 @@ class PhaseOp(IRDLOperation):
     # packet, so every pair of ranks the layouts connect exchanges a flag each
     # call whatever the counts (PhasePlan.empty_units).
     empty_units = opt_prop_def(UnitAttr)
+    # One dynamic scattered layout from and to that, once bound, moves as one
+    # name (coll.layouts.merged_scattered: an all_reduce_v's slices as one
+    # unit, as all_reduce's coalesce); bound on the host only.
+    coalesce = opt_prop_def(UnitAttr)
 
     traits = traits_def(SymbolOpInterface())
     assembly_format = (
         "$sym_name `from` $source $src_layout `to` $dst_layout (`route` $route^)? "
         "`consume` $consume `chunk` $chunk (`via` $buffer^)? (`direct` $transfer^)? `ready` $ready `free` $free "
-        "(`deterministic` $deterministic^)? (`stage_local` $stage_local^)? (`empty_units` $empty_units^)? attr-dict"
+        "(`deterministic` $deterministic^)? (`stage_local` $stage_local^)? (`empty_units` $empty_units^)? "
+        "(`coalesce` $coalesce^)? attr-dict"
     )
 
     def __init__(
@@ -375,6 +380,9 @@ class PhaseOp(IRDLOperation):
             raise _err(self, f"'empty_units' makes an empty slice one flag-only packet, but phase "
                              f"'{self.sym_name.data}' moves data by '{self.moves()}'; expected a phase via a packet "
                              "window")
+        if self.coalesce is not None and (problem := _coalesce_problem(self)):
+            raise _err(self, f"'coalesce' merges the names of dynamic layouts once bound, but phase "
+                             f"'{self.sym_name.data}' {problem}; expected one dynamic scattered layout from and to")
         if buf is not None and buf.elem_type != prog.input.type.element_type:
             raise _err(
                 self,
@@ -911,3 +919,13 @@ Snac = Dialect(
         TokenType,
     ],
 )
+
+
+def _coalesce_problem(phase: PhaseOp) -> str | None:
+    """Why `phase`'s layouts are not what 'coalesce' merges once bound, or None."""
+    src, dst = phase.src_layout.to_layout(), phase.dst_layout.to_layout()
+    if not (src.is_dynamic and dst.is_dynamic):
+        return "has static layouts"
+    if src != dst or src.kind != LayoutKind.SCATTERED:
+        return f"moves {src.kind} to {dst.kind} slices"
+    return None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from xdsl.ir import Operation
 
 from purlin.coll.attributes import element_bytes
-from purlin.coll.layouts import Layout
+from purlin.coll.layouts import Layout, merged_scattered
 from purlin.snac import dialect as snac
 from purlin.snac.errors import SnacExecutionError
 from purlin.snac.protocol import PerRank, PhasePlan, packet_elems, route_layouts
@@ -59,6 +59,8 @@ def phase_states(program: snac.ProgramOpBase, world: int, counts: Sequence | Non
             continue
         src = _bind(op.src_layout.to_layout(), counts, op)
         dst = _bind(op.dst_layout.to_layout(), counts, op)
+        if op.coalesce is not None:
+            src = dst = merged_scattered(src)  # the verifier checked that they are one scattered layout
         buf = op.buffer_op()
         if shrink and op.chunk.value.data > 0:
             cap = op.chunk.value.data * ((1 if buf is None else buf.slots.value.data) + 1)

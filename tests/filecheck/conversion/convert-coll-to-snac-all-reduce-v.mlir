@@ -1,6 +1,7 @@
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{counts-on-host=true regime=throughput},snac-verify' | filecheck %s --check-prefix=HOST
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{counts-on-host=true regime=throughput symmetric=true ranks-per-device=3},snac-verify' | filecheck %s --check-prefix=SYM
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput symmetric=true},snac-verify' | filecheck %s --check-prefix=DEVICE
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{counts-on-host=true regime=latency},snac-verify' | filecheck %s --check-prefix=LAT
 
 // all_reduce_v with counts given at each call. Bound on the host
 // (counts-on-host), the cost model costs it at the most its buffers take, as
@@ -25,6 +26,14 @@ func.func @large(%a: memref<524288xbf16>, %b: memref<524288xbf16>, %n: memref<3x
 // DEVICE-LABEL: func.func @large
 // DEVICE:       snac.program %a, %b counts %n world 3 regime throughput strategy direct symmetric :
 // DEVICE:       snac.phase @exchange from input <scattered_v, world 3, ?> to <scattered_v, world 3, ?> consume <reduce sum> chunk {{[0-9]+}} via @exchange_buf
+
+// In the latency regime, bound on the host, the exchange coalesces: whatever
+// the counts, the slices move as one name (one unit, one group, as a fixed
+// all_reduce's), and every pair exchanges each call (no handshake).
+// LAT-LABEL:  func.func @large
+// LAT:        snac.program %a, %b counts %n world 3 regime latency strategy direct :
+// LAT:        snac.phase @exchange from input <scattered_v, world 3, ?> to <scattered_v, world 3, ?> consume <reduce sum> chunk 0 via @exchange_buf {{.*}} empty_units coalesce
+// LAT-NOT:    snac.wait_free
 
 func.func @small(%a: memref<4096xbf16>, %b: memref<4096xbf16>, %n: memref<3xi64>) {
   coll.all_reduce_v sum %a, %b world 3 counts %n : memref<4096xbf16>, memref<4096xbf16>, memref<3xi64>

@@ -264,6 +264,30 @@ func.func @empty_units_staged(%a: memref<8xf32>) {
   func.return
 }
 
+// -----
+
+func.func @coalesce_static(%a: memref<8xf32>) {
+  snac.program %a, %a world 2 regime latency strategy direct : memref<8xf32>, memref<8xf32> {
+    snac.buffer @b packets halves 2 slots 2 elems 16 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <scattered, world 2, 4> to <scattered, world 2, 4> consume <reduce sum> chunk 0 via @b ready @s free @s coalesce
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': 'coalesce' merges the names of dynamic layouts once bound, but phase 'p' has static layouts; expected one dynamic scattered layout from and to
+  }
+  func.return
+}
+
+// -----
+
+func.func @coalesce_packed(%a: memref<8xf32>, %b: memref<16xf32>, %n: memref<2xi64>) {
+  snac.program %a, %b counts %n world 2 regime latency strategy direct : memref<8xf32>, memref<16xf32>, memref<2xi64> {
+    snac.buffer @w packets halves 2 slots 2 elems 32 : f32
+    snac.signals @s slots 2
+    snac.phase @p from input <packed_v, world 2, ?> to <scattered_v, world 2, ?> consume <copy> chunk 0 via @w ready @s free @s coalesce
+// CHECK: invalid.mlir:[[# @LINE - 1]]:5: error: 'snac.phase': 'coalesce' merges the names of dynamic layouts once bound, but phase 'p' moves packed to scattered slices; expected one dynamic scattered layout from and to
+  }
+  func.return
+}
+
 // -- queries and roles --------------------------------------------------------
 
 // -----

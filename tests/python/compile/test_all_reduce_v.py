@@ -96,6 +96,27 @@ def test_symmetric_throughput_bindings_are_the_fixed_kernels(world, in_place):
         assert same_kernel(bound, fixed, fixed.cuda.blocks_per_sm(world, 132)) is None, f"n {n}"
 
 
+@pytest.mark.parametrize("symmetric", [False, True], ids=["staged", "symmetric"])
+@pytest.mark.parametrize("world", [2, 3, 5, 8])
+def test_latency_bindings_move_the_fixed_all_reduce_units(world, symmetric):
+    """In the latency regime the exchange coalesces once bound: whatever the
+    counts (zeros among them), every rank moves one unit to every rank and
+    reduces one group, the fixed all_reduce's; only the packet windows differ,
+    sized for the regime's largest call, and the signals laid out after them."""
+    from purlin.cuda import abi
+
+    dc = lowered(world, CAPACITY["latency"], "regime=latency", symmetric)
+    window = [abi.GLOBAL_WORDS + world + w for w in (abi.PH_HALF_BYTES, abi.PH_SLOT_BYTES, abi.PH_READY, abi.PH_FREE)]
+    for n in (1, world - 1, world, 301, CAPACITY["latency"]):
+        bound = dc.bind_collective(slices(n, world)).cuda.tables
+        fixed = fixed_all_reduce(world, n, "regime=latency", symmetric).cuda.tables
+        for r in range(world):
+            b, f = bound.ranks[r].copy(), fixed.ranks[r].copy()
+            assert b[abi.GLOBAL_WORDS + world + abi.PH_UNITS] == 1 and b[abi.GLOBAL_WORDS + world + abi.PH_GROUPS] == 1
+            b[window], f[window] = 0, 0
+            assert np.array_equal(b, f), f"n {n} rank {r}"
+
+
 @pytest.mark.parametrize("world", [2, 3, 4, 5, 8])
 def test_staged_throughput_bindings_are_the_fixed_kernels(world):
     """Not symmetric: the fixed all_reduce is composed from composed_min_bytes;

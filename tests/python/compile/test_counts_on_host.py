@@ -286,6 +286,17 @@ def test_the_device_counts_kernel_of_a_latency_lowering_is_refused():
         dc.cuda.source()
 
 
+def test_the_device_counts_kernel_of_a_coalesced_exchange_is_refused():
+    dc = lowered("all_reduce_v", 3, "latency")
+    for phase in (op for op in dc.kernel.walk() if isinstance(op, snac.PhaseOp)):
+        assert phase.coalesce is not None
+        del phase.properties["empty_units"]
+    with pytest.raises(ProgramError, match="phase 'exchange' moves its slices coalesced "
+                                           r"\(lowered counts-on-host\), which the tables the device builds from its "
+                                           "counts do not have: bind the counts on the host"):
+        dc.cuda.source()
+
+
 @pytest.mark.parametrize("collective", V_FORMS)
 def test_counts_read_on_the_device_keep_the_handshake(collective):
     """Without counts-on-host the device builds the tables, with no unit of an
