@@ -232,8 +232,7 @@ class GroupState:
         kernel of its regime (purlin.torch.regimes), bound to these counts; False
         where that is not how it runs (the caller compiles a plan of its own): on
         cpu no regime holds the counts, on cuda none does or they are the
-        latency regime's of an all_reduce or while hot calls specialise
-        (limits.specialise_after).
+        latency regime's while hot calls specialise (limits.specialise_after).
         `called` is the call as the call board names it: (collective, count);
         the counts follow from it but for the V forms. `in_place`: `x` is `y`,
         through a kernel lowered in place (all_reduce_v)."""
@@ -278,10 +277,8 @@ class GroupState:
         # differ learn it first.
         if cuda:
             rg = regime(collective, self.world, dtype, extent, self.arch)
-            # Latency sizes keep a lowering each where hot calls specialise (a specialised kernel has one
-            # binding's tables compiled in) and for all_reduce, whose own latency kernel reduces the buffer as
-            # one unit: all_reduce_v's, a unit per slice, took 1.07-1.48x as long (bench/bound_sizes.py).
-            if rg is None or (rg.name == "latency" and (self.specialising() or called[0] == "all_reduce")):
+            # A specialised kernel has one binding's tables compiled in: hot latency calls keep a lowering each.
+            if rg is None or (rg.name == "latency" and self.specialising()):
                 return None
             self.call_board().agree(head)
         elif any(k[:5] == kind and k[6:8] == (lowering, in_place) for k in self.plans):

@@ -19,16 +19,15 @@ binding (bind_collective) uploaded to the communicator of its layout once and
 chosen at each call (ProcessCommunicator.rebind). Measured against each size's
 own lowering (bench/bound_sizes.py, one H100): throughput 0.96-1.02x, latency
 0.98-1.07x since flag-only units for empty slices removed the per-call
-handshake (bench/results/1xh100-session-12-06b). all_reduce binds in the
-throughput regime only: there its bindings are the fixed all_reduce's very
-kernels and tables (symmetric, in place too; 0.98-1.01x), while in the
-latency regime all_reduce_v's kernel, a unit per slice, took 1.06-1.48x as
-long as all_reduce's own (bench/results/1xh100-session-12-06c), so a latency
-all_reduce is lowered per size. Its exchange now coalesces once bound
-(snac.PhaseOp.coalesce: the fixed all_reduce's one unit and group), not yet
-measured on a GPU. Every latency size keeps a lowering of its own where hot
-calls specialise (purlin.torch.set_specialise_after): a specialised kernel
-has one binding's tables compiled in.
+handshake (bench/results/1xh100-session-12-06b). An all_reduce's throughput
+bindings are the fixed all_reduce's very kernels and tables (symmetric, in
+place too; 0.98-1.01x); in the latency regime all_reduce_v's exchange
+coalesces once bound (snac.PhaseOp.coalesce), so that its slices move as the
+fixed all_reduce's one unit (with a unit per slice it took 1.06-1.48x as
+long, bench/results/1xh100-session-12-06c). Where hot latency calls
+specialise (purlin.torch.set_specialise_after), a latency size keeps a
+lowering of its own: a specialised kernel has one binding's tables compiled
+in.
 
 Regimes are the cost model's: latency while the largest rank's input holds at
 most its latency bound (and the world is small enough), throughput above,

@@ -1,14 +1,13 @@
-"""purlin.torch on CUDA: all_gather, reduce_scatter, all_to_all and the V
-forms run their V kernel lowered once per regime, each size a binding of it
-chosen at the call (purlin.torch.regimes), in the latency regime and the
-throughput one; all_reduce its all_reduce_v kernel in the throughput regime
-(a latency all_reduce is lowered per size). Ranks are gloo processes sharing
-GPU rank % GPUs. Every result equals the reference, all_reduce in place too
-(odd sizes: slices off vector alignment); the sweep of sizes lowers one
-kernel per collective and regime (and all_reduce's in place), its tensors of
-torch's allocator (staged) or of pt.empty (in place between the ranks'
-buffers); a graph captured at one size replays its own binding after calls of
-others. Skipped without a GPU."""
+"""purlin.torch on CUDA: all_gather, reduce_scatter, all_to_all, all_reduce
+and the V forms run their V kernel (all_reduce: all_reduce_v) lowered once
+per regime, each size a binding of it chosen at the call
+(purlin.torch.regimes), in the latency regime and the throughput one. Ranks
+are gloo processes sharing GPU rank % GPUs. Every result equals the
+reference, all_reduce in place too (odd sizes: slices off vector
+alignment); the sweep of sizes lowers one kernel per collective and regime
+(and all_reduce's in place), its tensors of torch's allocator (staged) or of
+pt.empty (in place between the ranks' buffers); a graph captured at one size
+replays its own binding after calls of others. Skipped without a GPU."""
 
 from __future__ import annotations
 
@@ -43,9 +42,7 @@ def _sweep(rank: int, world: int, in_place: bool) -> None:
     kernels = set()
 
     def kernel(collective: str, extent: int, *how) -> None:
-        name = regime(collective, world, "f32", extent, arch).name
-        # A latency all_reduce is lowered per size (purlin.torch.regimes).
-        kernels.add((collective, name, *how, extent if collective == "all_reduce_v" and name == "latency" else 0))
+        kernels.add((collective, regime(collective, world, "f32", extent, arch).name, *how))
 
     lowered = pt.cache_stats()["lowerings"]
     for salt, n in enumerate(SIZES):
@@ -86,8 +83,7 @@ def _sweep(rank: int, world: int, in_place: bool) -> None:
         pt.all_gather_v(y, x, counts)
         torch.testing.assert_close(y, torch.cat([_seeded(c, r, salt) for r, c in enumerate(counts)]), rtol=0, atol=0)
         kernel("all_gather_v", max(counts))
-    # One V kernel per collective and regime for every size (all_gather and all_gather_v share theirs),
-    # a latency all_reduce one per size.
+    # One V kernel per collective and regime for every size (all_gather and all_gather_v share theirs).
     assert pt.cache_stats()["lowerings"] - lowered == len(kernels), sorted(kernels)
 
 
