@@ -23,8 +23,9 @@ handshake (bench/results/1xh100-session-12-06b). An all_reduce's throughput
 bindings are the fixed all_reduce's very kernels and tables (symmetric, in
 place too; 0.98-1.01x); in the latency regime all_reduce_v's exchange
 coalesces once bound (snac.PhaseOp.coalesce), so that its slices move as the
-fixed all_reduce's one unit (with a unit per slice it took 1.06-1.48x as
-long, bench/results/1xh100-session-12-06c). Where hot latency calls
+fixed all_reduce's one unit: 0.98-1.11x of each size's own lowering at
+16 B-64 KiB, worlds 2-8, where a unit per slice took 1.06-1.48x
+(bench/results/1xh100-session-12-06c, -06d). Where hot latency calls
 specialise (purlin.torch.set_specialise_after), a latency size keeps a
 lowering of its own: a specialised kernel has one binding's tables compiled
 in.
