@@ -148,6 +148,7 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         regime=snac.Regime.THROUGHPUT if o.copy_engine else None if o.regime == "auto" else snac.Regime(o.regime),
         single_receivers=not dynamic and all(len(out.slices_named(n)) == 1 for n in out.name_sizes),
         aligned=not dynamic and _slices_aligned((inp, out), itemsize, COPY_ENGINE_ALIGN_BYTES),
+        in_place=op.input == op.output,
     )
     # The cost model's copy engine only where no option asks for what it does not do.
     copy_engine = o.copy_engine or (

@@ -41,6 +41,14 @@ class Thresholds:
     # A latency kernel with its ranks' tables compiled in (purlin.torch
     # specialises one called often) is faster up to this many ranks (0: never).
     specialise_max_world: int
+    # Every rank on one GPU: packets (with every block the ranks' share of the
+    # GPU allows) beyond latency_max_bytes while a rank writes at most this
+    # many packet bytes (0: never), all_gather (its one read pushed to every
+    # peer, the cheapest throughput kernel) at most the second; symmetric
+    # reductions direct while all the ranks' inputs take at most the third.
+    packets_shared_max_bytes: int
+    packets_shared_gather_max_bytes: int
+    direct_shared_max_bytes: int
 
 
 # sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
@@ -58,11 +66,22 @@ class Thresholds:
 # at worlds 2-4 (16 B - 64 KiB), 2-22 % at 5-7 but for all_to_all (to 9 %
 # slower at 7), up to 36 % slower at 8 (one body per rank); kept at 4 until
 # the defect found at 5-7 (purlin.runtime.backend) is explained.
+# Every rank on one H100 (1xh100-session-12-06d, 128 KiB-4 MiB, worlds 2-8),
+# against the symmetric throughput lowering: packets with the ranks' share
+# of the blocks took 0.34-0.87x as long where a rank writes up to 768 KiB
+# of packets (reduce_scatter, all_to_all, all_reduce and their V forms),
+# 0.80-1.57x from 1 MiB; all_gather 0.73-0.87x up to 683 KiB, 1.12x at 768;
+# the direct all_reduce (each rank reduces every input, read from L2 while
+# they all fit there) 0.62-0.97x while the inputs together take up to 12 MiB,
+# 1.03x at 14, 1.10-1.21x from 16.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
-    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0, 4),
-    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20, 4),
-    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0, 4),
+    "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0, 4,
+                        768 << 10, 704 << 10, 10 << 20),
+    "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20, 4,
+                        768 << 10, 704 << 10, 12 << 20),
+    "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0, 4,
+                         768 << 10, 704 << 10, 12 << 20),
 }
 
 # The copy engine's slices start and end on this many bytes (see above).
@@ -76,6 +95,15 @@ SHARED_BLOCKS_PER_SM = 2
 # Latency packets carry 8 data bytes in 16: beyond this many ranks the
 # fan-out of pushed packets costs more than staging even for small sizes.
 LATENCY_MAX_WORLD = 16
+
+
+def packet_bytes(world: int, per_rank_bytes: int, out_per_rank_bytes: int | None, reduce: bool) -> int:
+    """What a rank writes as packets (8 data bytes in 16) in a call of the
+    latency regime: a reduction whose output is its whole input (all_reduce)
+    sends all of it to every peer, the others each peer its share."""
+    out = per_rank_bytes if out_per_rank_bytes is None else out_per_rank_bytes
+    sent = per_rank_bytes * (world - 1) if reduce and out == per_rank_bytes else max(per_rank_bytes, out) * (world - 1) // world
+    return 2 * sent
 
 
 @dataclass(frozen=True)
@@ -107,7 +135,8 @@ def block_budget(arch: str, ranks_per_device: int, sms: int = 0) -> int | None:
 def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
            reduce: bool, device_counts: bool, out_per_rank_bytes: int | None = None, *,
            symmetric: bool = False, ranks_per_device: int = 1, sms: int = 0,
-           regime: Regime | None = None, single_receivers: bool = False, aligned: bool = False) -> Choice:
+           regime: Regime | None = None, single_receivers: bool = False, aligned: bool = False,
+           in_place: bool = False) -> Choice:
     """`per_rank_bytes` and `out_per_rank_bytes`: the largest rank's input and
     output; packet blocks follow the larger (an all_gather receives world
     times what it sends). `total_bytes`: every name's bytes together (for
@@ -116,21 +145,35 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     only (include/purlin/counts.cuh). `symmetric`: the ranks' buffers are
     addressable by their peers, so throughput phases move whole slices in
     place (a reduction composed, each name reduced once and pushed to its
-    other destinations: the least traffic). `ranks_per_device` ranks share a
-    GPU of `sms` multiprocessors: see block_budget. `regime`: forced, else
-    chosen here.
+    other destinations: the least traffic; direct where every rank shares
+    one GPU and the inputs fit its L2 together). `ranks_per_device` ranks
+    share a GPU of `sms` multiprocessors: see block_budget; all the world on
+    one, packets reach further (packets_shared_max_bytes). `regime`: forced,
+    else chosen here.
     `single_receivers`: every slice of the output has one receiving rank;
-    `aligned`: every slice on COPY_ENGINE_ALIGN_BYTES."""
+    `aligned`: every slice on COPY_ENGINE_ALIGN_BYTES; `in_place`: the input
+    is the output (a direct reduction would overwrite what peers still read)."""
     t = THRESHOLDS[arch]
+    one_gpu = world > 1 and ranks_per_device >= world
+    gather = not reduce and per_rank_bytes is not None and (out_per_rank_bytes or 0) > per_rank_bytes
+    shared_packets = (
+        one_gpu and per_rank_bytes is not None
+        and packet_bytes(world, per_rank_bytes, out_per_rank_bytes, reduce)
+        <= (t.packets_shared_gather_max_bytes if gather else t.packets_shared_max_bytes)
+    )
     latency = (
         per_rank_bytes is not None
-        and per_rank_bytes <= t.latency_max_bytes
+        and (per_rank_bytes <= t.latency_max_bytes or shared_packets)
         and world <= LATENCY_MAX_WORLD
     ) if regime is None else regime == Regime.LATENCY
     in_place_direct = symmetric and not latency
+    # Every input read by every rank: from L2 while they fit there together.
+    direct_shared = one_gpu and total_bytes is not None and world * total_bytes <= t.direct_shared_max_bytes
     if not reduce:
         strategy = Strategy.COPY
     elif device_counts or latency or (not in_place_direct and (total_bytes is None or total_bytes < t.composed_min_bytes)):
+        strategy = Strategy.DIRECT
+    elif in_place_direct and direct_shared and not in_place:
         strategy = Strategy.DIRECT
     else:
         strategy = Strategy.COMPOSED
@@ -142,7 +185,8 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
         latency_blocks = max(1, min(latency_blocks, -(-moved // t.latency_block_bytes)))
     budget = block_budget(arch, ranks_per_device, sms)
     if budget is not None:
-        latency_blocks = min(latency_blocks, budget)
+        beyond = latency and per_rank_bytes is not None and per_rank_bytes > t.latency_max_bytes
+        latency_blocks = budget if beyond else min(latency_blocks, budget)
     copy_engine = (
         in_place_direct and not reduce and single_receivers and aligned and ranks_per_device > 1
         and t.copy_engine_min_bytes > 0 and per_rank_bytes is not None

@@ -1,7 +1,7 @@
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency},convert-snac-to-atom{arch=sm_90}' -t cuda | filecheck %s --check-prefix=LAT
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput strategy=composed chunk-bytes=1024 slots=2 blocks=4},convert-snac-to-atom{arch=sm_80}' -t cuda | filecheck %s --check-prefix=THR
 // RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency},convert-snac-to-atom{arch=sm_100}' -t cuda | filecheck %s --check-prefix=SIZE
-// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput symmetric=true ranks-per-device=4},convert-snac-to-atom{arch=sm_90}' -t cuda | filecheck %s --check-prefix=SYM
+// RUN: purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=throughput strategy=composed symmetric=true ranks-per-device=4},convert-snac-to-atom{arch=sm_90}' -t cuda | filecheck %s --check-prefix=SYM
 // RUN: not purlin-opt %s -p 'coll-expand,convert-coll-to-snac{regime=latency}' -t cuda 2>&1 | filecheck %s --check-prefix=NOKERNEL
 
 // -t cuda: one translation unit per atom.kernel. Roles are blockIdx ranges,
@@ -76,7 +76,7 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 // SIZE:     purlin: latency direct collective, world 4, sm_100
 // SIZE:     purlin_latency_direct
 
-// Symmetric, every rank on one GPU: GPU scope, the ranks' buffers as a second
+// Symmetric and composed, every rank on one GPU: GPU scope, the ranks' buffers as a second
 // parameter, each owner's reduce fused with the push that forwards it, and
 // the consumer's loop of waits one wait over all its groups.
 // SYM:      constexpr bool kSystem = false;

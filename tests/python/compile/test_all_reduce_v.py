@@ -83,12 +83,15 @@ def fixed_all_reduce(world: int, n: int, lowering: str, symmetric: bool, in_plac
 def test_symmetric_throughput_bindings_are_the_fixed_kernels(world, in_place):
     """One lowering bound to each size gives the very kernel and tables of the
     fixed all_reduce of that size, large or small, divisible by the world or not;
-    in place too (moved in place between the ranks' buffers, never staged)."""
+    in place too (moved in place between the ranks' buffers, never staged).
+    Composed asked: below direct_shared_max_bytes the cost model lowers a
+    fixed all_reduce with every rank on one GPU direct."""
     sizes = (1, world + 1, 1000, 65_537, (4 << 20) + 3, (16 << 20) // world)
-    dc = lowered(world, max(sizes), "regime=throughput", True, in_place)
+    lowering = "regime=throughput strategy=composed"
+    dc = lowered(world, max(sizes), lowering, True, in_place)
     assert dc.kernel.strategy.data.value == "composed"
     for n in sizes:
-        fixed = fixed_all_reduce(world, n, "regime=throughput", True, in_place)
+        fixed = fixed_all_reduce(world, n, lowering, True, in_place)
         assert not any(b.kind == BufKind.STAGING for b in fixed.plan.buffers)
         assert fixed.cuda.kernel.strategy.data.value == "composed"
         bound = dc.bind_collective(slices(n, world))
@@ -167,7 +170,9 @@ CAPACITY = {"latency": THRESHOLDS["sm_90"].latency_max_bytes // 2, "throughput":
 def test_bindings_of_one_lowering_match_the_reference(world, regime, symmetric, in_place):
     lowering = f"regime={regime}" + (" chunk-bytes=256 slots=2" if regime == "throughput" else "")
     dc = lowered(world, CAPACITY[regime], lowering, symmetric, in_place)
-    assert dc.kernel.strategy.data.value == ("composed" if regime == "throughput" else "direct")
+    # Symmetric on one GPU, apart, below direct_shared_max_bytes: every rank pulls every input whole.
+    direct = regime == "latency" or (symmetric and not in_place)
+    assert dc.kernel.strategy.data.value == ("direct" if direct else "composed")
     for seed, total in enumerate((1, 7, 300, 4099)):
         counts = counts_for("all_reduce_v", world, total, seed=seed)
         assert 0 in counts or world == 1

@@ -113,3 +113,51 @@ def test_copy_engine_where_it_measured_faster(per_rank, ranks, reduce, single, a
               aligned=aligned)
     assert choose("sm_90", 4, per_rank, 4 * per_rank, **kw).copy_engine == engine
     assert not choose("sm_100", 4, per_rank, 4 * per_rank, **kw).copy_engine
+
+
+@pytest.mark.parametrize("world, per_rank, out, reduce, ranks, regime", [
+    (4, 256 << 10, 64 << 10, True, 4, Regime.LATENCY),  # reduce_scatter: 384 KiB of packets a rank
+    (4, 512 << 10, 128 << 10, True, 4, Regime.LATENCY),  # 768 KiB: the bound
+    (4, 1 << 20, 256 << 10, True, 4, Regime.THROUGHPUT),  # 1.5 MiB
+    (4, 256 << 10, 64 << 10, True, 1, Regime.THROUGHPUT),  # a GPU each: packets cross links
+    (4, 256 << 10, 64 << 10, True, 2, Regime.THROUGHPUT),  # two GPUs of two ranks
+    (2, 256 << 10, 256 << 10, True, 2, Regime.LATENCY),  # all_reduce: all of it to the peer, 512 KiB
+    (3, 256 << 10, 256 << 10, True, 3, Regime.THROUGHPUT),  # to two peers: 1 MiB
+    (3, 256 << 10, 256 << 10, False, 3, Regime.LATENCY),  # all_to_all: a third to each, 341 KiB
+    (4, 96 << 10, 384 << 10, False, 4, Regime.LATENCY),  # all_gather: its input to 3 peers, 576 KiB
+    (4, 128 << 10, 512 << 10, False, 4, Regime.THROUGHPUT),  # 768 KiB: beyond all_gather's bound
+    (4, 128 << 10, 128 << 10, False, 4, Regime.LATENCY),  # all_to_all, 192 KiB
+])
+def test_packets_reach_further_where_every_rank_shares_one_gpu(world, per_rank, out, reduce, ranks, regime):
+    """Beyond latency_max_bytes, while a rank writes at most packets_shared_max_bytes
+    of packets, with every block the ranks' share of the GPU allows."""
+    c = choose("sm_90", world, per_rank, per_rank, reduce=reduce, device_counts=False, out_per_rank_bytes=out,
+               symmetric=True, ranks_per_device=ranks, sms=132)
+    assert c.regime == regime
+    if regime == Regime.LATENCY and per_rank > T.latency_max_bytes:
+        assert c.latency_blocks == c.block_budget == 2 * 132 // world
+
+
+def test_packet_bytes_follow_what_a_rank_sends():
+    from purlin.conversion.cost_model import packet_bytes
+
+    assert packet_bytes(4, 1 << 20, 1 << 20, reduce=True) == 2 * 3 * (1 << 20)  # all_reduce: to every peer
+    assert packet_bytes(4, 1 << 20, 1 << 18, reduce=True) == 2 * 3 * (1 << 18)  # reduce_scatter: a slice each
+    assert packet_bytes(4, 1 << 18, 1 << 20, reduce=False) == 2 * 3 * (1 << 18)  # all_gather: its input to each
+    assert packet_bytes(4, 1 << 20, 1 << 20, reduce=False) == 2 * 3 * (1 << 18)  # all_to_all: a chunk each
+
+
+@pytest.mark.parametrize("world, per_rank, ranks, in_place, strategy", [
+    (4, 1 << 20, 4, False, Strategy.DIRECT),  # 4 MiB of inputs on one GPU
+    (2, 4 << 20, 2, False, Strategy.DIRECT),  # 8 MiB
+    (6, 2 << 20, 6, False, Strategy.DIRECT),  # 12 MiB: the bound
+    (7, 2 << 20, 7, False, Strategy.COMPOSED),  # 14 MiB
+    (4, 4 << 20, 4, False, Strategy.COMPOSED),
+    (8, 2 << 20, 8, False, Strategy.COMPOSED),
+    (4, 1 << 20, 4, True, Strategy.COMPOSED),  # in place, a peer would still read what is overwritten
+    (4, 1 << 20, 1, False, Strategy.COMPOSED),  # a GPU each: every input over the links W times
+])
+def test_symmetric_reductions_on_one_gpu_direct_while_their_inputs_fit_l2(world, per_rank, ranks, in_place, strategy):
+    c = choose("sm_90", world, per_rank, per_rank, reduce=True, device_counts=False, symmetric=True,
+               ranks_per_device=ranks, sms=132, regime=Regime.THROUGHPUT, in_place=in_place)
+    assert c.strategy == strategy
