@@ -43,11 +43,13 @@ class Thresholds:
     specialise_max_world: int
     # Every rank on one GPU: packets (with every block the ranks' share of the
     # GPU allows) beyond latency_max_bytes while a rank writes at most this
-    # many packet bytes (0: never), all_gather (its one read pushed to every
-    # peer, the cheapest throughput kernel) at most the second; symmetric
-    # reductions direct while all the ranks' inputs take at most the third.
+    # many packet bytes (0: never); all_gather (its one read pushed to every
+    # peer, the cheapest throughput kernel) at most the second,
+    # reduce_scatter (whose throughput kernel pulls) the third; symmetric
+    # reductions direct while all the ranks' inputs take at most the fourth.
     packets_shared_max_bytes: int
     packets_shared_gather_max_bytes: int
+    packets_shared_scatter_max_bytes: int
     direct_shared_max_bytes: int
 
 
@@ -70,18 +72,20 @@ class Thresholds:
 # against the symmetric throughput lowering: packets with the ranks' share
 # of the blocks took 0.34-0.87x as long where a rank writes up to 768 KiB
 # of packets (reduce_scatter, all_to_all, all_reduce and their V forms),
-# 0.80-1.57x from 1 MiB; all_gather 0.73-0.87x up to 683 KiB, 1.12x at 768;
+# all_to_all 0.95-1.39x from 1 MiB; reduce_scatter 0.50-0.89x up to 1 MiB
+# (1.57x at world 8 from 1.75 MiB); all_gather 0.73-0.87x up to 683 KiB,
+# 1.12x at 768;
 # the direct all_reduce (each rank reduces every input, read from L2 while
 # they all fit there) 0.62-0.97x while the inputs together take up to 12 MiB,
 # 1.03x at 14, 1.10-1.21x from 16.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
     "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0, 4,
-                        768 << 10, 704 << 10, 10 << 20),
+                        768 << 10, 704 << 10, 1 << 20, 10 << 20),
     "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20, 4,
-                        768 << 10, 704 << 10, 12 << 20),
+                        768 << 10, 704 << 10, 1 << 20, 12 << 20),
     "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0, 4,
-                         768 << 10, 704 << 10, 12 << 20),
+                         768 << 10, 704 << 10, 1 << 20, 12 << 20),
 }
 
 # The copy engine's slices start and end on this many bytes (see above).
@@ -155,11 +159,15 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     is the output (a direct reduction would overwrite what peers still read)."""
     t = THRESHOLDS[arch]
     one_gpu = world > 1 and ranks_per_device >= world
-    gather = not reduce and per_rank_bytes is not None and (out_per_rank_bytes or 0) > per_rank_bytes
+    out = per_rank_bytes if out_per_rank_bytes is None else out_per_rank_bytes
+    packets_bound = (
+        t.packets_shared_gather_max_bytes if not reduce and per_rank_bytes is not None and out > per_rank_bytes
+        else t.packets_shared_scatter_max_bytes if reduce and per_rank_bytes is not None and out < per_rank_bytes
+        else t.packets_shared_max_bytes
+    )
     shared_packets = (
         one_gpu and per_rank_bytes is not None
-        and packet_bytes(world, per_rank_bytes, out_per_rank_bytes, reduce)
-        <= (t.packets_shared_gather_max_bytes if gather else t.packets_shared_max_bytes)
+        and packet_bytes(world, per_rank_bytes, out_per_rank_bytes, reduce) <= packets_bound
     )
     latency = (
         per_rank_bytes is not None

@@ -117,11 +117,15 @@ def test_copy_engine_where_it_measured_faster(per_rank, ranks, reduce, single, a
 
 @pytest.mark.parametrize("world, per_rank, out, reduce, ranks, regime", [
     (4, 256 << 10, 64 << 10, True, 4, Regime.LATENCY),  # reduce_scatter: 384 KiB of packets a rank
-    (4, 512 << 10, 128 << 10, True, 4, Regime.LATENCY),  # 768 KiB: the bound
+    (4, 512 << 10, 128 << 10, True, 4, Regime.LATENCY),  # 768 KiB
+    (2, 1 << 20, 512 << 10, True, 2, Regime.LATENCY),  # 1 MiB: reduce_scatter's bound
     (4, 1 << 20, 256 << 10, True, 4, Regime.THROUGHPUT),  # 1.5 MiB
     (4, 256 << 10, 64 << 10, True, 1, Regime.THROUGHPUT),  # a GPU each: packets cross links
     (4, 256 << 10, 64 << 10, True, 2, Regime.THROUGHPUT),  # two GPUs of two ranks
     (2, 256 << 10, 256 << 10, True, 2, Regime.LATENCY),  # all_reduce: all of it to the peer, 512 KiB
+    (2, 384 << 10, 384 << 10, True, 2, Regime.LATENCY),  # 768 KiB: the bound of all but scatters and gathers
+    (2, 512 << 10, 512 << 10, True, 2, Regime.THROUGHPUT),
+    (2, 1 << 20, 1 << 20, False, 2, Regime.THROUGHPUT),  # all_to_all: 1 MiB
     (3, 256 << 10, 256 << 10, True, 3, Regime.THROUGHPUT),  # to two peers: 1 MiB
     (3, 256 << 10, 256 << 10, False, 3, Regime.LATENCY),  # all_to_all: a third to each, 341 KiB
     (4, 96 << 10, 384 << 10, False, 4, Regime.LATENCY),  # all_gather: its input to 3 peers, 576 KiB
