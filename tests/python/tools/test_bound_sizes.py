@@ -23,7 +23,7 @@ def bound_sizes():
 @pytest.mark.parametrize("world", [2, 3])
 @pytest.mark.parametrize("collective", ["all_gather", "reduce_scatter", "all_to_all"])
 def test_the_bound_v_form_computes_what_the_fixed_lowering_does(bound_sizes, collective, world):
-    pairs = bound_sizes.pairs(collective, world, [16, 1000, 70000, 1 << 20], "sm_90", 132)
+    pairs = bound_sizes.pairs(collective, world, [16, 1000, 70000, 2 << 20], "sm_90", 132)
     assert {p.regime for p in pairs} == {"latency", "throughput"}
     # One V form per regime: its kernel is the same object for every size of the regime.
     kernels = {}
