@@ -108,6 +108,8 @@ class _Role:
     blocks: int
     loop_vars: list[str] = field(default_factory=list)
     wrote_output: bool = False
+    # The line its steps start at, where it may take the input read ahead (ReadAhead); else -1.
+    ahead_from: int = -1
 
 
 class _Emitter:
@@ -122,6 +124,8 @@ class _Emitter:
         self.buffers: dict[str, snac.BufferOp] = {}
         # Phases whose ready signals count (tables.counted_ready); none where the device reads the counts.
         self.counted: dict[str, int] = {}
+        # A put took the input word read ahead of the tables (ReadAhead).
+        self.reads_ahead = False
         assert isinstance(kernel.input.type, MemRefType)
         dtype = dtype_name(kernel.input.type.element_type)
         assert dtype is not None
@@ -212,8 +216,20 @@ class _Emitter:
         test = f"blockIdx.x < {blocks}" if first == 0 else f"blockIdx.x >= {first} && blockIdx.x < {first + blocks}"
         self.emit(1, f"if ({test}) {{  // atom.blocks {op.kind.data.value} first {first} blocks {blocks}")
         self.emit(2, f"const Part part{{int(blockIdx.x) - {first}, {blocks}}};")
-        self.block(op.body.block, 2, _Role(blocks))
+        # The one role of a latency kernel, from block 0: its first step may be a put of
+        # the input, whose first word each thread then loads beside the tables.
+        roles = [o for o in self.kernel.body.block.ops if isinstance(o, atom.BlocksOp)]
+        alone = self.kernel.regime.data == snac.Regime.LATENCY and roles == [op] and first == 0
+        self.block(op.body.block, 2, _Role(blocks, ahead_from=len(self.lines) if alone else -1))
         self.emit(1, "}")
+
+    def ahead(self, role: _Role) -> str:
+        """`, ahead` where a put is the role's first step (only index values before it), else ''."""
+        if role.ahead_from < 0 or not all(line.lstrip().startswith("const u64 ")
+                                          for line in self.lines[role.ahead_from:]):
+            return ""
+        self.reads_ahead = True
+        return ", ahead"
 
     def block(self, block: Block, depth: int, role: _Role) -> None:
         self.ops(list(block.ops), depth, role)
@@ -276,7 +292,7 @@ class _Emitter:
         elif isinstance(op, atom.PutOp):
             self.barrier_if_reads_output(op, op.unit, phase, depth, role)
             u = n(op.unit)
-            self.emit(depth, f"put_units(k, {p}, {u}, {u} + 1, {n(op.half)}, {n(op.flag)}, part);")
+            self.emit(depth, f"put_units(k, {p}, {u}, {u} + 1, {n(op.half)}, {n(op.flag)}, part{self.ahead(role)});")
         elif isinstance(op, atom.PushOp):
             if op.mech.data == atom.Mechanism.COPY_ENGINE:
                 raise _error(op, "the copy engine is not driven from a kernel")
@@ -363,7 +379,7 @@ class _Emitter:
             self.own_rank(put, put.rank)
             self.barrier_if_reads_output(put, loop.lb, phase, depth, role)
             self.emit(depth, f"put_units(k, {p}, {bounds[0]}, {bounds[1]}, {self.name(put.half)}, "
-                             f"{self.name(put.flag)}, part);  // scf.for over atom.put")
+                             f"{self.name(put.flag)}, part{self.ahead(role)});  // scf.for over atom.put")
             return True
         if (len(body) == 2 and isinstance(body[0], atom.WaitPacketsOp) and _fuses(body[0], body[1])
                 and body[0].group is iv and outside(body[1].half) and outside(body[0].epoch)):
@@ -735,6 +751,8 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         "  extern __shared__ __align__(128) char smem[];",
     ]
     frame = f"  K k(p, reinterpret_cast<i64*>(smem + kSmem){', &peers' if symmetric else ''});"
+    if e.reads_ahead:
+        frame = "  const ReadAhead ahead(p);  // the first put's input word, beside the tables\n" + frame
     if rank_tables:
         peers = ", const abi::Peers<kWorld>& peers" if symmetric else ""
         text = "\n".join(head + [

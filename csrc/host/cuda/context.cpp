@@ -466,6 +466,7 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   for (size_t i = 0; i < ranks_.size(); ++i) {
     abi::Header& h = headers[i] = ranks_[i].params;
     h.input = reinterpret_cast<char*>(inputs[i]);
+    h.input_bytes = spec_.input_bytes[size_t(ranks_[i].rank)];
     h.output = reinterpret_cast<char*>(outputs[i]);
     h.input_at = input_at;
     h.output_at = output_at;
@@ -542,6 +543,7 @@ void Executor::launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t
   check_pointer(r, 1, output, spec_.output_bytes[r.rank], "output");
   abi::Header h = r.params;
   h.input = reinterpret_cast<char*>(input);
+  h.input_bytes = spec_.input_bytes[r.rank];
   h.output = reinterpret_cast<char*>(output);
   void* args[] = {&h, nullptr};
   check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),

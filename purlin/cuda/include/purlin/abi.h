@@ -141,6 +141,7 @@ struct Header {
   i64 record_at;
   i64 input_at;
   i64 output_at;
+  i64 input_bytes;          // this call's input (a latency kernel loads its first word ahead: ReadAhead)
 };
 
 // A rank's record (Header::record_at): its epoch + 1 once input_at and

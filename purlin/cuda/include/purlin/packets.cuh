@@ -57,6 +57,26 @@ __device__ void spread(u64 lo, u64 hi, Part part, Count count, Body body) {
   }
 }
 
+// The input word a latency role's thread puts first, loaded before the
+// frame copies the tables, so that its round trip overlaps theirs (the
+// floor's first load takes the epoch and the input together): piece
+// blockIdx.x * blockDim.x + threadIdx.x of a role from block 0, whose units
+// cover the input from its start in order. put_units takes it where the
+// address it would load is this one. Only the kernel's first step may take
+// it (codegen.py): nothing of this call has written the input before.
+struct ReadAhead {
+  const char* at = nullptr;
+  u64 word = 0;
+  ReadAhead() = default;
+  __device__ explicit ReadAhead(const abi::Header& h) {
+    const i64 b = (i64(blockIdx.x) * blockDim.x + threadIdx.x) * kPacketDataBytes;
+    if (b + kPacketDataBytes <= h.input_bytes && reinterpret_cast<u64>(h.input) % kPacketDataBytes == 0) {
+      at = h.input + b;
+      word = *reinterpret_cast<const u64*>(at);
+    }
+  }
+};
+
 // Packets of a unit or group of `bytes`: at least one, so that an empty unit
 // (PhasePlan.empty_units) still carries the call's flag.
 __device__ __forceinline__ i64 packets_of(i64 bytes) {
@@ -70,7 +90,8 @@ __device__ __forceinline__ i64 packets_of(i64 bytes) {
 // and its consume overwrites the input once it saw its own packet, so no
 // consumer's packet may load the data after another consumer's was stored.
 template <class K>
-__device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 flag, Part part) {
+__device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 flag, Part part,
+                          const ReadAhead& ahead = ReadAhead()) {
   const int ph = K::phase(phase);
   char* const base_src = k.source(ph);
   const i64 region = k.t(ph + abi::kPhBuffer) + i64(half) * k.t(ph + abi::kPhHalfBytes) +
@@ -82,9 +103,9 @@ __device__ void put_units(const K& k, int phase, u64 lo, u64 hi, u64 half, u64 f
         const int unit = k.unit(ph, u);
         const char* src = base_src + k.t(unit + abi::kUSrc);
         const i64 bytes = k.t(unit + abi::kUBytes), b = pk * kPacketDataBytes;
-        const u64 data = b + kPacketDataBytes <= bytes && reinterpret_cast<u64>(src) % kPacketDataBytes == 0
-                             ? *reinterpret_cast<const u64*>(src + b)
-                             : load_bytes(src + b, bytes - b);
+        const bool whole = b + kPacketDataBytes <= bytes && reinterpret_cast<u64>(src) % kPacketDataBytes == 0;
+        const u64 data = whole ? src + b == ahead.at ? ahead.word : *reinterpret_cast<const u64*>(src + b)
+                               : load_bytes(src + b, bytes - b);
         const i64 at = (k.t(unit + abi::kUWindow) / kPacketDataBytes + pk) * kPacketBytes;
         const int consumers = int(k.t(unit + abi::kUConsumers)), first = int(k.t(unit + abi::kUConsumersAt));
         for (int c = 0; c < consumers; ++c) st_packet<K::system>(k.sym(k.t(first + c)) + region + at, data, flag);
