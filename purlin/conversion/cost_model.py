@@ -72,20 +72,20 @@ class Thresholds:
 # against the symmetric throughput lowering: packets with the ranks' share
 # of the blocks took 0.34-0.87x as long where a rank writes up to 768 KiB
 # of packets (reduce_scatter, all_to_all, all_reduce and their V forms),
-# all_to_all 0.95-1.39x from 1 MiB; reduce_scatter 0.50-0.89x up to 1 MiB
-# (1.57x at world 8 from 1.75 MiB); all_gather 0.73-0.87x up to 683 KiB,
-# 1.12x at 768;
+# all_to_all 0.95-1.39x from 1 MiB; reduce_scatter 0.50-0.89x up to 1.5 MiB
+# (0.55x at world 3 with 1.33 MiB; 1.57x at world 8 with 1.75); all_gather
+# 0.73-0.87x up to 683 KiB, 1.12x at 768;
 # the direct all_reduce (each rank reduces every input, read from L2 while
 # they all fit there) 0.62-0.97x while the inputs together take up to 12 MiB,
 # 1.03x at 14, 1.10-1.21x from 16.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
     "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0, 4,
-                        768 << 10, 704 << 10, 1 << 20, 10 << 20),
+                        768 << 10, 704 << 10, 1536 << 10, 10 << 20),
     "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20, 4,
-                        768 << 10, 704 << 10, 1 << 20, 12 << 20),
+                        768 << 10, 704 << 10, 1536 << 10, 12 << 20),
     "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0, 4,
-                         768 << 10, 704 << 10, 1 << 20, 12 << 20),
+                         768 << 10, 704 << 10, 1536 << 10, 12 << 20),
 }
 
 # The copy engine's slices start and end on this many bytes (see above).

@@ -118,8 +118,9 @@ def test_copy_engine_where_it_measured_faster(per_rank, ranks, reduce, single, a
 @pytest.mark.parametrize("world, per_rank, out, reduce, ranks, regime", [
     (4, 256 << 10, 64 << 10, True, 4, Regime.LATENCY),  # reduce_scatter: 384 KiB of packets a rank
     (4, 512 << 10, 128 << 10, True, 4, Regime.LATENCY),  # 768 KiB
-    (2, 1 << 20, 512 << 10, True, 2, Regime.LATENCY),  # 1 MiB: reduce_scatter's bound
-    (4, 1 << 20, 256 << 10, True, 4, Regime.THROUGHPUT),  # 1.5 MiB
+    (2, 1 << 20, 512 << 10, True, 2, Regime.LATENCY),  # 1 MiB
+    (4, 1 << 20, 256 << 10, True, 4, Regime.LATENCY),  # 1.5 MiB: reduce_scatter's bound
+    (5, 1 << 20, 200 << 10, True, 5, Regime.THROUGHPUT),  # 1.6 MiB
     (4, 256 << 10, 64 << 10, True, 1, Regime.THROUGHPUT),  # a GPU each: packets cross links
     (4, 256 << 10, 64 << 10, True, 2, Regime.THROUGHPUT),  # two GPUs of two ranks
     (2, 256 << 10, 256 << 10, True, 2, Regime.LATENCY),  # all_reduce: all of it to the peer, 512 KiB
