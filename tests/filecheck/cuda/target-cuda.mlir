@@ -24,7 +24,9 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 // LAT:      // 1 block of 512 threads, all co-resident.
 // LAT-NEXT: extern "C" __global__ void __launch_bounds__(512, 1)
 // LAT-NEXT: purlin_latency_direct(const __grid_constant__ abi::Header p) {
-// LAT:        K k(p, reinterpret_cast<i64*>(smem + kSmem));
+// The first put's input word is loaded beside the tables (ReadAhead): the put is the role's first step.
+// LAT:        const ReadAhead ahead(p);
+// LAT-NEXT:   K k(p, reinterpret_cast<i64*>(smem + kSmem));
 // LAT:        const u64 [[RANK:v[0-9]+]] = k.rank();
 // LAT-NEXT:   const u64 [[EPOCH:v[0-9]+]] = k.epoch, {{v[0-9]+}} = k.prev;
 // LAT-NEXT:   const u64 [[HALF:v[0-9]+]] = [[EPOCH]] & 1;
@@ -36,7 +38,7 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 // LAT-NEXT:   if (blockIdx.x < 1) {  // atom.blocks fused first 0 blocks 1
 // LAT-NEXT:     const Part part{int(blockIdx.x) - 0, 1};
 // LAT-NEXT:     const u64 [[UNITS:v[0-9]+]] = k.t(K::phase(0) + abi::kPhUnits);
-// LAT-NEXT:     put_units(k, 0, [[C0]], [[UNITS]], [[HALF]], [[FLAG]], part);  // scf.for over atom.put
+// LAT-NEXT:     put_units(k, 0, [[C0]], [[UNITS]], [[HALF]], [[FLAG]], part, ahead);  // scf.for over atom.put
 // LAT-NEXT:     const u64 [[GROUPS:v[0-9]+]] = k.t(K::phase(0) + abi::kPhGroups);
 // LAT-NEXT:     // scf.for over atom.wait_packets + consume
 // LAT-NEXT:     poll_consume<DType::BF16, true>(k, 0, int(RedOp::Sum), [[C0]], [[GROUPS]], [[HALF]], [[EPOCH]], part, 0);
@@ -53,6 +55,7 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 // advances the epoch by.
 // THR:      purlin: throughput composed collective, world 4, sm_80
 // THR:      // 12 blocks of 512 threads, all co-resident.
+// THR-NOT:  ReadAhead
 // THR:      if (blockIdx.x < 4) {  // atom.blocks producer first 0 blocks 4
 // THR:        for (u64 [[U:v[0-9]+]] = {{v[0-9]+}}; [[U]] < {{v[0-9]+}}; [[U]] += {{v[0-9]+}}) {
 // THR-NEXT:     wait_free<abi::Moves::Staging, true>(k, 0, [[U]],
