@@ -253,8 +253,9 @@ def _measure(args: argparse.Namespace) -> None:
                 text = edit(src.text, src.name)
                 shared = src.shared_tables and "kSharedTables = true" in text
                 program._sources[bps] = dataclasses.replace(src, text=text, shared_tables=shared)
+            # The variant's own source, never the tables compiled in by default.
             comm = Communicator(compiled.plan, backend="cuda", devices=[0] * world, name=f"probe {variant}",
-                                kernel=program)
+                                kernel=program, specialise=False)
             outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
             # The ranks' streams do not wait for the current one, which made the buffers.
             torch.cuda.synchronize()

@@ -29,7 +29,8 @@ default; a variant is no goal and no part of the collapse check.
 `--specialise` also times the latency section with each rank's tables
 compiled into its kernel (Communicator.specialise, what purlin.torch runs
 for a call made often), in a table of its own judged by the latency goal
-and against the default kernel.
+and against the default kernel; up to the cost model's
+specialise_max_world ranks the default Communicator already does so.
 
 Throughput goals are stated for worlds 2, 4 and 8; rows of other worlds give
 their ratio only. No collapse: per world and collective, over every size measured (both

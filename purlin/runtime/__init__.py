@@ -64,6 +64,7 @@ from purlin.runtime.backend import (
     host_buffer,
     kernel_spec,
     specialise,
+    specialises_by_default,
     to_device,
     to_host,
     use_binding,
@@ -79,7 +80,12 @@ __all__ = ["BACKENDS", "BadBuffersError", "CollectiveTimeout", "Communicator", "
 
 class Communicator:
     """A plan bound to a backend's symmetric memory, epochs kept across calls;
-    on "cuda" with `kernel`, the plan's CUDA program (purlin.compile.Compiled.cuda)."""
+    on "cuda" with `kernel`, the plan's CUDA program (purlin.compile.Compiled.cuda).
+    `specialise` (cuda): compile every rank's tables into the kernel when it is
+    made (see specialise()); None: where that measured faster
+    (purlin.runtime.backend.specialises_by_default: latency kernels of fixed
+    counts, up to the cost model's specialise_max_world ranks), at the cost of
+    one NVRTC compile per plan (cached on disk)."""
 
     # Whether specialise() loaded the kernel with the tables compiled in.
     specialised = False
@@ -92,6 +98,7 @@ class Communicator:
         name: str = "collective",
         devices: Sequence[int] | None = None,
         kernel: CudaProgram | None = None,
+        specialise: bool | None = None,
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
@@ -110,6 +117,8 @@ class Communicator:
         self._extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
         self._overlaps = aliasing.Buffers(plan, name)
         if backend == "cpu":
+            if specialise:
+                raise ValueError(f"{name}: specialise is the cuda backend's (the cpu backend has no kernel)")
             handle = _runtime.decode(plan.encode())
             signal_names = [s.name for s in plan.signals]
             buffer_names = [b.name for b in plan.buffers]
@@ -124,6 +133,8 @@ class Communicator:
             self._bindings: dict[int, tuple[CudaProgram, int]] = {id(self._kernel): (self._kernel, 0)}
             spec = kernel_spec(self._kernel, self.devices, self._extents)
             self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
+            if specialise or (specialise is None and specialises_by_default(self._kernel, plan)):
+                self.specialise()
 
     @property
     def world(self) -> int:

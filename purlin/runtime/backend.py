@@ -163,6 +163,30 @@ def add_binding(impl, loaded: CudaProgram, kernel: CudaProgram, devices: Sequenc
 SPECIALISED_REDUCE_MIN_BYTES = 4
 
 
+def specialise_refusal(plan: Plan | None) -> str | None:
+    """Why the kernel of `plan` is not specialised, or None."""
+    bodies = [body for rank in plan.programs for body in rank] if plan is not None else []
+    small = min((i.elems * plan.elem_bytes for body in bodies for i in body if i.op == Op.REDUCE and i.elems),
+                default=None)
+    if small is not None and small < SPECIALISED_REDUCE_MIN_BYTES:
+        return (f"it reduces {small} bytes a rank, and reductions under {SPECIALISED_REDUCE_MIN_BYTES} bytes "
+                "were measured wrong specialised (not yet explained)")
+    return None
+
+
+def specialises_by_default(kernel: CudaProgram, plan: Plan) -> bool:
+    """Whether a Communicator of every rank of `kernel` compiles their tables
+    in when it is made: a latency kernel of fixed counts (a V kernel's
+    bindings need its tables loaded) of at most the cost model's
+    specialise_max_world ranks, where that measured faster, and not refused."""
+    from purlin.conversion.cost_model import THRESHOLDS
+    from purlin.snac.vocabulary import Regime
+
+    k = kernel.kernel
+    return (k.counts is None and k.regime.data == Regime.LATENCY
+            and kernel.world <= THRESHOLDS[kernel.arch].specialise_max_world and specialise_refusal(plan) is None)
+
+
 def specialise(impl, kernel: CudaProgram, plan: Plan | None, devices: Sequence[int], ranks: Sequence[int],
                name: str) -> None:
     """Has runtime communicator `impl` of `plan` launch `kernel` with the
@@ -172,13 +196,8 @@ def specialise(impl, kernel: CudaProgram, plan: Plan | None, devices: Sequence[i
 
     if impl is None:
         raise RuntimeError(f"{name}: the communicator is closed")
-    bodies = [body for rank in plan.programs for body in rank] if plan is not None else []
-    small = min((i.elems * plan.elem_bytes for body in bodies for i in body if i.op == Op.REDUCE and i.elems),
-                default=None)
-    if small is not None and small < SPECIALISED_REDUCE_MIN_BYTES:
-        raise ValueError(f"{name}: its kernel is not specialised: it reduces {small} bytes a rank, and "
-                         f"reductions under {SPECIALISED_REDUCE_MIN_BYTES} bytes were measured wrong specialised "
-                         "(not yet explained)")
+    if (why := specialise_refusal(plan)) is not None:
+        raise ValueError(f"{name}: its kernel is not specialised: {why}")
     try:
         src, cubin = kernel.specialised(blocks_per_sm(kernel, devices), ranks)
     except ProgramError as e:

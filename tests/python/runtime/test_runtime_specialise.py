@@ -1,4 +1,5 @@
-"""Kernels with the ranks' tables compiled in (Communicator.specialise):
+"""Kernels with the ranks' tables compiled in (Communicator.specialise, and by
+default for latency kernels of few ranks):
 every collective, worlds 2-4 sharing GPU 0, the latency and a symmetric
 throughput lowering, specialised between calls, match the numpy reference
 and keep their epochs; a CUDA graph captured before replays after it, and
@@ -32,7 +33,7 @@ def test_specialised_kernel_matches_reference(name, lowering, world):
                            lowering=LOWERINGS[lowering].format(world=world))
     devices = [0] * world
     args = case.make_args(seed=9)
-    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
+    comm = communicator(c, timeout_s=20.0, name=name, devices=devices, specialise=False)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     for _ in range(2):
         comm.run(ins, outs)
@@ -59,7 +60,7 @@ def test_specialised_kernel_of_a_few_elements(name, per_rank, world):
                            lowering=f"regime=latency symmetric=true ranks-per-device={world}")
     devices = [0] * world
     args = case.make_args(seed=5)
-    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
+    comm = communicator(c, timeout_s=20.0, name=name, devices=devices, specialise=False)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     comm.run(ins, outs)
     comm.synchronize()
@@ -84,7 +85,7 @@ def test_graphs_captured_before_and_after_specialise_replay():
     c = compile_collective("all_reduce", 2, case.dtype, case.op, case.count, arch="sm_90", lowering="regime=latency")
     devices = [0, 0]
     args = case.make_args(seed=4)
-    comm = communicator(c, timeout_s=20.0, name="all_reduce", devices=devices)
+    comm = communicator(c, timeout_s=20.0, name="all_reduce", devices=devices, specialise=False)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     before = captured(comm, ins, outs)
     comm.specialise()
@@ -107,6 +108,26 @@ def test_copy_engine_kernels_are_not_specialised():
     comm = communicator(c, timeout_s=20.0, name="all_gather", devices=[0, 0])
     with pytest.raises(ValueError, match=r"all_gather: its kernel cannot be specialised: .*copy-engine steps"):
         comm.specialise()
+
+
+@pytest.mark.parametrize("world, expected", [(2, True), (4, True), (5, False)])
+@pytest.mark.gpu
+@pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")
+def test_a_communicator_of_a_latency_kernel_specialises_itself(world, expected):
+    """Made with every rank: up to specialise_max_world ranks the tables are compiled in from the
+    first call on; asked, never."""
+    case = make_case("all_reduce", 4096, world)
+    c = compile_collective("all_reduce", world, case.dtype, case.op, case.count, arch="sm_90",
+                           symmetric=True, ranks_per_device=world)
+    devices = [0] * world
+    args = case.make_args(seed=3)
+    for ask, want in ((None, expected), (False, False)):
+        comm = communicator(c, timeout_s=20.0, name="all_reduce", devices=devices, specialise=ask)
+        assert comm.specialised is want
+        ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
+        comm.run(ins, outs)
+        comm.synchronize()
+        check(case, outs, args, f"specialise={ask}")
 
 
 def test_the_cpu_backend_has_no_kernel_to_specialise():
@@ -132,3 +153,39 @@ def test_reductions_under_a_word_are_not_specialised(name, world, count):
                                          r"reductions under 4 bytes were measured wrong specialised"):
         specialise(impl, c.cuda, c.plan, [0] * world, range(world), name)
     assert not hasattr(impl, "loaded")
+
+
+@pytest.mark.parametrize("name, world, count, lowering, expected", [
+    ("all_reduce", 2, 8, "", True),  # 16 B: latency
+    ("all_gather", 4, 512, "", True),
+    ("reduce_scatter", 4, 2, "", True),  # 4 bytes reduced a rank
+    ("reduce_scatter", 4, 1, "", False),  # 2 bytes: refused (measured wrong)
+    ("all_to_all", 5, 8, "", False),  # beyond specialise_max_world: slower there
+    ("all_reduce", 2, 8, "regime=throughput", False),
+])
+def test_communicators_specialise_latency_kernels_of_few_ranks_by_default(name, world, count, lowering, expected):
+    from purlin.conversion.cost_model import THRESHOLDS
+    from purlin.runtime.backend import specialises_by_default
+
+    assert THRESHOLDS["sm_90"].specialise_max_world == 4
+    c = compile_collective(name, world, "bf16", "sum" if "reduce" in name else None, count, arch="sm_90",
+                           lowering=lowering)
+    assert specialises_by_default(c.cuda, c.plan) is expected
+
+
+def test_kernels_bound_on_the_host_keep_their_tables_loaded():
+    """A V kernel's bindings change its tables from call to call: never specialised by default."""
+    from purlin.compile import compile_device_counts
+    from purlin.runtime.backend import specialises_by_default
+
+    dc = compile_device_counts("all_gather_v", 2, "bf16", None, input_elems=64, output_elems=128, arch="sm_90",
+                               counts_on_host=True, lowering="regime=latency")
+    bound = dc.bind_collective([5, 7])
+    assert bound.cuda.kernel.regime.data.value == "latency"
+    assert not specialises_by_default(bound.cuda, bound.plan)
+
+
+def test_the_cpu_backend_takes_no_specialise():
+    c = compile_collective("all_reduce", 2, "f32", "sum", 4)
+    with pytest.raises(ValueError, match="specialise is the cuda backend's"):
+        runtime.Communicator(c.plan, "cpu", specialise=True)
