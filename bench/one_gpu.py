@@ -28,9 +28,10 @@ default; a variant is no goal and no part of the collapse check.
 
 `--specialise` also times the latency section with each rank's tables
 compiled into its kernel (Communicator.specialise, what purlin.torch runs
-for a call made often), in a table of its own judged by the latency goal
-and against the default kernel; up to the cost model's
-specialise_max_world ranks the default Communicator already does so.
+for a call made often) and with them loaded at run time (the generic
+kernel), each in a table of its own judged by the latency goal and against
+the default kernel; up to the cost model's specialise_max_world ranks the
+default Communicator is the specialised one.
 
 Throughput goals are stated for worlds 2, 4 and 8; rows of other worlds give
 their ratio only. No collapse: per world and collective, over every size measured (both
@@ -324,9 +325,10 @@ def format_throughput(rows: list[dict], rate: float) -> str:
 
 
 def format_variant(name: str, rows: list[dict]) -> str:
-    # The specialised kernels are what a call made often runs: judged by the latency goal.
-    judged = name == bench.SPECIALISED
-    title = (f"{name}: purlin-{name} (the ranks' tables compiled into the kernel) / the same floor, and / the "
+    # The specialised and generic kernels are latency kernels a Communicator may run: judged by its goal.
+    judged = name in (bench.SPECIALISED, bench.GENERIC)
+    what = "compiled into the kernel" if name == bench.SPECIALISED else "loaded at run time"
+    title = (f"{name}: purlin-{name} (the ranks' tables {what}) / the same floor, and / the "
              f"default kernel; goal <= {LATENCY_GOAL:g}x" if judged else
              f"lowering {name}: purlin-{name} / the same floor, and / the default lowering (no goal)")
     lines = [title,
@@ -357,7 +359,7 @@ def summarize(latency: list[Measured], throughput: list[Measured], floor: dict[t
     """summary.txt and summary.json of what was measured."""
     lat, thr = latency_rows(latency, floor), throughput_rows(throughput, floor, least_traffic_us)
     found = collapses(latency + throughput)
-    var = {name: variant_rows(latency_rows(runs, floor), latency) if name == bench.SPECIALISED else
+    var = {name: variant_rows(latency_rows(runs, floor), latency) if name in (bench.SPECIALISED, bench.GENERIC) else
            variant_rows(throughput_rows(runs, floor, least_traffic_us), throughput)
            for name, runs in (variants or {}).items()}
     text = "\n\n".join([format_latency(lat), format_throughput(thr, rate),
@@ -397,8 +399,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--collectives", default=",".join(THROUGHPUT_COLLECTIVES),
                     help="comma-separated subset; the latency section runs the fixed forms among them")
     ap.add_argument("--specialise", action="store_true",
-                    help="also time the latency section with the ranks' tables compiled into the kernel "
-                         f"(purlin-bench --specialise: purlin-{bench.SPECIALISED} rows, a table of their own)")
+                    help="also time the latency section with the ranks' tables compiled into the kernel and "
+                         f"loaded at run time (purlin-bench --specialise: purlin-{bench.SPECIALISED} and "
+                         f"purlin-{bench.GENERIC} rows, tables of their own)")
     ap.add_argument("--lowering", action="append", default=[], metavar="NAME=OPTIONS",
                     help="also time the throughput section lowered with these convert-coll-to-snac options "
                          "(repeatable; e.g. ce='copy-engine=true')")
@@ -407,8 +410,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for spec in args.lowering:
         name, sep, options = spec.partition("=")
         if (not sep or not name or not options or any(c.isspace() for c in name) or name in dict(lowerings)
-                or name == bench.SPECIALISED):
-            raise UsageError(f"--lowering takes NAME=OPTIONS with a new name (not {bench.SPECIALISED!r}) and no "
+                or name in (bench.SPECIALISED, bench.GENERIC)):
+            raise UsageError(f"--lowering takes NAME=OPTIONS with a new name (not {bench.SPECIALISED!r} or "
+                             f"{bench.GENERIC!r}) and no "
                              f"spaces in it, got {spec!r}")
         lowerings.append((name, options))
     args.lowering = tuple(lowerings)
@@ -464,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     variants: dict[str, list[Measured]] = {name: [] for name, _ in args.lowering}
     if args.specialise:
         variants[bench.SPECIALISED] = []
+        variants[bench.GENERIC] = []
     docs = []
     for world in args.worlds:
         for section, collectives, sizes in sections:
@@ -476,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
             except UsageError as e:
                 print(f"one_gpu: {e}", file=sys.stderr)
                 return 2
-            names = [name for name, _ in lowerings] + ([bench.SPECIALISED] if specialise else [])
+            names = [name for name, _ in lowerings] + ([bench.SPECIALISED, bench.GENERIC] if specialise else [])
             docs.append({"section": section, "asked": {"collectives": collectives, "sizes": sizes,
                                                        "lowerings": names},
                          **doc, **({"broke": broke} if broke else {})})

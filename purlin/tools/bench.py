@@ -71,8 +71,10 @@ ALL_REDUCE_STRATEGIES = {
     "composed-c1M-b32": "regime=throughput strategy=composed chunk-bytes=1048576 blocks=32",
     "composed-c4M-b64": "regime=throughput strategy=composed chunk-bytes=4194304 blocks=64",
 }
-# purlin-NAME of --specialise's rows.
+# purlin-NAME of --specialise's rows: the ranks' tables compiled into the kernel, and loaded at run time
+# (a Communicator's default specialises latency kernels of few ranks).
 SPECIALISED = "specialised"
+GENERIC = "generic"
 SWEEP_MAX_BYTES = 64 << 20
 SYMM_MAX_BYTES = 64 << 20
 CPU_MAX_BYTES = 1 << 20  # CPU threads are slow
@@ -743,11 +745,12 @@ class _SingleBench(_Recorder):
         self.purlin(case, "purlin", nbytes, "", ins, before, expected)
         if self.specialise:
             self.purlin(case, f"purlin-{SPECIALISED}", nbytes, "", ins, before, expected, specialise=True)
+            self.purlin(case, f"purlin-{GENERIC}", nbytes, "", ins, before, expected, specialise=False)
         for name, lowering in _variants(coll, nbytes, self.lowerings, self.sweep):
             self.purlin(case, f"purlin-{name}", nbytes, lowering, ins, before, expected)
 
     def purlin(self, case, impl: str, nbytes: int, lowering: str, ins: list, before: list,
-               expected: list, specialise: bool = False) -> None:
+               expected: list, specialise: bool | None = None) -> None:
         from purlin.compile import compile_collective
         from purlin.runtime import Communicator
 
@@ -756,9 +759,7 @@ class _SingleBench(_Recorder):
             compiled = compile_collective(coll, w, "bf16", case.op, case.count, case.counts, arch=self.arch,
                                           lowering=lowering, **self.placement)
             comm = Communicator(compiled.plan, backend=self.backend, devices=self.devices, name=f"{coll} {impl}",
-                                kernel=compiled.cuda)
-            if specialise:
-                comm.specialise()
+                                kernel=compiled.cuda, specialise=specialise)
         except Exception as e:  # a strategy that does not lower is a failure, not a crash
             self.fail(coll, impl, nbytes, e)
             return
@@ -888,14 +889,15 @@ def main(argv: list[str] | None = None) -> int:
                          "(repeatable; e.g. c16M='chunk-bytes=16777216 blocks=32')")
     ap.add_argument("--specialise", action="store_true",
                     help=f"--single-process on cuda: also time the default lowering with the ranks' tables compiled "
-                         f"into its kernel (Communicator.specialise), as purlin-{SPECIALISED}")
+                         f"into its kernel (Communicator.specialise), as purlin-{SPECIALISED}, and loaded at run "
+                         f"time, as purlin-{GENERIC}")
     args = ap.parse_args(argv)
     args.lowerings = []
     for spec in args.lowering:
         name, sep, options = spec.partition("=")
         if not sep or not name or not options or any(c.isspace() for c in name):
             return _usage(f"--lowering takes NAME=OPTIONS, e.g. c16M='chunk-bytes=16777216'; got {spec!r}")
-        if name in ALL_REDUCE_STRATEGIES or name in dict(args.lowerings) or name == SPECIALISED:
+        if name in ALL_REDUCE_STRATEGIES or name in dict(args.lowerings) or name in (SPECIALISED, GENERIC):
             return _usage(f"--lowering {name}: the name is taken (by another --lowering, --specialise or an "
                           f"all_reduce strategy: {', '.join(ALL_REDUCE_STRATEGIES)}); each names its own rows")
         if why := _lowering_problem(options):

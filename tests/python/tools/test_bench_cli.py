@@ -49,6 +49,7 @@ def refused(capsys, code: int) -> str:
     (["--backend", "cpu", "--lowering", "bad=blocks=x{"], "--lowering bad=blocks=x{: invalid pass pipeline"),
     (["--backend", "cpu", "--lowering", "b=blocks=1", "--lowering", "b=blocks=2"], "--lowering b: the name is taken"),
     (["--backend", "cpu", "--lowering", "composed=blocks=1"], "--lowering composed: the name is taken"),
+    (["--backend", "cpu", "--lowering", "generic=blocks=1"], "--lowering generic: the name is taken"),
     (["--backend", "cpu", "--max-bytes", "8"], "no size to run: the smallest, 16 B, is more than --max-bytes 8"),
     (["--backend", "cpu", "--max-bytes", "0"], "--max-bytes must be a positive byte count, got 0"),
     (["--backend", "cpu", "--sizes", "16,4194304"],
