@@ -2,6 +2,7 @@
 
 import pytest
 
+from purlin.coll.builder import COLLECTIVES
 from purlin.conversion.cost_model import THRESHOLDS, choose
 from purlin.snac.dialect import Regime, Strategy
 
@@ -166,3 +167,44 @@ def test_symmetric_reductions_on_one_gpu_direct_while_their_inputs_fit_l2(world,
     c = choose("sm_90", world, per_rank, per_rank, reduce=True, device_counts=False, symmetric=True,
                ranks_per_device=ranks, sms=132, regime=Regime.THROUGHPUT, in_place=in_place)
     assert c.strategy == strategy
+
+
+@pytest.mark.parametrize("per_rank_bytes", [70_006, 300_006, 1_000_006])
+@pytest.mark.parametrize("world", [2, 3, 5, 8, 13, 16])
+@pytest.mark.parametrize("name", list(COLLECTIVES))
+def test_the_one_gpu_choices_compute_the_reference(name, world, per_rank_bytes):
+    """Every rank on one GPU, past latency_max_bytes, odd sizes: what the cost model
+    picks there (packets with the ranks' share of the blocks, the direct symmetric
+    all_reduce, or the throughput lowering) runs on the CPU backend and equals the
+    numpy reference."""
+    from collective_cases import make_case
+
+    from purlin.compile import compile_collective
+    from purlin.runtime import Communicator
+    from purlin.testing.data import compare
+
+    scatters = name in ("reduce_scatter", "all_to_all", "reduce_scatter_v", "all_to_all_v")
+    count = max(1, per_rank_bytes // 2 // (world if scatters else 1))
+    case = make_case(name, world, "bf16", count=count, seed=world)
+    c = compile_collective(case.collective, world, case.dtype, case.op, case.count, case.counts, arch="sm_90",
+                           symmetric=True, ranks_per_device=world, sms=132)
+    assert world * sum(r.blocks for r in c.plan.roles) <= 2 * 132
+    args = case.make_args(seed=world)
+    expected = case.expected(args)
+    Communicator(c.plan, "cpu", name=name).run(args[0], args[1])
+    assert compare(args[1], expected, case.dtype, case.op, case.contributions, 8.0, "%out") is None
+
+
+def test_the_one_gpu_choices_reach_past_the_latency_bound():
+    """The cases above take the new lowerings: packets past 64 KiB, the direct symmetric all_reduce."""
+    from purlin.compile import compile_collective
+
+    def kernel(name, world, count):
+        c = compile_collective(name, world, "bf16", "sum" if "reduce" in name else None, count, arch="sm_90",
+                               symmetric=True, ranks_per_device=world, sms=132)
+        return c.cuda.kernel.regime.data.value, c.cuda.kernel.strategy.data.value, [r.blocks for r in c.plan.roles]
+
+    assert kernel("all_reduce", 2, 35_003) == ("latency", "direct", [132])
+    assert kernel("reduce_scatter", 3, 150_003 // 3) == ("latency", "direct", [88])
+    assert kernel("all_reduce", 4, 500_003) == ("throughput", "direct", [1, 64])
+    assert kernel("all_reduce", 8, 1_000_003)[:2] == ("throughput", "composed")  # 16 MB of inputs
