@@ -19,6 +19,10 @@ void specialise(C& c, const py::bytes& cubin, const std::string& name) {
   c.specialise(bytes, name);
 }
 
+constexpr const char* kProgrammaticDoc =
+    "Whether calls launch as programmatic dependents (sm_90 on, two grids of every rank fit on its GPU): a call "
+    "may start while the work ahead of it on its stream runs, and waits for that work on the device.";
+
 void register_bindings(py::module_& m) {
   py::register_exception<TimeoutError>(m, "CudaTimeoutError", PyExc_TimeoutError);
   py::register_exception<CudaError>(m, "CudaBackendError", PyExc_RuntimeError);
@@ -79,6 +83,7 @@ void register_bindings(py::module_& m) {
       .def("synchronize", &Communicator::synchronize, py::call_guard<py::gil_scoped_release>(),
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("programmatic", &Communicator::programmatic, kProgrammaticDoc)
       .def_property_readonly("world", &Communicator::world);
   py::class_<DeviceHeap, std::shared_ptr<DeviceHeap>>(
       m, "CudaDeviceHeap",
@@ -137,6 +142,7 @@ void register_bindings(py::module_& m) {
            "Wait for this rank's GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &ProcessCommunicator::epoch, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("rank", &ProcessCommunicator::rank)
+      .def_property_readonly("programmatic", &ProcessCommunicator::programmatic, kProgrammaticDoc)
       .def_property_readonly("world", &ProcessCommunicator::world);
   m.def(
       "cuda_device_count",

@@ -64,7 +64,7 @@ SHARED_TABLE_WORDS = 4096
 # abi::Header: every field 8 bytes.
 HEADER_FIELDS = ("rank", "input", "output", "blocks", "arrivals", "error", "error_claim", "abort",
                  "timeout_ns", "tables", "table_words", "counts", "recv_counts", "record_at", "input_at", "output_at",
-                 "input_bytes")
+                 "input_bytes", "programmatic")
 HEADER_BYTES = 8 * len(HEADER_FIELDS)
 BLOCK_STATE_BYTES = 16
 

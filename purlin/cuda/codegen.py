@@ -500,6 +500,7 @@ def _stream_kernels(e: _Emitter, name: str, threads: int, head_params: str) -> t
             f'extern "C" __global__ void __launch_bounds__({threads}, 1)',
             f"{name}_{k}({head_params}) {{",
             "  extern __shared__ __align__(128) char smem[];",
+            "  follow_previous(p);",
             "  K k(p, reinterpret_cast<i64*>(smem + kSmem), &peers);",
             *e.lines,
             "}",
@@ -749,6 +750,7 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
         f'extern "C" __global__ void __launch_bounds__({threads}, {blocks_per_sm})',
         f"{name}({params}) {{",
         "  extern __shared__ __align__(128) char smem[];",
+        "  follow_previous(p);",
     ]
     frame = f"  K k(p, reinterpret_cast<i64*>(smem + kSmem){', &peers' if symmetric else ''});"
     if e.reads_ahead:

@@ -137,6 +137,13 @@ class Communicator:
                 self.specialise()
 
     @property
+    def programmatic(self) -> bool:
+        """cuda: whether calls launch as programmatic dependents (sm_90 on, and two grids of every
+        rank fit on its GPU at once): a call may start while the work ahead of it on its stream
+        runs, and waits for that work on the device. False on cpu."""
+        return self.backend == "cuda" and self._impl.programmatic
+
+    @property
     def world(self) -> int:
         return self.plan.world
 

@@ -278,6 +278,11 @@ class ProcessCommunicator:
         self._heap_used = _aligned(self._heap_used + nbytes)
         return np.frombuffer(raw, dtype=numpy_dtype(self.dtype), count=elems)
 
+    @property
+    def programmatic(self) -> bool:
+        """Communicator.programmatic, for this rank's launches."""
+        return self.backend == "cuda" and self._impl.programmatic
+
     def epoch(self) -> int:
         """This rank's epoch at the next call (on cuda, waits for the GPU)."""
         return self._impl.epoch()

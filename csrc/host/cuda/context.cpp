@@ -180,6 +180,7 @@ void Executor::check_devices(const std::vector<int>& devices) {
     else
       kernel_ = stream_kernels_.begin()->second;
   }
+  programmatic_ = spec_.arch >= 90 && spec_.stream.empty();
   for (const auto& [device, n] : ranks_on) {
     const cudaDeviceProp& prop = props[device];
     check(cudaSetDevice(device), "cudaSetDevice");
@@ -208,6 +209,8 @@ void Executor::check_devices(const std::vector<int>& devices) {
                       " bytes of shared memory each); the GPU holds " + std::to_string(per_sm) + " per SM x " +
                       std::to_string(prop.multiProcessorCount) +
                       " SMs; use fewer blocks per role (blocks=N) or fewer ranks per GPU");
+    // A call that starts early holds its blocks while the one ahead of it runs.
+    programmatic_ = programmatic_ && int64_t(per_sm) * prop.multiProcessorCount >= 2 * need;
   }
 }
 
@@ -229,6 +232,7 @@ void Executor::specialise(const std::string& cubin, const std::string& name) {
   try {
     cudaKernel_t k = nullptr;
     check(cudaLibraryGetKernel(&k, lib, name.c_str()), name_ + ": finding kernel " + name);
+    bool early = programmatic_;
     std::map<int, int> ranks_on;
     for (const Rank& r : ranks_) ++ranks_on[r.device];
     // Loaded on each device now, and held to the residency the generic kernel was checked for.
@@ -246,11 +250,13 @@ void Executor::specialise(const std::string& cubin, const std::string& name) {
         throw CudaError(name_ + ": the specialised kernel fits " + std::to_string(fits) + " blocks per SM on GPU " +
                         std::to_string(device) + ", its " + std::to_string(n) + " rank(s) need " +
                         std::to_string(int64_t(spec_.grid) * n) + " co-resident blocks");
+      early = early && int64_t(fits) * sms >= 2 * int64_t(spec_.grid) * n;
     }
     replaced_.push_back(library_);
     library_ = lib;
     kernel_ = k;
     specialised_ = true;
+    programmatic_ = early;
   } catch (...) {
     cudaLibraryUnload(lib);
     throw;
@@ -470,6 +476,7 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
     h.output = reinterpret_cast<char*>(outputs[i]);
     h.input_at = input_at;
     h.output_at = output_at;
+    h.programmatic = programmatic_;
     if (device_counts) {
       h.counts = reinterpret_cast<const i64*>(counts.counts[i]);
       h.recv_counts = reinterpret_cast<i64*>(counts.recv[i]);
@@ -487,9 +494,7 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   for (size_t i = 0; i < ranks_.size() && spec_.stream.empty(); ++i) {
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
     void* args[] = {&headers[i], peers.data()};
-    check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
-                           dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, stream_of(i)),
-          name_ + ": launching rank " + std::to_string(ranks_[i].rank));
+    launch_kernel(kernel_, args, stream_of(i), name_ + ": launching rank " + std::to_string(ranks_[i].rank));
   }
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (!forked[i]) continue;
@@ -504,9 +509,8 @@ void Executor::run_step(size_t local, int step, const std::vector<char*>& peers,
   const Rank& r = ranks_[local];
   if (step >= 0) {
     void* args[] = {&h, const_cast<char**>(peers.data())};
-    check(cudaLaunchKernel(reinterpret_cast<const void*>(stream_kernels_.at(step)), dim3(spec_.grid),
-                           dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem, s),
-          name_ + ": launching rank " + std::to_string(r.rank) + "'s step kernel " + std::to_string(step));
+    launch_kernel(stream_kernels_.at(step), args, s,
+                  name_ + ": launching rank " + std::to_string(r.rank) + "'s step kernel " + std::to_string(step));
     return;
   }
   // Every unit of the phase, from the rank's source buffer to each destination's output.
@@ -545,11 +549,24 @@ void Executor::launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t
   h.input = reinterpret_cast<char*>(input);
   h.input_bytes = spec_.input_bytes[r.rank];
   h.output = reinterpret_cast<char*>(output);
+  h.programmatic = programmatic_;
   void* args[] = {&h, nullptr};
-  check(cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(spec_.grid),
-                         dim3(static_cast<unsigned>(spec_.threads)), args, spec_.smem,
-                         reinterpret_cast<cudaStream_t>(stream)),
-        name_ + ": launching rank " + std::to_string(r.rank));
+  launch_kernel(kernel_, args, reinterpret_cast<cudaStream_t>(stream), name_ + ": launching rank " +
+                std::to_string(r.rank));
+}
+
+void Executor::launch_kernel(cudaKernel_t k, void** args, cudaStream_t s, const std::string& what) const {
+  cudaLaunchAttribute early{};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(spec_.grid);
+  config.blockDim = dim3(static_cast<unsigned>(spec_.threads));
+  config.dynamicSmemBytes = static_cast<size_t>(spec_.smem);
+  config.stream = s;
+  config.attrs = &early;
+  config.numAttrs = programmatic_ ? 1 : 0;
+  check(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(k), args), what);
 }
 
 void Executor::synchronize() {

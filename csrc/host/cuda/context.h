@@ -151,6 +151,8 @@ class Executor {
 
   const KernelSpec& spec() const { return spec_; }
   const std::string& name() const { return name_; }
+  // Whether calls launch as programmatic dependents (check_devices, specialise).
+  bool programmatic() const { return programmatic_; }
   const std::vector<Rank>& ranks() const { return ranks_; }
 
  private:
@@ -162,6 +164,8 @@ class Executor {
   // aligned; `slot` indexes Rank::checked.
   void check_pointer(Rank& r, int slot, uintptr_t ptr, int64_t bytes, const char* what) const;
   int64_t state_bytes() const;
+  // Launches kernel k of the spec's shape on s, a programmatic dependent where programmatic_.
+  void launch_kernel(cudaKernel_t k, void** args, cudaStream_t s, const std::string& what) const;
   // The kernel, or a stream program's step kernels, the first of them first.
   std::vector<cudaKernel_t> kernels() const;
 
@@ -178,6 +182,10 @@ class Executor {
   std::vector<Binding> bindings_;
   std::vector<char*> symmetric_;  // every rank's allocation as this process addresses it (upload's)
   bool specialised_ = false;
+  // A single kernel for sm_90 on, whose ranks' grids fit twice on each GPU:
+  // each call may start while the one ahead of it on the stream still runs
+  // (programmatic dependent launch), waiting on the device instead.
+  bool programmatic_ = false;
   int64_t record_at_ = 0;
   uint64_t timeout_ns_;
   std::string name_;
@@ -219,6 +227,7 @@ class Communicator {
   void synchronize() { exec_.synchronize(); }
   uint64_t epoch(int rank);
   int world() const { return exec_.spec().world; }
+  bool programmatic() const { return exec_.programmatic(); }
 
  private:
   void enable_peer_access(const std::vector<int>& devices);
@@ -304,6 +313,7 @@ class ProcessCommunicator {
   uint64_t epoch() { return exec_.epoch(0); }
   int rank() const { return rank_; }
   int world() const { return exec_.spec().world; }
+  bool programmatic() const { return exec_.programmatic(); }
 
  private:
   std::string export_handle() const;

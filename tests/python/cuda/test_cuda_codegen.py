@@ -353,3 +353,27 @@ def test_device_counts_programs_are_not_specialised():
     with pytest.raises(ProgramError, match="error: 'atom.kernel': a kernel that reads its counts on the device has "
                                            "no tables to compile in"):
         counted.specialised(1, [0])
+
+
+def _sources_of_every_kind():
+    yield "latency", compiled_of("all_reduce").cuda.source()
+    yield "throughput", compiled_of("all_gather", lowering="regime=throughput").cuda.source()
+    yield "copy engine", compiled_of("all_gather", lowering=COPY_ENGINE).cuda.source()
+    yield "device counts", compile_device_counts("all_gather_v", 4, "bf16", None, input_elems=64, output_elems=256,
+                                                 arch="sm_90").cuda.source()
+    program = compile_collective("all_reduce", 4, "bf16", "sum", 64, arch="sm_90", symmetric=True,
+                                 ranks_per_device=4, sms=132).cuda
+    yield "tables compiled in", emit_cuda(program.kernel, True, 1, None,
+                                          {r: [int(w) for w in t] for r, t in enumerate(program.tables.ranks)})
+
+
+@pytest.mark.parametrize("kind,src", list(_sources_of_every_kind()), ids=lambda v: v if isinstance(v, str) else "")
+def test_every_kernel_waits_for_the_work_ahead_before_its_first_step(kind, src):
+    """Launched as a programmatic dependent, a kernel may start while the work ahead of it on its
+    stream runs: every kernel's first statement waits for it (kernel.cuh, follow_previous), before
+    the input read ahead, the block state and the tables."""
+    kernels = re.findall(r'extern "C" __global__ void __launch_bounds__\(\d+, \d+\)\n\w+\([^)]*\) \{\n(.*)\n(.*)',
+                         src.text)
+    assert kernels, kind
+    for smem, first in kernels:
+        assert smem == "  extern __shared__ __align__(128) char smem[];" and first == "  follow_previous(p);", kind

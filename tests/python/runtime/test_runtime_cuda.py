@@ -443,3 +443,39 @@ def test_purlin_run_places_ranks_on_devices(name, nbytes, capsys):
     assert main(["--collective", name, "--world", "3", "--bytes", str(nbytes), "--dtype", "bf16", *op,
                  "--backend", "cuda", "--devices", "0,0,0"]) == 0, capsys.readouterr()
     assert "result=match" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter"])
+def test_programmatic_launch_waits_for_the_work_ahead(name, world):
+    """On sm_90 a latency kernel (one block a rank, so two grids of every rank fit) launches as a
+    programmatic dependent: it may start while the kernel ahead of it on the rank's stream runs.
+    Each call's input is written by the kernel just ahead of it and its output copied out by the
+    kernel just after: every call must see its own input and leave its own result."""
+    case = make_case(name, 4096, world)
+    comm = communicator(lowered(case, REGIMES["latency"]), timeout_s=20.0, name=name, devices=[0] * world)
+    assert comm.programmatic == (torch.cuda.get_device_capability(0)[0] >= 9)
+    n_in, n_out = case.buffer_sizes()
+    dtype = numpy_dtype(case.dtype)
+    calls = 40
+    streams = [torch.cuda.Stream(0) for _ in range(world)]
+    base = torch.arange(n_in, device="cuda:0").remainder(5).to(torch.bfloat16)
+    ins = [torch.empty(n_in, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
+    outs = [torch.empty(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
+    kept = [torch.empty(calls, n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
+    torch.cuda.synchronize()
+    for k in range(calls):
+        for r, s in enumerate(streams):
+            with torch.cuda.stream(s):
+                torch.add(base, k + r, out=ins[r])
+        comm.run(ins, outs, streams)
+        for r, s in enumerate(streams):
+            with torch.cuda.stream(s):
+                kept[r][k].copy_(outs[r])
+    torch.cuda.synchronize()
+    base_np = base.float().cpu().numpy()
+    for k in range(calls):
+        args = [[(base_np + k + r).astype(dtype) for r in range(world)], [np.zeros(n_out, dtype)] * world]
+        got = [kept[r][k].float().cpu().numpy().astype(dtype) for r in range(world)]
+        assert compare(got, case.expected(args), case.dtype, case.op, case.contributions, 8.0, "%out") is None, k
+

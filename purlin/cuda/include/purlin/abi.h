@@ -142,6 +142,10 @@ struct Header {
   i64 input_at;
   i64 output_at;
   i64 input_bytes;          // this call's input (a latency kernel loads its first word ahead: ReadAhead)
+  // Launched as a programmatic dependent (the host checked that two grids of
+  // every rank fit at once): the kernel lets the next launch on its stream
+  // start once it has waited for the work ahead of it (kernel.cuh, follow_previous).
+  i64 programmatic;
 };
 
 // A rank's record (Header::record_at): its epoch + 1 once input_at and

@@ -21,6 +21,19 @@ struct LoadedTables {
   __device__ static constexpr i64 word(int) { return 0; }
 };
 
+// A kernel's first step: launched as a programmatic dependent, it may start
+// while the work ahead of it on its stream (the caller's, or this rank's
+// previous call, which holds the block state) still runs, so it waits for
+// that work and its memory before it touches anything, then lets the next
+// launch start (the host checked that two grids of every rank fit at once).
+// The wait returns at once in a kernel launched without it.
+__device__ __forceinline__ void follow_previous(const abi::Header& h) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (h.programmatic) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // One rank's call as a block sees it. W: the world size; Shared: whether the
 // block copies the tables into shared memory first (one round trip, next to
 // the epoch's load; purlin/cuda/program.py decides by their size); System:
