@@ -31,6 +31,10 @@ costs on the critical path:
     rank tables global as rank tables, but no copy of the tables into shared memory before
                        the first step: the lookups left read global memory
 
+`--stream-order` times every variant a second time launched in stream order
+(Communicator(programmatic=False)), beside its programmatic launch (the
+default on sm_90 where two grids of every rank fit): what that launch saves.
+
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
 a change to the headers, measured in the same run.
@@ -61,12 +65,14 @@ def _body_start(text: str, name: str) -> int:
 def _frame_only(text: str, name: str) -> str:
     head = text[:_body_start(text, name)]
     return head + ("\n  extern __shared__ __align__(128) char smem[];\n"
+                   "  follow_previous(p);\n"
                    "  K k(p, reinterpret_cast<i64*>(smem + kSmem), &peers);\n"
                    "  advance(k, 2);\n}\n")
 
 
 def _launch_only(text: str, name: str) -> str:
-    return text[:_body_start(text, name)] + "}\n"
+    # The wait for the work ahead stays: a programmatic launch's cost is in it.
+    return text[:_body_start(text, name)] + "\n  follow_previous(p);\n}\n"
 
 
 WAITS = ("poll_consume<", "wait_packets<", "wait_free<", "wait_ready<", "grant<", "role_barrier<", "block_wait<")
@@ -206,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--collective", default="all_reduce")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
     ap.add_argument("--library", action="append", default=[], help="another device library to measure")
+    ap.add_argument("--stream-order", action="store_true",
+                    help="also time each variant launched in stream order (programmatic=False)")
     args = ap.parse_args(argv)
     _measure(args)
     for library in args.library:
@@ -232,7 +240,7 @@ def _measure(args: argparse.Namespace) -> None:
     sms = _runtime.cuda_device_sms(0)
     print(f"{args.collective} {args.bytes} B bf16, every rank on GPU 0 ({torch.cuda.get_device_name(0)}), "
           "us per call, slowest rank's median of graph replays")
-    print(f"{'world':>5} {'variant':>14} {'us':>7} {'threads':>7} {'grid':>4} {'tables':>6}")
+    print(f"{'world':>5} {'variant':>14} {'us':>7} {'threads':>7} {'grid':>4} {'tables':>6} {'launch':>12}")
     for world in map(int, args.worlds.split(",")):
         count = max(1, args.bytes // 2)
         spec = CollectiveSpec(args.collective, world, "bf16", "sum" if "reduce" in args.collective else None,
@@ -253,24 +261,27 @@ def _measure(args: argparse.Namespace) -> None:
                 text = edit(src.text, src.name)
                 shared = src.shared_tables and "kSharedTables = true" in text
                 program._sources[bps] = dataclasses.replace(src, text=text, shared_tables=shared)
-            # The variant's own source, never the tables compiled in by default.
-            comm = Communicator(compiled.plan, backend="cuda", devices=[0] * world, name=f"probe {variant}",
-                                kernel=program, specialise=False)
-            outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
-            # The ranks' streams do not wait for the current one, which made the buffers.
-            torch.cuda.synchronize()
-            if edit is None:  # a collective still: checked first
-                comm.run(ins, outs, streams)
-                comm.synchronize()
-                got = [o.float().cpu().numpy() for o in outs]
-                want = _reference(args.collective, [i.float().cpu().numpy() for i in ins], n_out)
-                if not all(np.array_equal(g, w) for g, w in zip(got, want)):
-                    print(f"{world:>5} {variant:>14}  wrong result")
-                    continue
-            us, note = timer(lambda: comm.run(ins, outs, streams))
-            print(f"{world:>5} {variant:>14} {us:7.2f} {src.threads:>7} {src.grid:>4} "
-                  f"{program.tables.words:>6} {note}", flush=True)
-            del comm
+            for in_order in (False, True) if args.stream_order else (False,):
+                label = f"{variant}{' in order' if in_order else ''}"
+                # The variant's own source, never the tables compiled in by default.
+                comm = Communicator(compiled.plan, backend="cuda", devices=[0] * world, name=f"probe {label}",
+                                    kernel=program, specialise=False, programmatic=False if in_order else None)
+                outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
+                # The ranks' streams do not wait for the current one, which made the buffers.
+                torch.cuda.synchronize()
+                if edit is None:  # a collective still: checked first
+                    comm.run(ins, outs, streams)
+                    comm.synchronize()
+                    got = [o.float().cpu().numpy() for o in outs]
+                    want = _reference(args.collective, [i.float().cpu().numpy() for i in ins], n_out)
+                    if not all(np.array_equal(g, w) for g, w in zip(got, want)):
+                        print(f"{world:>5} {label:>14}  wrong result")
+                        continue
+                us, note = timer(lambda: comm.run(ins, outs, streams))
+                print(f"{world:>5} {label:>14} {us:7.2f} {src.threads:>7} {src.grid:>4} "
+                      f"{program.tables.words:>6} {'programmatic' if comm.programmatic else 'in order':>12} {note}",
+                      flush=True)
+                del comm
 
 
 def _reference(collective: str, ins: list, n_out: int) -> list:

@@ -19,6 +19,9 @@ void specialise(C& c, const py::bytes& cubin, const std::string& name) {
   c.specialise(bytes, name);
 }
 
+constexpr const char* kAllowProgrammaticDoc =
+    "Allow programmatic launch (the default) or not, from the next call on; in effect where it fits. Returns "
+    "`programmatic`.";
 constexpr const char* kProgrammaticDoc =
     "Whether calls launch as programmatic dependents (sm_90 on, two grids of every rank fit on its GPU): a call "
     "may start while the work ahead of it on its stream runs, and waits for that work on the device.";
@@ -84,6 +87,7 @@ void register_bindings(py::module_& m) {
            "Wait for every GPU; raise CudaTimeoutError for recorded timeouts.")
       .def("epoch", &Communicator::epoch, py::arg("rank"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("programmatic", &Communicator::programmatic, kProgrammaticDoc)
+      .def("allow_programmatic", &Communicator::allow_programmatic, py::arg("allow"), kAllowProgrammaticDoc)
       .def_property_readonly("world", &Communicator::world);
   py::class_<DeviceHeap, std::shared_ptr<DeviceHeap>>(
       m, "CudaDeviceHeap",
@@ -143,6 +147,7 @@ void register_bindings(py::module_& m) {
       .def("epoch", &ProcessCommunicator::epoch, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("rank", &ProcessCommunicator::rank)
       .def_property_readonly("programmatic", &ProcessCommunicator::programmatic, kProgrammaticDoc)
+      .def("allow_programmatic", &ProcessCommunicator::allow_programmatic, py::arg("allow"), kAllowProgrammaticDoc)
       .def_property_readonly("world", &ProcessCommunicator::world);
   m.def(
       "cuda_device_count",

@@ -55,6 +55,7 @@ from purlin.runtime.backend import (
     BadBuffersError,
     CollectiveTimeout,
     _runtime,
+    allow_programmatic,
     available_backends,
     checked_kernel,
     cuda_synchronize,
@@ -85,7 +86,10 @@ class Communicator:
     made (see specialise()); None: where that measured faster
     (purlin.runtime.backend.specialises_by_default: latency kernels of fixed
     counts, up to the cost model's specialise_max_world ranks), at the cost of
-    one NVRTC compile per plan (cached on disk)."""
+    one NVRTC compile per plan (cached on disk). `programmatic` (cuda): None
+    or True launch calls as programmatic dependents where two grids of every
+    rank fit (see the `programmatic` property), False in stream order; True
+    refuses a kernel where it does not fit."""
 
     # Whether specialise() loaded the kernel with the tables compiled in.
     specialised = False
@@ -99,6 +103,7 @@ class Communicator:
         devices: Sequence[int] | None = None,
         kernel: CudaProgram | None = None,
         specialise: bool | None = None,
+        programmatic: bool | None = None,
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
@@ -117,8 +122,9 @@ class Communicator:
         self._extents = [(plan.input_extent(r), plan.output_extent(r)) for r in range(plan.world)]
         self._overlaps = aliasing.Buffers(plan, name)
         if backend == "cpu":
-            if specialise:
-                raise ValueError(f"{name}: specialise is the cuda backend's (the cpu backend has no kernel)")
+            if specialise or programmatic:
+                what = "specialise" if specialise else "programmatic"
+                raise ValueError(f"{name}: {what} is the cuda backend's (the cpu backend has no kernel)")
             handle = _runtime.decode(plan.encode())
             signal_names = [s.name for s in plan.signals]
             buffer_names = [b.name for b in plan.buffers]
@@ -135,6 +141,7 @@ class Communicator:
             self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
             if specialise or (specialise is None and specialises_by_default(self._kernel, plan)):
                 self.specialise()
+            allow_programmatic(self._impl, programmatic, name)
 
     @property
     def programmatic(self) -> bool:

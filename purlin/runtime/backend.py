@@ -187,6 +187,18 @@ def specialises_by_default(kernel: CudaProgram, plan: Plan) -> bool:
             and kernel.world <= THRESHOLDS[kernel.arch].specialise_max_world and specialise_refusal(plan) is None)
 
 
+def allow_programmatic(impl, programmatic: bool | None, name: str) -> None:
+    """A cuda communicator's `programmatic` option: None (the default) and True let its calls launch
+    as programmatic dependents where that fits (sm_90 on, a single kernel, two grids of every rank
+    co-resident), False launches them in stream order; True refuses a kernel where it does not fit."""
+    if programmatic is None:
+        return
+    if not impl.allow_programmatic(bool(programmatic)) and programmatic:
+        raise ValueError(f"{name}: programmatic=True, but its calls cannot launch as programmatic dependents: the "
+                         "kernel is for a GPU before sm_90, a copy-engine stream program, or two grids of its ranks "
+                         "do not fit on their GPU at once")
+
+
 def specialise(impl, kernel: CudaProgram, plan: Plan | None, devices: Sequence[int], ranks: Sequence[int],
                name: str) -> None:
     """Has runtime communicator `impl` of `plan` launch `kernel` with the

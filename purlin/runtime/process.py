@@ -69,6 +69,7 @@ from purlin.runtime.heap import ALIGN, DeviceHeap
 from purlin.runtime.backend import (
     BACKENDS,
     _runtime,
+    allow_programmatic,
     available_backends,
     checked_kernel,
     counts_pointer,
@@ -95,7 +96,9 @@ class ProcessCommunicator:
     program), or of a device-counts kernel without a plan (`plan` None);
     peers are the other processes of `group`.
 
-    `backend` "cuda" or "cpu"; by default "cpu" when the group's backend is gloo, else "cuda"."""
+    `backend` "cuda" or "cpu"; by default "cpu" when the group's backend is gloo, else "cuda".
+    `programmatic` (cuda): as Communicator's, for this rank's launches (False where ranks of other
+    processes share its GPU: only this process's grids are counted when it checks that two fit)."""
 
     # Whether specialise() loaded the kernel with the tables compiled in.
     specialised = False
@@ -113,6 +116,7 @@ class ProcessCommunicator:
         kernel: CudaProgram | None = None,
         buffers: str = "heap",
         heap: DeviceHeap | Sequence[DeviceHeap] | None = None,
+        programmatic: bool | None = None,
     ) -> None:
         if isinstance(plan, np.ndarray):
             plan = decode(plan)
@@ -184,6 +188,8 @@ class ProcessCommunicator:
         self._heap_used = 0
         self._checked: set[tuple] = set()
         if backend == "cpu":
+            if programmatic:
+                raise ValueError(f"{name}: programmatic is the cuda backend's (the cpu backend has no kernel)")
             self.device = None
             self._connect_cpu(dist, size, timeout_s, heap_bytes)
             return
@@ -212,6 +218,7 @@ class ProcessCommunicator:
 
         with torch.cuda.device(self.device):
             self._impl = connected(dist, group, self.rank, size, name, "communicators", make)
+        allow_programmatic(self._impl, programmatic, name)
 
     def _gather(self, dist, size: int, *payload) -> list[tuple]:
         """(rank, *payload) of every process of the group, in rank order."""

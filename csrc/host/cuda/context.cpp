@@ -180,7 +180,7 @@ void Executor::check_devices(const std::vector<int>& devices) {
     else
       kernel_ = stream_kernels_.begin()->second;
   }
-  programmatic_ = spec_.arch >= 90 && spec_.stream.empty();
+  fits_twice_ = spec_.arch >= 90 && spec_.stream.empty();
   for (const auto& [device, n] : ranks_on) {
     const cudaDeviceProp& prop = props[device];
     check(cudaSetDevice(device), "cudaSetDevice");
@@ -210,8 +210,9 @@ void Executor::check_devices(const std::vector<int>& devices) {
                       std::to_string(prop.multiProcessorCount) +
                       " SMs; use fewer blocks per role (blocks=N) or fewer ranks per GPU");
     // A call that starts early holds its blocks while the one ahead of it runs.
-    programmatic_ = programmatic_ && int64_t(per_sm) * prop.multiProcessorCount >= 2 * need;
+    fits_twice_ = fits_twice_ && int64_t(per_sm) * prop.multiProcessorCount >= 2 * need;
   }
+  programmatic_ = allow_programmatic_ && fits_twice_;
 }
 
 void Executor::specialise(const std::string& cubin, const std::string& name) {
@@ -232,7 +233,7 @@ void Executor::specialise(const std::string& cubin, const std::string& name) {
   try {
     cudaKernel_t k = nullptr;
     check(cudaLibraryGetKernel(&k, lib, name.c_str()), name_ + ": finding kernel " + name);
-    bool early = programmatic_;
+    bool early = fits_twice_;
     std::map<int, int> ranks_on;
     for (const Rank& r : ranks_) ++ranks_on[r.device];
     // Loaded on each device now, and held to the residency the generic kernel was checked for.
@@ -256,7 +257,8 @@ void Executor::specialise(const std::string& cubin, const std::string& name) {
     library_ = lib;
     kernel_ = k;
     specialised_ = true;
-    programmatic_ = early;
+    fits_twice_ = early;
+    programmatic_ = allow_programmatic_ && early;
   } catch (...) {
     cudaLibraryUnload(lib);
     throw;

@@ -153,6 +153,13 @@ class Executor {
   const std::string& name() const { return name_; }
   // Whether calls launch as programmatic dependents (check_devices, specialise).
   bool programmatic() const { return programmatic_; }
+  // Programmatic launch allowed (the default) or not, from the next call on;
+  // it takes effect where two grids of every rank fit. Returns programmatic().
+  bool allow_programmatic(bool allow) {
+    allow_programmatic_ = allow;
+    programmatic_ = allow && fits_twice_;
+    return programmatic_;
+  }
   const std::vector<Rank>& ranks() const { return ranks_; }
 
  private:
@@ -186,6 +193,7 @@ class Executor {
   // each call may start while the one ahead of it on the stream still runs
   // (programmatic dependent launch), waiting on the device instead.
   bool programmatic_ = false;
+  bool fits_twice_ = false, allow_programmatic_ = true;
   int64_t record_at_ = 0;
   uint64_t timeout_ns_;
   std::string name_;
@@ -228,6 +236,7 @@ class Communicator {
   uint64_t epoch(int rank);
   int world() const { return exec_.spec().world; }
   bool programmatic() const { return exec_.programmatic(); }
+  bool allow_programmatic(bool allow) { return exec_.allow_programmatic(allow); }
 
  private:
   void enable_peer_access(const std::vector<int>& devices);
@@ -314,6 +323,7 @@ class ProcessCommunicator {
   int rank() const { return rank_; }
   int world() const { return exec_.spec().world; }
   bool programmatic() const { return exec_.programmatic(); }
+  bool allow_programmatic(bool allow) { return exec_.allow_programmatic(allow); }
 
  private:
   std::string export_handle() const;

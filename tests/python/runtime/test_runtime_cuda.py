@@ -445,16 +445,18 @@ def test_purlin_run_places_ranks_on_devices(name, nbytes, capsys):
     assert "result=match" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("programmatic", [None, False])
 @pytest.mark.parametrize("world", [2, 3])
 @pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter"])
-def test_programmatic_launch_waits_for_the_work_ahead(name, world):
+def test_programmatic_launch_waits_for_the_work_ahead(name, world, programmatic):
     """On sm_90 a latency kernel (one block a rank, so two grids of every rank fit) launches as a
-    programmatic dependent: it may start while the kernel ahead of it on the rank's stream runs.
-    Each call's input is written by the kernel just ahead of it and its output copied out by the
-    kernel just after: every call must see its own input and leave its own result."""
+    programmatic dependent unless told not to: it may start while the kernel ahead of it on the
+    rank's stream runs. Each call's input is written by the kernel just ahead of it and its output
+    copied out by the kernel just after: every call must see its own input and leave its own result."""
     case = make_case(name, 4096, world)
-    comm = communicator(lowered(case, REGIMES["latency"]), timeout_s=20.0, name=name, devices=[0] * world)
-    assert comm.programmatic == (torch.cuda.get_device_capability(0)[0] >= 9)
+    comm = communicator(lowered(case, REGIMES["latency"]), timeout_s=20.0, name=name, devices=[0] * world,
+                        programmatic=programmatic)
+    assert comm.programmatic == (programmatic is None and torch.cuda.get_device_capability(0)[0] >= 9)
     n_in, n_out = case.buffer_sizes()
     dtype = numpy_dtype(case.dtype)
     calls = 40
@@ -479,3 +481,12 @@ def test_programmatic_launch_waits_for_the_work_ahead(name, world):
         got = [kept[r][k].float().cpu().numpy().astype(dtype) for r in range(world)]
         assert compare(got, case.expected(args), case.dtype, case.op, case.contributions, 8.0, "%out") is None, k
 
+
+
+def test_programmatic_is_refused_to_a_stream_program():
+    # Copy-engine steps are several kernels and copies: they launch in stream order.
+    case = make_case("all_gather", 4096)
+    c = lowered(case, REGIMES["copy-engine"])
+    with pytest.raises(ValueError, match="all_gather: programmatic=True, but its calls cannot launch as programmatic"):
+        communicator(c, name="all_gather", devices=PLACEMENTS["shared"], programmatic=True)
+    assert not communicator(c, name="all_gather", devices=PLACEMENTS["shared"]).programmatic
