@@ -35,6 +35,11 @@ costs on the critical path:
 (Communicator(programmatic=False)), beside its programmatic launch (the
 default on sm_90 where two grids of every rank fit): what that launch saves.
 
+`--blocks-per-sm N` compiles each kernel for N resident blocks per SM (its
+registers capped so, `__launch_bounds__`) instead of the fewest its ranks'
+grids need: with twice that, two grids of every rank fit and the kernel
+launches programmatically (bench/residency.py says which kernels do not).
+
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
 a change to the headers, measured in the same run.
@@ -212,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--collective", default="all_reduce")
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
     ap.add_argument("--library", action="append", default=[], help="another device library to measure")
+    ap.add_argument("--blocks-per-sm", type=int, default=0,
+                    help="resident blocks per SM to compile for (default: the fewest the ranks' grids need)")
     ap.add_argument("--stream-order", action="store_true",
                     help="also time each variant launched in stream order (programmatic=False)")
     args = ap.parse_args(argv)
@@ -253,6 +260,9 @@ def _measure(args: argparse.Namespace) -> None:
             compiled = compile_collective(args.collective, world, "bf16", spec.op, count, arch=arch, symmetric=True,
                                           ranks_per_device=world, sms=sms)
             program = compiled.cuda
+            if args.blocks_per_sm:
+                # The runtime asks the program too: both compile the kernel for this residency.
+                program.blocks_per_sm = lambda ranks, sms, n=args.blocks_per_sm: n
             bps = program.blocks_per_sm(world, sms)
             src = program.source(bps)
             if variant in BUILT:
