@@ -40,6 +40,9 @@ registers capped so, `__launch_bounds__`) instead of the fewest its ranks'
 grids need: with twice that, two grids of every rank fit and the kernel
 launches programmatically (bench/residency.py says which kernels do not).
 
+`--lowering OPTIONS` lowers with those options of convert-coll-to-snac
+(e.g. `blocks=32`) over the cost model's.
+
 `--library DIR` (repeatable) runs every variant again compiled against
 another copy of the device library (DIR holds purlin/*.cuh): the cost of
 a change to the headers, measured in the same run.
@@ -219,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--library", action="append", default=[], help="another device library to measure")
     ap.add_argument("--blocks-per-sm", type=int, default=0,
                     help="resident blocks per SM to compile for (default: the fewest the ranks' grids need)")
+    ap.add_argument("--lowering", default="", help="options of convert-coll-to-snac (e.g. 'blocks=32')")
     ap.add_argument("--stream-order", action="store_true",
                     help="also time each variant launched in stream order (programmatic=False)")
     args = ap.parse_args(argv)
@@ -258,7 +262,7 @@ def _measure(args: argparse.Namespace) -> None:
         for variant in args.variants.split(","):
             edit = VARIANTS[variant]
             compiled = compile_collective(args.collective, world, "bf16", spec.op, count, arch=arch, symmetric=True,
-                                          ranks_per_device=world, sms=sms)
+                                          ranks_per_device=world, sms=sms, lowering=args.lowering)
             program = compiled.cuda
             if args.blocks_per_sm:
                 # The runtime asks the program too: both compile the kernel for this residency.
