@@ -51,6 +51,13 @@ class Thresholds:
     packets_shared_gather_max_bytes: int
     packets_shared_scatter_max_bytes: int
     direct_shared_max_bytes: int
+    # Every rank on one GPU: a throughput kernel whose rank moves at most this
+    # many bytes (the larger of its input and output; a copy, then a
+    # reduction) gets one block an SM of the ranks' share, not
+    # SHARED_BLOCKS_PER_SM: its waits take more of its time than its data,
+    # and fewer blocks wait less (0: never).
+    sparse_shared_copy_max_bytes: int
+    sparse_shared_reduce_max_bytes: int
 
 
 # sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
@@ -78,14 +85,18 @@ class Thresholds:
 # the direct all_reduce (each rank reduces every input, read from L2 while
 # they all fit there) 0.62-0.97x while the inputs together take up to 12 MiB,
 # 1.03x at 14, 1.10-1.21x from 16.
+# One block an SM (1xh100-session-12-06f, worlds 2-8, 512 KiB-4 MiB, against
+# two): 0.70-0.97x as long up to 2 MiB a rank (all_reduce at world 8 and
+# 1 MiB 1.08x); at 4 MiB reductions 0.81-0.94x, copies at worlds 5-8
+# 0.95-1.15x.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
     "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0, 4,
-                        768 << 10, 704 << 10, 1536 << 10, 10 << 20),
+                        768 << 10, 704 << 10, 1536 << 10, 10 << 20, 2 << 20, 4 << 20),
     "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20, 4,
-                        768 << 10, 704 << 10, 1536 << 10, 12 << 20),
+                        768 << 10, 704 << 10, 1536 << 10, 12 << 20, 2 << 20, 4 << 20),
     "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0, 4,
-                         768 << 10, 704 << 10, 1536 << 10, 12 << 20),
+                         768 << 10, 704 << 10, 1536 << 10, 12 << 20, 2 << 20, 4 << 20),
 }
 
 # The copy engine's slices start and end on this many bytes (see above).
@@ -127,13 +138,13 @@ class Choice:
         return self.latency_blocks if regime == Regime.LATENCY else self.throughput_blocks
 
 
-def block_budget(arch: str, ranks_per_device: int, sms: int = 0) -> int | None:
+def block_budget(arch: str, ranks_per_device: int, sms: int = 0, per_sm: int = SHARED_BLOCKS_PER_SM) -> int | None:
     """The blocks each of `ranks_per_device` ranks sharing a GPU of `sms`
     multiprocessors (0: the generation's) may launch so that all their grids
-    are resident together; None for a GPU of its own."""
+    are resident together, `per_sm` blocks to an SM; None for a GPU of its own."""
     if ranks_per_device <= 1:
         return None
-    return max(1, (sms or THRESHOLDS[arch].sms) * SHARED_BLOCKS_PER_SM // ranks_per_device)
+    return max(1, (sms or THRESHOLDS[arch].sms) * per_sm // ranks_per_device)
 
 
 def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int | None,
@@ -188,10 +199,12 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     large_copy = not reduce and per_rank_bytes is not None and per_rank_bytes >= t.copy_large_bytes
     chunk = 0 if in_place_direct else t.copy_chunk_bytes if large_copy else t.chunk_bytes
     latency_blocks = t.latency_blocks
-    if per_rank_bytes is not None:
-        moved = max(per_rank_bytes, out_per_rank_bytes or 0)
+    moved = None if per_rank_bytes is None else max(per_rank_bytes, out_per_rank_bytes or 0)
+    if moved is not None:
         latency_blocks = max(1, min(latency_blocks, -(-moved // t.latency_block_bytes)))
-    budget = block_budget(arch, ranks_per_device, sms)
+    sparse = one_gpu and not latency and moved is not None and moved <= (
+        t.sparse_shared_reduce_max_bytes if reduce else t.sparse_shared_copy_max_bytes)
+    budget = block_budget(arch, ranks_per_device, sms, 1 if sparse else SHARED_BLOCKS_PER_SM)
     if budget is not None:
         beyond = latency and per_rank_bytes is not None and per_rank_bytes > t.latency_max_bytes
         latency_blocks = budget if beyond else min(latency_blocks, budget)

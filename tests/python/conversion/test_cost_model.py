@@ -77,12 +77,33 @@ def test_ranks_sharing_a_gpu_divide_its_blocks(ranks, budget):
 def test_in_place_throughput_composes_whole_slices():
     # Symmetric buffers: every reduction with a shared slice is composed (the
     # least traffic), at any size, and units are whole slices.
-    c = choose("sm_90", 4, 1 << 20, 4 << 20, reduce=True, device_counts=False, symmetric=True, ranks_per_device=4)
+    c = choose("sm_90", 4, 8 << 20, 32 << 20, reduce=True, device_counts=False, symmetric=True, ranks_per_device=4)
     assert (c.regime, c.strategy, c.chunk_bytes, c.block_budget) == (Regime.THROUGHPUT, Strategy.COMPOSED, 0, 66)
     small = choose("sm_90", 4, 16, 64, reduce=True, device_counts=False, symmetric=True)
     assert (small.regime, small.strategy) == (Regime.LATENCY, Strategy.DIRECT)
     forced = choose("sm_90", 4, 16, 64, reduce=True, device_counts=False, symmetric=True, regime=Regime.THROUGHPUT)
     assert (forced.regime, forced.strategy, forced.chunk_bytes) == (Regime.THROUGHPUT, Strategy.COMPOSED, 0)
+
+
+@pytest.mark.parametrize("world, per_rank, out, reduce, ranks, per_sm", [
+    (4, 256 << 10, 1 << 20, False, 4, 1),  # all_gather of 1 MiB
+    (4, 512 << 10, 2 << 20, False, 4, 1),  # 2 MiB: the copies' bound
+    (4, 1 << 20, 4 << 20, False, 4, 2),  # 4 MiB: copies at worlds 5-8 were slower with one
+    (8, 4 << 20, 4 << 20, False, 8, 2),  # all_to_all of 4 MiB
+    (8, 1 << 20, 1 << 20, True, 8, 1),  # all_reduce of 1 MiB
+    (5, 4 << 20, 4 << 20, True, 5, 1),  # 4 MiB: the reductions' bound
+    (5, 8 << 20, 8 << 20, True, 5, 2),
+    (4, 4 << 20, 1 << 20, True, 4, 1),  # reduce_scatter of 4 MiB
+    (4, 1 << 20, 1 << 20, True, 2, 2),  # two GPUs of two ranks: not measured
+    (4, 256 << 10, 64 << 10, True, 4, None),  # packets: the latency budget
+])
+def test_small_throughput_calls_on_one_gpu_take_one_block_an_sm(world, per_rank, out, reduce, ranks, per_sm):
+    c = choose("sm_90", world, per_rank, world * per_rank, reduce=reduce, device_counts=False,
+               out_per_rank_bytes=out, symmetric=True, ranks_per_device=ranks, sms=132)
+    if per_sm is None:
+        assert c.regime == Regime.LATENCY and c.block_budget == 2 * 132 // world
+    else:
+        assert (c.regime, c.block_budget) == (Regime.THROUGHPUT, per_sm * 132 // ranks)
 
 
 @pytest.mark.parametrize("world", range(2, 9))
@@ -206,5 +227,5 @@ def test_the_one_gpu_choices_reach_past_the_latency_bound():
 
     assert kernel("all_reduce", 2, 35_003) == ("latency", "direct", [132])
     assert kernel("reduce_scatter", 3, 150_003 // 3) == ("latency", "direct", [88])
-    assert kernel("all_reduce", 4, 500_003) == ("throughput", "direct", [1, 64])
+    assert kernel("all_reduce", 4, 500_003) == ("throughput", "direct", [1, 32])  # one block an SM: 1 MB a rank
     assert kernel("all_reduce", 8, 1_000_003)[:2] == ("throughput", "composed")  # 16 MB of inputs
