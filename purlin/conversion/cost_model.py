@@ -51,9 +51,9 @@ class Thresholds:
     packets_shared_gather_max_bytes: int
     packets_shared_scatter_max_bytes: int
     direct_shared_max_bytes: int
-    # Every rank on one GPU: a throughput kernel whose rank moves at most this
-    # many bytes (the larger of its input and output; a copy, then a
-    # reduction) gets one block an SM of the ranks' share, not
+    # Every rank on one GPU: a symmetric throughput kernel whose rank moves at
+    # most this many bytes (the larger of its input and output; a copy, then
+    # a reduction) gets one block an SM of the ranks' share, not
     # SHARED_BLOCKS_PER_SM: its waits take more of its time than its data,
     # and fewer blocks wait less (0: never).
     sparse_shared_copy_max_bytes: int
@@ -202,7 +202,7 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     moved = None if per_rank_bytes is None else max(per_rank_bytes, out_per_rank_bytes or 0)
     if moved is not None:
         latency_blocks = max(1, min(latency_blocks, -(-moved // t.latency_block_bytes)))
-    sparse = one_gpu and not latency and moved is not None and moved <= (
+    sparse = one_gpu and in_place_direct and moved is not None and moved <= (
         t.sparse_shared_reduce_max_bytes if reduce else t.sparse_shared_copy_max_bytes)
     budget = block_budget(arch, ranks_per_device, sms, 1 if sparse else SHARED_BLOCKS_PER_SM)
     if budget is not None:

@@ -65,6 +65,11 @@ def test_static_counts_lower_as_all_reduce(world, placement):
             assert same_kernel(v, fixed) is None, where
 
 
+def role_blocks(compiled) -> int:
+    """The blocks of the widest role of `compiled`'s kernel."""
+    return max(r.blocks for r in compiled.plan.roles)
+
+
 def lowered(world: int, bound: int, lowering: str, symmetric: bool, in_place: bool = False):
     return compile_device_counts("all_reduce_v", world, "bf16", "sum", input_elems=bound, output_elems=bound,
                                  arch="sm_90", counts_on_host=True, in_place=in_place,
@@ -85,7 +90,9 @@ def test_symmetric_throughput_bindings_are_the_fixed_kernels(world, in_place):
     fixed all_reduce of that size, large or small, divisible by the world or not;
     in place too (moved in place between the ranks' buffers, never staged).
     Composed asked: below direct_shared_max_bytes the cost model lowers a
-    fixed all_reduce with every rank on one GPU direct."""
+    fixed all_reduce with every rank on one GPU direct. Blocks: a fixed call
+    of at most sparse_shared_reduce_max_bytes a rank takes one block an SM,
+    the bound form those of the regime's largest call: at those, the same."""
     sizes = (1, world + 1, 1000, 65_537, (4 << 20) + 3, (16 << 20) // world)
     lowering = "regime=throughput strategy=composed"
     dc = lowered(world, max(sizes), lowering, True, in_place)
@@ -96,6 +103,10 @@ def test_symmetric_throughput_bindings_are_the_fixed_kernels(world, in_place):
         assert fixed.cuda.kernel.strategy.data.value == "composed"
         bound = dc.bind_collective(slices(n, world))
         assert bound.plan.symmetric
+        if role_blocks(fixed) != role_blocks(bound):
+            assert role_blocks(fixed) < role_blocks(bound), f"n {n}"
+            assert 2 * n <= THRESHOLDS["sm_90"].sparse_shared_reduce_max_bytes, f"n {n}"
+            fixed = fixed_all_reduce(world, n, f"{lowering} blocks={role_blocks(bound)}", True, in_place)
         assert same_kernel(bound, fixed, fixed.cuda.blocks_per_sm(world, 132)) is None, f"n {n}"
 
 

@@ -102,7 +102,9 @@ def test_throughput_bindings_are_the_fixed_kernels(collective, world):
     tables that lowering the fixed collective at that size gives: calls routed
     through it cost what the fixed ones cost (the fixed ones asked for the
     throughput regime: on one GPU the cost model sends some of these sizes as
-    packets)."""
+    packets). But for blocks: a fixed call within the one-GPU bound of one
+    block an SM (cost_model.sparse_shared_*_max_bytes) takes fewer than the
+    bound form, lowered for the largest call; at the bound form's, the same."""
     from purlin.coll.builder import CollectiveSpec
     from purlin.compile import compile_collective
 
@@ -117,7 +119,13 @@ def test_throughput_bindings_are_the_fixed_kernels(collective, world):
                                lowering=placement_options("regime=throughput", True, world, 132))
     for n, c in zip(per_peer, fixed):
         counts = [[n] * world for _ in range(world)] if collective == "all_to_all" else [n] * world
-        bound = dc.bind_collective(counts).cuda
+        binding = dc.bind_collective(counts)
+        bound = binding.cuda
+        blocks = [max(r.blocks for r in k.plan.roles) for k in (binding, c)]
+        if blocks[0] != blocks[1]:
+            assert blocks[1] < blocks[0] and n == per_peer[0], (n, blocks)
+            c = compile_collective(collective, world, "bf16", op, n, arch="sm_90", symmetric=True,
+                                   ranks_per_device=world, sms=132, lowering=f"regime=throughput blocks={blocks[0]}")
         per_sm = c.cuda.blocks_per_sm(world, 132)
         assert bound.source(per_sm).text == c.cuda.source(per_sm).text
         assert len(bound.tables.ranks) == world

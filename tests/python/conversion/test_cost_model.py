@@ -104,6 +104,10 @@ def test_small_throughput_calls_on_one_gpu_take_one_block_an_sm(world, per_rank,
         assert c.regime == Regime.LATENCY and c.block_budget == 2 * 132 // world
     else:
         assert (c.regime, c.block_budget) == (Regime.THROUGHPUT, per_sm * 132 // ranks)
+    # Staged (buffers peers cannot address): not measured, two an SM.
+    staged = choose("sm_90", world, per_rank, world * per_rank, reduce=reduce, device_counts=False,
+                    out_per_rank_bytes=out, ranks_per_device=ranks, sms=132, regime=Regime.THROUGHPUT)
+    assert staged.block_budget == 2 * 132 // ranks
 
 
 @pytest.mark.parametrize("world", range(2, 9))

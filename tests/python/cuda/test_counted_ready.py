@@ -26,9 +26,10 @@ def program(name: str, world: int, count: int, lowering: str = "", **options):
 @pytest.mark.parametrize("name,world,count,lowering,options,want", [
     ("all_reduce", 4, 1 << 16, COMPOSED, {}, {"reduce": 4, "forward": 4}),
     ("all_gather", 2, 1 << 19, "", {"symmetric": True, "ranks_per_device": 2, "sms": 132}, {"exchange": 64}),
-    # The reduce phase's owners notify from a one-block role: one slot per rank.
+    # The reduce phase's owners notify from a one-block role: one slot per rank (1 MiB a rank: one
+    # block an SM of the ranks' share).
     ("all_reduce", 4, 1 << 19, "strategy=composed", {"symmetric": True, "ranks_per_device": 4, "sms": 132},
-     {"forward": 64}),
+     {"forward": 31}),
     ("all_reduce", 4, 8, "regime=latency", {}, {}),
 ], ids=["staged-composed", "push", "pull-then-push", "packets"])
 def test_phases_notified_by_a_role_of_several_blocks_count(name, world, count, lowering, options, want):
