@@ -4,8 +4,10 @@
 // symmetric=true: the ranks' buffers are one another's, so the throughput
 // regime moves data in place (no snac.buffer), and snac-verify proves it.
 // With all 8 ranks on one GPU (ranks-per-device=8) every signal is at GPU
-// scope and a rank's grid fits 2 x 132 / 8 = 33 blocks; alone on its GPU
-// it keeps system scope and the cost model's 64 blocks per data role.
+// scope and a rank's grid fits 2 x 132 / 8 = 33 blocks, or 132 / 8 = 16 where
+// a rank moves at most 2 MiB (copies) or 4 MiB (reductions): one block an SM;
+// alone on its GPU it keeps system scope and the cost model's 64 blocks per
+// data role.
 
 // A reduction with a slice every rank receives is composed: each owner
 // pulls its slice from every input and pushes the reduced slice to the
@@ -22,7 +24,7 @@ func.func @all_reduce(%in: memref<1048576xbf16>, %out: memref<1048576xbf16>) {
 // CHECK:       snac.role producer blocks 1 {
 // CHECK:         snac.notify @reduce unit %{{.*}} release gpu
 // CHECK:         snac.drain @reduce of %{{.*}} acquire gpu
-// CHECK:       snac.role reducer blocks 31 {
+// CHECK:       snac.role reducer blocks 14 {
 // CHECK:           snac.wait @reduce
 // CHECK-NEXT:      snac.consume @reduce
 // CHECK-NEXT:      snac.reclaim @forward
@@ -70,6 +72,6 @@ func.func @reduce_scatter(%in: memref<1048576xf32>, %out: memref<131072xf32>) {
 // CHECK:       snac.role producer blocks 1 {
 // CHECK:           snac.notify @exchange
 // CHECK:         snac.drain @exchange
-// CHECK:       snac.role consumer blocks 32 {
+// CHECK:       snac.role consumer blocks 15 {
 // CHECK:           snac.consume @exchange
 // CHECK:         snac.finish @exchange

@@ -81,20 +81,21 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 
 // Symmetric and composed, every rank on one GPU: GPU scope, the ranks' buffers as a second
 // parameter, each owner's reduce fused with the push that forwards it, and
-// the consumer's loop of waits one wait over all its groups.
+// the consumer's loop of waits one wait over all its groups; a small call,
+// one block an SM of the four ranks' share.
 // SYM:      constexpr bool kSystem = false;
-// SYM:      // 66 blocks of 512 threads, all co-resident.
+// SYM:      // 33 blocks of 512 threads, all co-resident.
 // SYM:      purlin_throughput_composed(const __grid_constant__ abi::Header p, const __grid_constant__ abi::Peers<kWorld> peers) {
 // SYM:        K k(p, reinterpret_cast<i64*>(smem + kSmem), &peers);
 // SYM:          drain<true>(k, 0,
 // SYM:          wait_ready<true>(k, 0, [[G:v[0-9]+]], [[G]] + 1,
 // SYM-NEXT:     wait_free<abi::Moves::Push, true>(k, 1, [[G]],
 // SYM-NEXT:     reduce_push<DType::BF16, Mech::Vector, 16>(k, 0, int(RedOp::Sum), [[G]], 1, part, smem, kSmem);  // atom.reduce + atom.push @forward
-// SYM:          notify<64, true, true>(k, 1, [[G]],
-// SYM:        finish<64, true, abi::Moves::Pull>(k, 0,
+// SYM:          notify<31, true, true>(k, 1, [[G]],
+// SYM:        finish<31, true, abi::Moves::Pull>(k, 0,
 // SYM:        grant<true>(k, 1,
 // SYM-NEXT:   const u64 [[N:v[0-9]+]] = k.t(K::phase(1) + abi::kPhGroups);
-// SYM-NEXT:   wait_ready<true, 64>(k, 1, {{v[0-9]+}}, [[N]], {{v[0-9]+}}, {{[0-9]+}}, [[ADV:v[0-9]+]]);  // scf.for over atom.wait_ready
+// SYM-NEXT:   wait_ready<true, 31>(k, 1, {{v[0-9]+}}, [[N]], {{v[0-9]+}}, {{[0-9]+}}, [[ADV:v[0-9]+]]);  // scf.for over atom.wait_ready
 // SYM:        advance(k, [[ADV]]);
 
 // NOKERNEL: error: no atom.kernel to compile; lower with convert-snac-to-atom first
