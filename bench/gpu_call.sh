@@ -14,8 +14,9 @@
 #   bench/gpu_call.sh ab TREE [ONE_GPU ARGS] the benchmark on TREE (another version's files in an
 #                                            ignored folder, e.g. `git archive main | tar -x -C
 #                                            .ref/main-tree`, carried) and then on this checkout, one
-#                                            machine, one call; results in $OUT/a and $OUT/b. The
-#                                            C++ runtime is this checkout's build for both.
+#                                            machine, one call; results in $OUT/ab.tgz (a/ and b/:
+#                                            a call returns at most 8 files). The C++ runtime is
+#                                            this checkout's build for both.
 #
 # NVLink multicast stays off (the machines are shared).
 set -euo pipefail
@@ -62,7 +63,10 @@ run_ab() {
   echo "== a: $tree"
   OUT=$OUT/a run_bench_in "$tree" "$@" || echo "gpu_call: a: bench/one_gpu.py exit status $?"
   echo "== b: this checkout"
-  OUT=$OUT/b run_bench_in . "$@"
+  local status=0
+  OUT=$OUT/b run_bench_in . "$@" || status=$?
+  tar czf "$OUT/ab.tgz" -C "$OUT" a b && rm -rf "$OUT/a" "$OUT/b"
+  return "$status"
 }
 case "$what" in
   tests) run_tests "$@" ;;
