@@ -11,9 +11,10 @@ costs on the critical path:
     launch only        an empty body with the same launch
     bare launch        that, without the tables' dynamic shared memory
     no waits           the frame and the data movement (puts, pushes, notifies), no waits
-    timeline           as generated, each block's thread 0 stamping the global timer after
-                       every step of one call (the 100th), printed from the device as
-                       `timeline RANK BLOCK ns...`; bench/timeline.py summarises them
+    timeline           as generated, each block's thread 0 stamping the global timer at entry,
+                       after the wait for the work ahead, after the frame and after every
+                       step of two calls (the 99th and 100th), printed from the device as
+                       `timeline CALL RANK BLOCK N ns...`; bench/timeline.py summarises them
     relaxed grant      a throughput kernel's grant without its release fence
     grant first        its grant by block 0 of the first role, before that role's first step
     signal roles first the one-block roles' code before the data roles' (the layout of the
@@ -96,29 +97,34 @@ def _global_tables(text: str, name: str) -> str:
 
 STEPS = ("wait_ready<", "wait_free<", "grant<", "drain<", "push<", "reduce_push<", "notify<", "finish<",
          "put_units(", "poll_consume<", "consume<", "wait_packets<", "stage<", "ack<", "role_barrier<")
-STAMPS = 16
-TIMELINE_CALL = 100
+STAMPS = 20
+TIMELINE_CALLS = (99, 100)
 
 
 def _timeline(text: str, name: str) -> str:
-    """Stamps after the frame and after every protocol or data step; the call
-    printed is the one whose epoch is TIMELINE_CALL advances in."""
+    """Stamps at the kernel's entry, after its wait for the work ahead (the
+    previous call on a programmatic launch), after the frame and after every
+    protocol or data step; the calls printed are those whose epochs are
+    TIMELINE_CALLS advances in, so that one call's end lies beside the next
+    one's start."""
     step = re.search(r"advance\(k, (v\d+)\);", text).group(1)
-    out = []
-    for line in text.splitlines():
+    body = _body_start(text, name)
+    fields = " ".join(["%llu"] * STAMPS)
+    values = ", ".join(f"(unsigned long long)probe_t[{i}]" for i in range(STAMPS))
+    out = [text[:body],
+           f"  u64 probe_t[{STAMPS}] = {{}}; int probe_n = 0;\n"
+           f"  auto stamp = [&] {{ if (threadIdx.x == 0 && probe_n < {STAMPS}) probe_t[probe_n++] = globaltimer(); }};\n"
+           "  stamp();"]
+    for line in text[body:].splitlines():
         if line.strip().startswith("advance(k,"):
             # One printf per block, so that blocks' lines do not interleave.
-            fields = " ".join(["%llu"] * STAMPS)
-            values = ", ".join(f"(unsigned long long)probe_t[{i}]" for i in range(STAMPS))
-            out.append(f"  if (threadIdx.x == 0 && k.epoch == {TIMELINE_CALL}ull * {step})\n"
-                       f'    printf("timeline %d %d %d {fields}\\n", int(k.rank()), int(blockIdx.x), probe_n, {values});')
+            for call in TIMELINE_CALLS:
+                out.append(f"  if (threadIdx.x == 0 && k.epoch == {call}ull * {step})\n"
+                           f'    printf("timeline {call} %d %d %d {fields}\\n", int(k.rank()), int(blockIdx.x), '
+                           f"probe_n, {values});")
         out.append(line)
         stripped = line.strip()
-        if stripped.startswith("K k("):
-            out.append(f"  u64 probe_t[{STAMPS}] = {{}}; int probe_n = 0;\n"
-                       "  auto stamp = [&] { if (threadIdx.x == 0 && probe_n < "
-                       f"{STAMPS}) probe_t[probe_n++] = globaltimer(); }};\n  stamp();")
-        elif any(stripped.startswith(s) for s in STEPS):
+        if stripped.startswith(("K k(", "follow_previous(")) or any(stripped.startswith(s) for s in STEPS):
             out.append("  stamp();")
     return "\n".join(out)
 
