@@ -13,8 +13,9 @@ costs on the critical path:
     no waits           the frame and the data movement (puts, pushes, notifies), no waits
     timeline           as generated, each block's thread 0 stamping the global timer at entry,
                        after the wait for the work ahead, after the frame and after every
-                       step of two calls (the 99th and 100th), printed from the device as
-                       `timeline CALL RANK BLOCK N ns...`; bench/timeline.py summarises them
+                       step of one call (the 100th), printed from the device beside the
+                       block's last stamp in the call before, as `timeline RANK BLOCK N
+                       PREVIOUS ns...`; bench/timeline.py summarises them
     relaxed grant      a throughput kernel's grant without its release fence
     grant first        its grant by block 0 of the first role, before that role's first step
     signal roles first the one-block roles' code before the data roles' (the layout of the
@@ -98,32 +99,37 @@ def _global_tables(text: str, name: str) -> str:
 STEPS = ("wait_ready<", "wait_free<", "grant<", "drain<", "push<", "reduce_push<", "notify<", "finish<",
          "put_units(", "poll_consume<", "consume<", "wait_packets<", "stage<", "ack<", "role_barrier<")
 STAMPS = 20
-TIMELINE_CALLS = (99, 100)
+TIMELINE_CALL = 100
+# Blocks a rank's grid may have for the timeline's record of each block's last stamp.
+TIMELINE_BLOCKS = 1024
 
 
 def _timeline(text: str, name: str) -> str:
-    """Stamps at the kernel's entry, after its wait for the work ahead (the
-    previous call on a programmatic launch), after the frame and after every
-    protocol or data step; the calls printed are those whose epochs are
-    TIMELINE_CALLS advances in, so that one call's end lies beside the next
-    one's start."""
+    """Stamps at the kernel's entry, after its wait for the work ahead, after
+    the frame and after every protocol or data step; the call printed is the
+    one whose epoch is TIMELINE_CALL advances in, beside the last stamp of
+    the same block in the call before it (kept in device memory: a second
+    printing call would stall the one after it)."""
     step = re.search(r"advance\(k, (v\d+)\);", text).group(1)
     body = _body_start(text, name)
+    kernel = text.rindex('extern "C"', 0, body)
     fields = " ".join(["%llu"] * STAMPS)
     values = ", ".join(f"(unsigned long long)probe_t[{i}]" for i in range(STAMPS))
-    out = [text[:body],
+    out = [text[:kernel] + f"__device__ unsigned long long probe_end[kWorld * {TIMELINE_BLOCKS}];\n\n"
+           + text[kernel:body],
            f"  u64 probe_t[{STAMPS}] = {{}}; int probe_n = 0;\n"
            f"  auto stamp = [&] {{ if (threadIdx.x == 0 && probe_n < {STAMPS}) probe_t[probe_n++] = globaltimer(); }};\n"
            "  stamp();"]
     for line in text[body:].splitlines():
-        if line.strip().startswith("advance(k,"):
-            # One printf per block, so that blocks' lines do not interleave.
-            for call in TIMELINE_CALLS:
-                out.append(f"  if (threadIdx.x == 0 && k.epoch == {call}ull * {step})\n"
-                           f'    printf("timeline {call} %d %d %d {fields}\\n", int(k.rank()), int(blockIdx.x), '
-                           f"probe_n, {values});")
-        out.append(line)
         stripped = line.strip()
+        if stripped.startswith("advance(k,"):
+            end = f"probe_end[k.rank() * {TIMELINE_BLOCKS} + blockIdx.x]"
+            # One printf per block, so that blocks' lines do not interleave.
+            out.append(f"  if (threadIdx.x == 0 && k.epoch == {TIMELINE_CALL}ull * {step})\n"
+                       f'    printf("timeline %d %d %d %llu {fields}\\n", int(k.rank()), int(blockIdx.x), probe_n, '
+                       f"{end}, {values});\n"
+                       f"  if (threadIdx.x == 0) {end} = probe_t[probe_n - 1];")
+        out.append(line)
         if stripped.startswith(("K k(", "follow_previous(")) or any(stripped.startswith(s) for s in STEPS):
             out.append("  stamp();")
     return "\n".join(out)
