@@ -52,12 +52,14 @@ class Thresholds:
     packets_shared_scatter_max_bytes: int
     direct_shared_max_bytes: int
     # Every rank on one GPU: a symmetric throughput kernel whose rank moves at
-    # most this many bytes (the larger of its input and output; a copy, then
-    # a reduction) gets one block an SM of the ranks' share, not
-    # SHARED_BLOCKS_PER_SM: its waits take more of its time than its data,
-    # and fewer blocks wait less (0: never).
+    # most this many bytes (the larger of its input and output; a copy, a
+    # reduction whose output is its input's size, then one that scatters)
+    # gets one block an SM of the ranks' share, not SHARED_BLOCKS_PER_SM: its
+    # waits take more of its time than its data, and fewer blocks wait less
+    # (0: never).
     sparse_shared_copy_max_bytes: int
     sparse_shared_reduce_max_bytes: int
+    sparse_shared_scatter_max_bytes: int
 
 
 # sm_90 from the 2xH200 sweep in bench/results/2xh200-run2 (purlin-bench, all_reduce):
@@ -88,15 +90,19 @@ class Thresholds:
 # One block an SM (1xh100-session-12-06f, worlds 2-8, 512 KiB-4 MiB, against
 # two): 0.70-0.97x as long up to 2 MiB a rank (all_reduce at world 8 and
 # 1 MiB 1.08x); at 4 MiB reductions 0.81-0.94x, copies at worlds 5-8
-# 0.95-1.15x.
+# 0.95-1.15x. Beyond 4 MiB (1xh100-session-12-06g, worlds 2-8, 8 and
+# 16 MiB; at two blocks an SM ptxas caps a reduction kernel at 64 registers
+# and it spills): all_reduce 0.86-0.96x at worlds 3-8 (world 2 unchanged);
+# reduce_scatter 0.76-0.98x at worlds 3, 4, 8 but 1.05-1.23x at 5-7, so it
+# keeps 4 MiB; at 64 MiB reduce_scatter 0.95x / 1.02x at worlds 4 / 8.
 # sm_80 and sm_100 are not measured yet: scaled from sm_90, no copy engine.
 THRESHOLDS: dict[str, Thresholds] = {
     "sm_80": Thresholds(32 << 10, 1 << 20, 2 << 20, 4, 16, 48, 4 << 10, 64 << 20, 8 << 20, 108, 0, 4,
-                        768 << 10, 704 << 10, 1536 << 10, 10 << 20, 2 << 20, 4 << 20),
+                        768 << 10, 704 << 10, 1536 << 10, 10 << 20, 2 << 20, 16 << 20, 4 << 20),
     "sm_90": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 132, 128 << 20, 4,
-                        768 << 10, 704 << 10, 1536 << 10, 12 << 20, 2 << 20, 4 << 20),
+                        768 << 10, 704 << 10, 1536 << 10, 12 << 20, 2 << 20, 16 << 20, 4 << 20),
     "sm_100": Thresholds(64 << 10, 1 << 20, 4 << 20, 4, 16, 64, 4 << 10, 64 << 20, 16 << 20, 148, 0, 4,
-                         768 << 10, 704 << 10, 1536 << 10, 12 << 20, 2 << 20, 4 << 20),
+                         768 << 10, 704 << 10, 1536 << 10, 12 << 20, 2 << 20, 16 << 20, 4 << 20),
 }
 
 # The copy engine's slices start and end on this many bytes (see above).
@@ -202,8 +208,10 @@ def choose(arch: str, world: int, per_rank_bytes: int | None, total_bytes: int |
     moved = None if per_rank_bytes is None else max(per_rank_bytes, out_per_rank_bytes or 0)
     if moved is not None:
         latency_blocks = max(1, min(latency_blocks, -(-moved // t.latency_block_bytes)))
+    scatters = reduce and per_rank_bytes is not None and out < per_rank_bytes
     sparse = one_gpu and in_place_direct and moved is not None and moved <= (
-        t.sparse_shared_reduce_max_bytes if reduce else t.sparse_shared_copy_max_bytes)
+        t.sparse_shared_scatter_max_bytes if scatters
+        else t.sparse_shared_reduce_max_bytes if reduce else t.sparse_shared_copy_max_bytes)
     budget = block_budget(arch, ranks_per_device, sms, 1 if sparse else SHARED_BLOCKS_PER_SM)
     if budget is not None:
         beyond = latency and per_rank_bytes is not None and per_rank_bytes > t.latency_max_bytes

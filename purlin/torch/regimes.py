@@ -26,11 +26,12 @@ coalesces once bound (snac.PhaseOp.coalesce), so that its slices move as the
 fixed all_reduce's one unit: 0.98-1.11x of each size's own lowering at
 16 B-64 KiB, worlds 2-8, where a unit per slice took 1.06-1.48x
 (bench/results/1xh100-session-12-06c, -06d). Every rank on one GPU, a fixed
-throughput call of at most 2 MiB a rank (copies) or 4 MiB (reductions) takes
-one block an SM (the cost model's sparse_shared_*_max_bytes); a binding keeps
-the blocks of its kernel, lowered for the regime's capacity: two (measured
-0.70-0.97x for the fixed ones, bench/results/1xh100-session-12-06f; not yet a
-regime of its own here). Where hot latency calls
+throughput call of at most 2 MiB a rank (copies), 16 MiB (all_reduce) or
+4 MiB (reduce_scatter) takes one block an SM (the cost model's
+sparse_shared_*_max_bytes); a binding keeps the blocks of its kernel,
+lowered for the regime's capacity: two (measured 0.70-0.97x for the fixed
+ones, bench/results/1xh100-session-12-06f, -06g; not yet a regime of its own
+here). Where hot latency calls
 specialise (purlin.torch.set_specialise_after), a latency size keeps a
 lowering of its own: a specialised kernel has one binding's tables compiled
 in.

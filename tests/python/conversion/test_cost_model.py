@@ -77,7 +77,7 @@ def test_ranks_sharing_a_gpu_divide_its_blocks(ranks, budget):
 def test_in_place_throughput_composes_whole_slices():
     # Symmetric buffers: every reduction with a shared slice is composed (the
     # least traffic), at any size, and units are whole slices.
-    c = choose("sm_90", 4, 8 << 20, 32 << 20, reduce=True, device_counts=False, symmetric=True, ranks_per_device=4)
+    c = choose("sm_90", 4, 32 << 20, 128 << 20, reduce=True, device_counts=False, symmetric=True, ranks_per_device=4)
     assert (c.regime, c.strategy, c.chunk_bytes, c.block_budget) == (Regime.THROUGHPUT, Strategy.COMPOSED, 0, 66)
     small = choose("sm_90", 4, 16, 64, reduce=True, device_counts=False, symmetric=True)
     assert (small.regime, small.strategy) == (Regime.LATENCY, Strategy.DIRECT)
@@ -91,9 +91,11 @@ def test_in_place_throughput_composes_whole_slices():
     (4, 1 << 20, 4 << 20, False, 4, 2),  # 4 MiB: copies at worlds 5-8 were slower with one
     (8, 4 << 20, 4 << 20, False, 8, 2),  # all_to_all of 4 MiB
     (8, 1 << 20, 1 << 20, True, 8, 1),  # all_reduce of 1 MiB
-    (5, 4 << 20, 4 << 20, True, 5, 1),  # 4 MiB: the reductions' bound
-    (5, 8 << 20, 8 << 20, True, 5, 2),
-    (4, 4 << 20, 1 << 20, True, 4, 1),  # reduce_scatter of 4 MiB
+    (5, 8 << 20, 8 << 20, True, 5, 1),
+    (5, 16 << 20, 16 << 20, True, 5, 1),  # 16 MiB: all_reduce's bound
+    (3, 32 << 20, 32 << 20, True, 3, 2),
+    (4, 4 << 20, 1 << 20, True, 4, 1),  # reduce_scatter of 4 MiB: its bound
+    (6, 6 << 20, 1 << 20, True, 6, 2),  # reduce_scatter beyond: slower with one at worlds 5-7
     (4, 1 << 20, 1 << 20, True, 2, 2),  # two GPUs of two ranks: not measured
     (4, 256 << 10, 64 << 10, True, 4, None),  # packets: the latency budget
 ])
