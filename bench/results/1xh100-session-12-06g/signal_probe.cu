@@ -4,6 +4,7 @@
 // mode 1: the same, every slot on its own 128-byte line
 // mode 2: every producer block stores a flag of its own (no atomics), the consumer polls G*B flags
 // data: each producer block first writes `data` bytes (the push before the notify).
+// Then grants (the other direction): G blocks grant every rank, P blocks a rank poll (1 or 15).
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -53,6 +54,41 @@ __global__ void probe(int mode, int G, int B, u64* slots, u64* go, u64* stamps, 
   if (threadIdx.x == 0 && id == 0) stamps[G * B + G] = start;
 }
 
+
+// Grants: G blocks each store a grant into slot [g] of every rank's line; P blocks of each rank poll
+// all G slots of their rank's line (G threads a block), napping as purlin's polls do when `naps`.
+__global__ void grants(int G, int P, int naps, u64* slots, u64* go, u64* stamps, u64 epoch) {
+  __shared__ u64 start;
+  const int id = blockIdx.x;
+  if (threadIdx.x == 0) {
+    u64 now = gt();
+    u64 g0 = atomicCAS(go, 0ull, now + 20000);
+    start = g0 ? g0 : now + 20000;
+    while (gt() < start) {}
+  }
+  __syncthreads();
+  if (id < G) {
+    if (threadIdx.x == 0) {
+      asm volatile("fence.acq_rel.gpu;" ::: "memory");
+      for (int r = 0; r < G; ++r)
+        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(slots + r * 16 + id), "l"(epoch) : "memory");
+      stamps[id] = gt();
+    }
+  } else {
+    const int r = (id - G) / P;
+    if (threadIdx.x < G) {
+      int polls = 0;
+      unsigned nap = 32;
+      while (ldr(slots + r * 16 + threadIdx.x) < epoch) {
+        if (naps && ++polls > 16) { __nanosleep(nap); nap = nap < 256 ? 2 * nap : 256; }
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) stamps[id] = gt();
+  }
+  if (threadIdx.x == 0 && id == 0) stamps[G + G * P] = start;
+}
+
 int main() {
   const int G = 8, B = 15, threads = 512;
   u64 *slots, *go, *stamps;
@@ -83,6 +119,24 @@ int main() {
       auto med = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
       printf("mode %d data %6ld B/block: go->last issue %6.2f us, last issue->last seen %6.2f us, go->seen %6.2f us\n",
              mode, data_bytes, med(go_to_issue), med(issue_to_seen), med(go_to_seen));
+    }
+  }
+  for (int P : {1, 15}) {
+    for (int naps : {0, 1}) {
+      cudaMemset(slots, 0, 1 << 20);
+      std::vector<u64> hg(G + G * P + 1);
+      std::vector<double> seen_after;
+      for (u64 e = 1; e <= 30; ++e) {
+        cudaMemset(go, 0, 8);
+        grants<<<G + G * P, threads>>>(G, P, naps, slots, go, stamps, e);
+        cudaMemcpy(hg.data(), stamps, hg.size() * 8, cudaMemcpyDeviceToHost);
+        u64 issue = *std::max_element(hg.begin(), hg.begin() + G);
+        u64 seen = *std::max_element(hg.begin() + G, hg.begin() + G + G * P);
+        if (e > 5) seen_after.push_back((double(seen) - double(issue)) / 1e3);
+      }
+      std::sort(seen_after.begin(), seen_after.end());
+      printf("grants: %2d polling blocks a rank, naps %d: last grant issued -> last poller saw all %6.2f us\n", P, naps,
+             seen_after[seen_after.size() / 2]);
     }
   }
   cudaError_t err = cudaDeviceSynchronize();
