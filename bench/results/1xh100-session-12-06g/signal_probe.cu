@@ -14,16 +14,21 @@ typedef unsigned long long u64;
 __device__ __forceinline__ u64 gt() { u64 t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t; }
 __device__ __forceinline__ u64 ldr(const u64* p) { u64 v; asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory"); return v; }
 
-__global__ void probe(int mode, int G, int B, u64* slots, u64* go, u64* stamps, char* data, long data_bytes, u64 epoch) {
+// Every block starts at one time: 20 us after the first block's arrival, which sets it.
+__device__ u64 start_together(u64* go) {
   __shared__ u64 start;
-  const int id = blockIdx.x;
   if (threadIdx.x == 0) {
-    u64 now = gt();
-    u64 g0 = atomicCAS(go, 0ull, now + 20000);
-    start = g0 ? g0 : now + 20000;
+    const u64 now = gt(), first = atomicCAS(go, 0ull, now + 20000);
+    start = first ? first : now + 20000;
     while (gt() < start) {}
   }
   __syncthreads();
+  return start;
+}
+
+__global__ void probe(int mode, int G, int B, u64* slots, u64* go, u64* stamps, char* data, long data_bytes, u64 epoch) {
+  const u64 start = start_together(go);
+  const int id = blockIdx.x;
   if (id < G * B) {
     const int g = id / B, b = id % B;
     if (data_bytes) {
@@ -58,15 +63,8 @@ __global__ void probe(int mode, int G, int B, u64* slots, u64* go, u64* stamps, 
 // Grants: G blocks each store a grant into slot [g] of every rank's line; P blocks of each rank poll
 // all G slots of their rank's line (G threads a block), napping as purlin's polls do when `naps`.
 __global__ void grants(int G, int P, int naps, u64* slots, u64* go, u64* stamps, u64 epoch) {
-  __shared__ u64 start;
+  const u64 start = start_together(go);
   const int id = blockIdx.x;
-  if (threadIdx.x == 0) {
-    u64 now = gt();
-    u64 g0 = atomicCAS(go, 0ull, now + 20000);
-    start = g0 ? g0 : now + 20000;
-    while (gt() < start) {}
-  }
-  __syncthreads();
   if (id < G) {
     if (threadIdx.x == 0) {
       asm volatile("fence.acq_rel.gpu;" ::: "memory");
