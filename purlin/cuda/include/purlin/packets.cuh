@@ -19,23 +19,44 @@ __device__ __forceinline__ void ld_packet(const char* p, u64& data, u64& flag) {
   PURLIN_SCOPED_ASM(Sys, "ld.relaxed", ".global.v2.u64 {%0, %1}, [%2];", : "=l"(data), "=l"(flag) : "l"(p) : "memory");
 }
 
-// The first n (at most 8) bytes at p, little-endian, at any alignment: the
-// ends of a packet's data and spans off 8-byte alignment. Each byte's load is
-// predicated rather than branched around, so that they are all in flight at
-// once: one round trip, not one per byte.
-__device__ __forceinline__ u64 load_bytes(const char* p, i64 n) {
-  u8 b[kPacketDataBytes];
+// The first n (at most 8) bytes at p, little-endian, in pieces of W bytes (p
+// and n multiples of W). Each piece's load is predicated rather than branched
+// around, so that they are all in flight at once: one round trip, not one per
+// piece.
+template <int W>
+__device__ __forceinline__ u64 load_pieces(const char* p, i64 n) {
+  using T = decltype(Word<W>::v);  // u8, u16, u32
+  T v[kPacketDataBytes / W];
 #pragma unroll
-  for (int j = 0; j < kPacketDataBytes; ++j) b[j] = j < n ? static_cast<u8>(p[j]) : u8(0);
+  for (int j = 0; j < kPacketDataBytes / W; ++j) v[j] = j * W < n ? reinterpret_cast<const T*>(p)[j] : T(0);
   u64 data = 0;
 #pragma unroll
-  for (int j = 0; j < kPacketDataBytes; ++j) data |= u64(b[j]) << (8 * j);
+  for (int j = 0; j < kPacketDataBytes / W; ++j) data |= u64(v[j]) << (8 * W * j);
   return data;
 }
-__device__ __forceinline__ void store_bytes(char* p, u64 data, i64 n) {
+template <int W>
+__device__ __forceinline__ void store_pieces(char* p, u64 data, i64 n) {
+  using T = decltype(Word<W>::v);  // u8, u16, u32
 #pragma unroll
-  for (int j = 0; j < kPacketDataBytes; ++j)
-    if (j < n) p[j] = static_cast<char>(data >> (8 * j));
+  for (int j = 0; j < kPacketDataBytes / W; ++j)
+    if (j * W < n) reinterpret_cast<T*>(p)[j] = T(data >> (8 * W * j));
+}
+
+// The first n (at most 8) bytes at p, at any alignment: the ends of a packet's
+// data and spans off 8-byte alignment, in the widest pieces the address and n
+// allow (a bf16 slice at an odd element is 2-byte pieces, not bytes).
+__device__ __forceinline__ u64 load_bytes(const char* p, i64 n) {
+  const u64 a = reinterpret_cast<u64>(p) | u64(n);
+  return a % 4 == 0 ? load_pieces<4>(p, n) : a % 2 == 0 ? load_pieces<2>(p, n) : load_pieces<1>(p, n);
+}
+__device__ __forceinline__ void store_bytes(char* p, u64 data, i64 n) {
+  const u64 a = reinterpret_cast<u64>(p) | u64(n);
+  if (a % 4 == 0)
+    store_pieces<4>(p, data, n);
+  else if (a % 2 == 0)
+    store_pieces<2>(p, data, n);
+  else
+    store_pieces<1>(p, data, n);
 }
 
 // Items [lo, hi) of a loop, item i made of count(i) pieces, as one flat range
