@@ -118,15 +118,21 @@ def check(case: Case, outs: list, args, lowering: str) -> None:
     assert mismatch is None, f"{case.collective} {lowering}: {mismatch}"
 
 
-def run_case(case: Case, lowering: str, devices: list[int], calls: int = 1, large: bool = False) -> None:
-    c = lowered(case, lowering)
-    args = large_args(case) if large else case.make_args(seed=7)
+def run_compiled(case: Case, c: Compiled, args, devices: list[int], calls: int, lowering: str
+                 ) -> runtime.Communicator:
+    """`calls` calls of `c` with the ranks of `case` on `devices`, the last one's results checked."""
     comm = communicator(c, timeout_s=20.0, name=case.collective, devices=devices)
     ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
     for _ in range(calls):
         comm.run(ins, outs)
     comm.synchronize()
     check(case, outs, args, lowering)
+    return comm
+
+
+def run_case(case: Case, lowering: str, devices: list[int], calls: int = 1, large: bool = False) -> None:
+    c = lowered(case, lowering)
+    comm = run_compiled(case, c, large_args(case) if large else case.make_args(seed=7), devices, calls, lowering)
     assert {comm.epoch(r) for r in range(case.world)} == {calls * c.plan.advance}
 
 
@@ -171,14 +177,7 @@ def test_default_lowering_runs_at_every_world_on_one_gpu(name, world, size):
     case = make_case(name, size, world)
     c = placed(case, symmetric=True)
     assert c.plan.symmetric
-    args = large_args(case)
-    devices = [0] * world
-    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
-    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
-    for _ in range(2):
-        comm.run(ins, outs)
-    comm.synchronize()
-    check(case, outs, args, "default")
+    run_compiled(case, c, large_args(case), [0] * world, 2, "default")
 
 
 # Latency sizes whose slices lie off 8-byte alignment (odd worlds; fp8 at odd
@@ -194,14 +193,7 @@ def test_latency_slices_off_alignment_match_reference(name, dtype, world, size):
     case = make_case(name, size, world, dtype)
     c = placed(case, symmetric=True)
     assert c.cuda.kernel.regime.data.value == "latency"
-    args = case.make_args(seed=5)
-    devices = [0] * world
-    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
-    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
-    for _ in range(3):
-        comm.run(ins, outs)
-    comm.synchronize()
-    check(case, outs, args, "default")
+    run_compiled(case, c, case.make_args(seed=5), [0] * world, 3, "default")
 
 
 @pytest.mark.parametrize("world", [3, 5, 8])
@@ -210,13 +202,7 @@ def test_staged_default_lowering_fits_ranks_sharing_one_gpu(name, world):
     case = make_case(name, 1 << 20, world)
     c = placed(case, symmetric=False)
     assert not c.plan.symmetric
-    args = large_args(case)
-    devices = [0] * world
-    comm = communicator(c, timeout_s=20.0, name=name, devices=devices)
-    ins, outs = on_devices(args[0], devices), on_devices(args[1], devices)
-    comm.run(ins, outs)
-    comm.synchronize()
-    check(case, outs, args, "staged default")
+    run_compiled(case, c, large_args(case), [0] * world, 1, "staged default")
 
 
 @pytest.mark.parametrize("regime", ["throughput", "symmetric"])
