@@ -32,6 +32,9 @@ class TableError(Exception):
 MAX_COUNTS_TABLE_WORDS = 12288
 # The device library indexes table words with 32-bit ints (Kernel::t).
 MAX_TABLE_WORDS = (1 << 31) - 1
+# It counts a packet phase's (unit or group, packet) pieces with 32-bit ints
+# (packets.cuh's spread), a thread's index plus the grid's stride included.
+MAX_PACKET_PIECES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,11 @@ def _check_forwarding(phases: list[PhaseState], ranks) -> None:
                     )
 
 
+def _packets(nbytes: int) -> int:
+    """Packets of a unit or group of `nbytes` (packets.cuh's packets_of: an empty one carries its flag)."""
+    return max(1, -(-nbytes // PACKET_DATA_BYTES))
+
+
 def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offsets: dict[str, int],
                  sizes: dict[str, tuple[int, int]], stride: int) -> np.ndarray:
     words = [0] * (abi.GLOBAL_WORDS + world + abi.PHASE_WORDS * len(phases))
@@ -222,6 +230,12 @@ def _rank_tables(rank: int, world: int, eb: int, phases: list[PhaseState], offse
                     source_words += [s.rank, s.unit, window[s.rank][s.unit] * eb if packets
                                      else s.offset * eb if ph.direct else 0]
         words += group_words + source_words
+        if packets:
+            pieces = max(sum(_packets(u.size * eb) for u in units), sum(_packets(g.size * eb) for g in groups))
+            if pieces > MAX_PACKET_PIECES:
+                raise TableError(f"phase '{ph.op.sym_name.data}': rank {rank} moves {pieces} packets; the kernel "
+                                 f"counts at most {MAX_PACKET_PIECES} a phase (32-bit indices): lower it with "
+                                 "regime=throughput")
         if ph.direct:
             # The peers a direct phase signals: grants to its senders, drains from its receivers.
             for at_field, count_field, peers in ((abi.PH_SENDERS_AT, abi.PH_SENDERS, ph.plan.senders(rank)),

@@ -173,3 +173,34 @@ def test_tables_past_32_bit_indices_are_refused(monkeypatch):
     monkeypatch.setattr(tables, "MAX_TABLE_WORDS", words - 1)
     with pytest.raises(tables.TableError, match=f"rank 0's tables take {words} words; the kernel indexes at most"):
         build_tables(kernel, states)
+
+
+@pytest.mark.parametrize("name", ["all_gather", "all_to_all", "reduce_scatter"])
+def test_packet_phases_past_32_bit_pieces_are_refused(name, monkeypatch):
+    """packets.cuh's spread counts a phase's (unit or group, packet) pieces
+    with ints: a rank moving more is a TableError naming the phase."""
+    from purlin.cuda import tables
+
+    coll = compile_collective(name, 4, "bf16", "sum" if "reduce" in name else None, 1024, arch="sm_90",
+                              lowering="regime=latency")
+    kernel = coll.cuda.kernel
+    states = phase_states(kernel, 4, None)
+    units = max(sum(max(1, -(-u.size * 2 // 8)) for u in s.plan.units[0]) for s in states.values())
+    groups = max(sum(max(1, -(-g.size * 2 // 8)) for g in s.plan.groups[0]) for s in states.values())
+    monkeypatch.setattr(tables, "MAX_PACKET_PIECES", max(units, groups))
+    build_tables(kernel, states)
+    monkeypatch.setattr(tables, "MAX_PACKET_PIECES", max(units, groups) - 1)
+    with pytest.raises(tables.TableError, match=rf"phase '\w+': rank 0 moves {max(units, groups)} packets; the "
+                                                r"kernel counts at most"):
+        build_tables(kernel, states)
+
+
+def test_the_largest_packet_buffer_fits_32_bit_pieces():
+    """A packet window (snac.buffer) holds at most MAX_BUFFER_BYTES in two halves: the pieces
+    one phase of a rank moves stay within the bound spread counts to, so the refusal above
+    guards the two limits against each other."""
+    from purlin.cuda.tables import MAX_PACKET_PIECES
+    from purlin.snac.protocol import PACKET_BYTES
+    from purlin.snac.vocabulary import MAX_BUFFER_BYTES
+
+    assert MAX_BUFFER_BYTES // 2 // PACKET_BYTES <= MAX_PACKET_PIECES

@@ -62,19 +62,21 @@ __device__ __forceinline__ void store_bytes(char* p, u64 data, i64 n) {
 // Items [lo, hi) of a loop, item i made of count(i) pieces, as one flat range
 // of pieces spread over the role's threads. Every thread runs the same loop,
 // so that the waits of different items overlap instead of diverging by item.
-// body(i, piece) returns false to stop.
+// body(i, piece) returns false to stop. Counted in ints, which cost fewer
+// instructions on the critical path than 64-bit ones: tables.py refuses a
+// phase of more pieces (MAX_PACKET_PIECES).
 template <class Count, class Body>
 __device__ void spread(u64 lo, u64 hi, Part part, Count count, Body body) {
-  i64 total = 0;
-  for (u64 i = lo; i < hi; ++i) total += count(i);
-  u64 item = lo;
-  i64 base = 0, n = total > 0 ? count(lo) : 0;
-  for (i64 f = part.first(); f < total; f += part.stride()) {
+  int total = 0;
+  for (int i = int(lo); i < int(hi); ++i) total += int(count(u64(i)));
+  int item = int(lo), base = 0, n = total > 0 ? int(count(lo)) : 0;
+  const int stride = int(part.stride());
+  for (int f = int(part.first()); f < total; f += stride) {
     while (f >= base + n) {
       base += n;
-      n = count(++item);
+      n = int(count(u64(++item)));
     }
-    if (!body(item, f - base)) return;
+    if (!body(u64(item), i64(f - base))) return;
   }
 }
 
