@@ -11,10 +11,10 @@ namespace py = pybind11;
 
 namespace purlin::cuda {
 
-// The cubin copied out of the Python bytes first: the load runs without the GIL.
+// The cubins copied out of the Python bytes first: the loads run without the GIL.
 template <class C>
-void specialise(C& c, const py::bytes& cubin, const std::string& name) {
-  std::string bytes(cubin);
+void specialise(C& c, const std::vector<py::bytes>& cubins, const std::string& name) {
+  std::vector<std::string> bytes(cubins.begin(), cubins.end());
   py::gil_scoped_release release;
   c.specialise(bytes, name);
 }
@@ -74,9 +74,9 @@ void register_bindings(py::module_& m) {
       .def(
           "specialise",
           &specialise<Communicator>,
-          py::arg("cubin"), py::arg("name"),
-          "Launch kernel `name` of `cubin` (the same kernel with the ranks' tables compiled in) from the next "
-          "call on; every rank's launch of the calls before must have been issued.")
+          py::arg("cubins"), py::arg("name"),
+          "Launch kernel `name` of `cubins[i]` (the same kernel with local rank i's tables compiled in) from "
+          "the next call on; every rank's launch of the calls before must have been issued.")
       .def("add_binding", &Communicator::add_binding, py::arg("tables"), py::arg("input_bytes"), py::arg("output_bytes"),
            py::arg("smem"), py::call_guard<py::gil_scoped_release>(),
            "Another binding of the kernel's counts (every rank's tables and buffer bytes, the kernel's shared "
@@ -133,9 +133,9 @@ void register_bindings(py::module_& m) {
       .def(
           "specialise",
           &specialise<ProcessCommunicator>,
-          py::arg("cubin"), py::arg("name"),
-          "Launch kernel `name` of `cubin` (the same kernel with this rank's tables compiled in) from the next "
-          "call on; this rank's launches of the calls before must have been issued.")
+          py::arg("cubins"), py::arg("name"),
+          "Launch kernel `name` of `cubins[0]` (the same kernel with this rank's tables compiled in) from the "
+          "next call on; this rank's launches of the calls before must have been issued.")
       .def("add_binding", &ProcessCommunicator::add_binding, py::arg("tables"), py::arg("input_bytes"), py::arg("output_bytes"),
            py::arg("smem"), py::call_guard<py::gil_scoped_release>(),
            "Another binding of the kernel's counts (every rank's tables and buffer bytes, the kernel's shared "

@@ -202,11 +202,11 @@ class Communicator:
         self._overlaps = aliasing.Buffers(plan, self.name)
 
     def specialise(self) -> None:
-        """cuda: from the next call on, the kernel with every rank's tables
-        compiled in (purlin.cuda.program.CudaProgram.specialised): the same
-        protocol over the same memory, but each lookup at an index the
-        compiler knows is a constant. One NVRTC compile (cached) per plan:
-        for calls made often. Call it between calls, not while a stream
+        """cuda: from the next call on, each rank launches the kernel with its
+        own tables compiled in (purlin.cuda.program.CudaProgram.specialised):
+        the same protocol over the same memory, but each lookup at an index
+        the compiler knows is a constant. One NVRTC compile (cached) per rank
+        and plan: for calls made often. Call it between calls, not while a stream
         captures a graph (graphs captured before keep the kernel they hold).
         Refused for a kernel reducing fewer than SPECIALISED_REDUCE_MIN_BYTES
         a rank (purlin.runtime.backend: measured wrong, not yet explained)."""

@@ -5,7 +5,9 @@ buffers (numpy arrays, CPU tensors), and device buffers, streams and copies
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -210,11 +212,15 @@ def specialise(impl, kernel: CudaProgram, plan: Plan | None, devices: Sequence[i
         raise RuntimeError(f"{name}: the communicator is closed")
     if (why := specialise_refusal(plan)) is not None:
         raise ValueError(f"{name}: its kernel is not specialised: {why}")
+    bps = blocks_per_sm(kernel, devices)
+    # One kernel per rank, compiled side by side (NVRTC runs without the GIL).
+    with ThreadPoolExecutor(max_workers=min(len(ranks), os.cpu_count() or 1) or 1) as pool:
+        jobs = [pool.submit(kernel.specialised, bps, [r]) for r in ranks]
     try:
-        src, cubin = kernel.specialised(blocks_per_sm(kernel, devices), ranks)
+        compiled = [job.result() for job in jobs]
     except ProgramError as e:
         raise ValueError(f"{name}: its kernel cannot be specialised: {e}") from None
-    impl.specialise(cubin, src.name)
+    impl.specialise([cubin for _, cubin in compiled], compiled[0][0].name)
 
 
 _TORCH_DTYPES = {d.name: d.array_name for d in DTYPES}

@@ -112,6 +112,7 @@ Executor::~Executor() {
   release();
   if (library_) cudaLibraryUnload(library_);
   for (cudaLibrary_t lib : replaced_) cudaLibraryUnload(lib);
+  for (cudaLibrary_t lib : rank_libraries_) cudaLibraryUnload(lib);
   cudaGetLastError();
 }
 
@@ -215,7 +216,7 @@ void Executor::check_devices(const std::vector<int>& devices) {
   programmatic_ = allow_programmatic_ && fits_twice_;
 }
 
-void Executor::specialise(const std::string& cubin, const std::string& name) {
+void Executor::specialise(const std::vector<std::string>& cubins, const std::string& name) {
   if (!spec_.stream.empty())
     throw std::invalid_argument(name_ + ": a stream program (copy-engine steps) launches several kernels; only a "
                                 "single kernel is specialised");
@@ -226,41 +227,56 @@ void Executor::specialise(const std::string& cubin, const std::string& name) {
   if (bindings_.size() > 1)
     throw std::invalid_argument(name_ + ": the kernel runs several bindings of its counts; compiling one's tables in "
                                 "would run the others wrong");
+  if (cubins.size() != ranks_.size())
+    throw std::invalid_argument(name_ + ": specialise takes one kernel per local rank (" +
+                                std::to_string(ranks_.size()) + "), got " + std::to_string(cubins.size()));
   DeviceRestore restore;
-  cudaLibrary_t lib = nullptr;
-  check(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
-        name_ + ": loading the specialised kernel");
+  std::vector<cudaLibrary_t> libs;
+  std::vector<cudaKernel_t> kernels;
   try {
-    cudaKernel_t k = nullptr;
-    check(cudaLibraryGetKernel(&k, lib, name.c_str()), name_ + ": finding kernel " + name);
+    for (size_t i = 0; i < cubins.size(); ++i) {
+      const std::string whose = name_ + ": rank " + std::to_string(ranks_[i].rank) + "'s specialised kernel";
+      libs.push_back(nullptr);
+      check(cudaLibraryLoadData(&libs.back(), cubins[i].data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+            whose + ": loading it");
+      kernels.push_back(nullptr);
+      check(cudaLibraryGetKernel(&kernels.back(), libs.back(), name.c_str()), whose + ": finding kernel " + name);
+    }
+    // Loaded on each rank's device now, and held to the residency the generic kernel was checked for.
     bool early = fits_twice_;
-    std::map<int, int> ranks_on;
-    for (const Rank& r : ranks_) ++ranks_on[r.device];
-    // Loaded on each device now, and held to the residency the generic kernel was checked for.
-    for (const auto& [device, n] : ranks_on) {
+    std::map<int, int> ranks_on, fits_on;
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      const int device = ranks_[i].device;
       check(cudaSetDevice(device), "cudaSetDevice");
       if (spec_.smem > kDefaultSmem)
-        check(cudaKernelSetAttributeForDevice(k, cudaFuncAttributeMaxDynamicSharedMemorySize, spec_.smem, device),
+        check(cudaKernelSetAttributeForDevice(kernels[i], cudaFuncAttributeMaxDynamicSharedMemorySize, spec_.smem,
+                                              device),
               name_ + ": granting the specialised kernel's shared memory");
-      int fits = 0, sms = 0;
-      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, reinterpret_cast<const void*>(k), spec_.threads,
-                                                          spec_.smem),
+      int fits = 0;
+      check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fits, reinterpret_cast<const void*>(kernels[i]),
+                                                          spec_.threads, spec_.smem),
             name_ + ": cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+      fits_on[device] = ranks_on[device]++ ? std::min(fits_on[device], fits) : fits;
+    }
+    for (const auto& [device, n] : ranks_on) {
+      int sms = 0;
       check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-      if (int64_t(fits) * sms < int64_t(spec_.grid) * n)
-        throw CudaError(name_ + ": the specialised kernel fits " + std::to_string(fits) + " blocks per SM on GPU " +
+      const int64_t fits = fits_on[device];
+      if (fits * sms < int64_t(spec_.grid) * n)
+        throw CudaError(name_ + ": the specialised kernels fit " + std::to_string(fits) + " blocks per SM on GPU " +
                         std::to_string(device) + ", its " + std::to_string(n) + " rank(s) need " +
                         std::to_string(int64_t(spec_.grid) * n) + " co-resident blocks");
-      early = early && int64_t(fits) * sms >= 2 * int64_t(spec_.grid) * n;
+      early = early && fits * sms >= 2 * int64_t(spec_.grid) * n;
     }
-    replaced_.push_back(library_);
-    library_ = lib;
-    kernel_ = k;
+    replaced_.insert(replaced_.end(), rank_libraries_.begin(), rank_libraries_.end());
+    rank_libraries_ = libs;
+    rank_kernels_ = kernels;
     specialised_ = true;
     fits_twice_ = early;
     programmatic_ = allow_programmatic_ && early;
   } catch (...) {
-    cudaLibraryUnload(lib);
+    for (cudaLibrary_t lib : libs)
+      if (lib) cudaLibraryUnload(lib);
     throw;
   }
 }
@@ -496,7 +512,7 @@ void Executor::run(const std::vector<uintptr_t>& inputs, const std::vector<uintp
   for (size_t i = 0; i < ranks_.size() && spec_.stream.empty(); ++i) {
     check(cudaSetDevice(ranks_[i].device), "cudaSetDevice");
     void* args[] = {&headers[i], peers.data()};
-    launch_kernel(kernel_, args, stream_of(i), name_ + ": launching rank " + std::to_string(ranks_[i].rank));
+    launch_kernel(kernel_of(i), args, stream_of(i), name_ + ": launching rank " + std::to_string(ranks_[i].rank));
   }
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (!forked[i]) continue;
@@ -553,7 +569,7 @@ void Executor::launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t
   h.output = reinterpret_cast<char*>(output);
   h.programmatic = programmatic_;
   void* args[] = {&h, nullptr};
-  launch_kernel(kernel_, args, reinterpret_cast<cudaStream_t>(stream), name_ + ": launching rank " +
+  launch_kernel(kernel_of(local), args, reinterpret_cast<cudaStream_t>(stream), name_ + ": launching rank " +
                 std::to_string(r.rank));
 }
 

@@ -129,12 +129,14 @@ class Executor {
   // The launch of local rank `local` alone, on `stream` (ranks' launches may
   // come from several threads at once, one each); no host sync.
   void launch(size_t local, uintptr_t input, uintptr_t output, uintptr_t stream);
-  // Launches `name` of `cubin` from the next call on: the same kernel with
-  // the local ranks' tables compiled in (CudaProgram.specialised), so the
-  // same protocol over the same memory. The kernel it replaces stays loaded
-  // for graphs captured with it. Loading waits for the kernels running: every
-  // rank's launch of the calls before must have been issued.
-  void specialise(const std::string& cubin, const std::string& name);
+  // Launches `name` of `cubins[i]` for local rank i from the next call on:
+  // the same kernel with that rank's tables compiled in
+  // (CudaProgram.specialised), so the same protocol over the same memory; one
+  // kernel per rank, so that none carries the other ranks' bodies. The kernel
+  // it replaces stays loaded for graphs captured with it. Loading waits for
+  // the kernels running: every rank's launch of the calls before must have
+  // been issued.
+  void specialise(const std::vector<std::string>& cubins, const std::string& name);
   // Another binding of the kernel's counts (purlin.compile.DeviceCountsCollective.bind_collective:
   // the same code, signals and memory): every rank's tables and buffer bytes, the local
   // ranks' tables uploaded once now; returns its number (the spec's own is 0). Refused once
@@ -175,6 +177,8 @@ class Executor {
   void launch_kernel(cudaKernel_t k, void** args, cudaStream_t s, const std::string& what) const;
   // The kernel, or a stream program's step kernels, the first of them first.
   std::vector<cudaKernel_t> kernels() const;
+  // The kernel local rank `local` launches: its specialised one, else the kernel.
+  cudaKernel_t kernel_of(size_t local) const { return rank_kernels_.empty() ? kernel_ : rank_kernels_[local]; }
 
   static constexpr int64_t kRecordBytes = 256;  // an abi::BufferRecord, padded
 
@@ -200,6 +204,8 @@ class Executor {
   cudaLibrary_t library_ = nullptr;
   std::vector<cudaLibrary_t> replaced_;  // by specialise(), for graphs that launch their kernels
   cudaKernel_t kernel_ = nullptr;
+  std::vector<cudaLibrary_t> rank_libraries_;  // specialise()'s, one per local rank
+  std::vector<cudaKernel_t> rank_kernels_;
   std::map<int, cudaKernel_t> stream_kernels_;  // a stream program's, by step
   std::vector<Rank> ranks_;
   abi::ErrorRecord* errors_ = nullptr;  // host-mapped: one record per local rank, then the abort flag
@@ -226,7 +232,7 @@ class Communicator {
   // once per call. A symmetric kernel, which needs every rank's buffers at
   // once, is refused.
   void run_rank(int rank, uintptr_t input, uintptr_t output, uintptr_t stream);
-  void specialise(const std::string& cubin, const std::string& name) { exec_.specialise(cubin, name); }
+  void specialise(const std::vector<std::string>& cubins, const std::string& name) { exec_.specialise(cubins, name); }
   int add_binding(const std::vector<std::vector<int64_t>>& tables, const std::vector<int64_t>& input_bytes,
                   const std::vector<int64_t>& output_bytes, int smem) {
     return exec_.add_binding(tables, input_bytes, output_bytes, smem);
@@ -312,7 +318,7 @@ class ProcessCommunicator {
   const std::string& ipc_handle() const { return handle_; }
   void connect(const std::vector<std::string>& handles);
   void run(uintptr_t input, uintptr_t output, uintptr_t stream, uintptr_t counts = 0, uintptr_t recv_counts = 0);
-  void specialise(const std::string& cubin, const std::string& name) { exec_.specialise(cubin, name); }
+  void specialise(const std::vector<std::string>& cubins, const std::string& name) { exec_.specialise(cubins, name); }
   int add_binding(const std::vector<std::vector<int64_t>>& tables, const std::vector<int64_t>& input_bytes,
                   const std::vector<int64_t>& output_bytes, int smem) {
     return exec_.add_binding(tables, input_bytes, output_bytes, smem);

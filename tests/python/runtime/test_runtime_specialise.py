@@ -101,6 +101,25 @@ def test_graphs_captured_before_and_after_specialise_replay():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")
+def test_the_runtime_takes_a_specialised_kernel_for_each_local_rank():
+    case = make_case("all_reduce", 256, 2)
+    c = compile_collective("all_reduce", 2, case.dtype, case.op, case.count, arch="sm_90", lowering="regime=latency")
+    comm = communicator(c, timeout_s=20.0, name="ar", devices=[0, 0], specialise=False)
+    src, cubin = c.cuda.specialised(1, [0])
+    with pytest.raises(ValueError, match=r"ar: specialise takes one kernel per local rank \(2\), got 1"):
+        comm._impl.specialise([cubin], src.name)
+    with pytest.raises(RuntimeError, match="ar: rank 0's specialised kernel: finding kernel nothing"):
+        comm._impl.specialise([cubin, cubin], "nothing")
+    assert not comm.specialised
+    args = case.make_args(seed=2)
+    ins, outs = on_devices(args[0], [0, 0]), on_devices(args[1], [0, 0])
+    comm.run(ins, outs)
+    comm.synchronize()
+    check(case, outs, args, "after refused kernels")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(GPUS < 1, reason="needs the CUDA backend and a GPU")
 def test_copy_engine_kernels_are_not_specialised():
     case = make_case("all_gather", 3000, 2)
     c = compile_collective("all_gather", 2, case.dtype, None, case.count, arch="sm_90",
@@ -139,8 +158,28 @@ def test_the_cpu_backend_has_no_kernel_to_specialise():
 class _Runtime:
     """A stand-in runtime communicator: records the kernel it is told to load."""
 
-    def specialise(self, cubin: bytes, name: str) -> None:
+    def specialise(self, cubins: list[bytes], name: str) -> None:
         self.loaded = name
+        self.cubins = cubins
+
+
+@pytest.mark.parametrize("ranks", [range(3), [2], [0, 2]])
+def test_each_rank_gets_a_kernel_of_its_own_tables(ranks, monkeypatch):
+    """One kernel per rank launched, with that rank's tables alone compiled in:
+    no kernel carries another rank's body."""
+    from purlin.runtime import backend
+
+    bps = 2
+    monkeypatch.setattr(backend, "blocks_per_sm", lambda kernel, devices: bps)  # no GPU to ask
+    c = compile_collective("all_to_all", 3, "bf16", None, 30, arch="sm_90",
+                           lowering="regime=latency symmetric=true ranks-per-device=3")
+    impl = _Runtime()
+    specialise(impl, c.cuda, c.plan, [0] * len(ranks), ranks, "a2a")
+    assert impl.cubins == [c.cuda.specialised(bps, [r])[1] for r in ranks]
+    assert len(set(impl.cubins)) == len(ranks)
+    source = c.cuda.specialised(bps, [ranks[0]])[0]
+    assert impl.loaded == source.name
+    assert source.text.count("    case ") == 1
 
 
 @pytest.mark.parametrize("name, world, count", [("reduce_scatter", 5, 1), ("reduce_scatter", 2, 1),
