@@ -724,6 +724,7 @@ def emit_cuda(kernel: atom.KernelOp, shared_tables: bool = True, blocks_per_sm: 
     head = [
         f"// purlin: {kernel.regime.data.value} {kernel.strategy.data.value} collective, world {world}, "
         f"{kernel.arch.value}, generated from the atom.kernel at {where(kernel)}",
+        f"#define PURLIN_BLOCKS_PER_SM {blocks_per_sm}  // the headers size their loads in flight by it",
         f"#include <purlin/{'counts' if dynamic else 'kernel'}.cuh>",
         "",
         "namespace {",

@@ -300,10 +300,22 @@ __device__ __forceinline__ void copy_bytes(Span dst, Span src, i64 from, i64 to,
   for (i64 i = from + part.first(); i < to; i += part.stride()) *at(dst, i) = *at(src, i);
 }
 
+// Resident blocks per SM the kernel is compiled for (its __launch_bounds__):
+// the generated source defines it before the include.
+#ifndef PURLIN_BLOCKS_PER_SM
+#define PURLIN_BLOCKS_PER_SM 1
+#endif
+
 // Chunks in flight per thread and source for a reduction: NVLink reads need
 // several to keep the link busy; at most 32 accumulators stay in registers.
+// At two blocks an SM ptxas caps a thread at 64 registers, and 4 chunks in
+// flight spill there; 2 do not.
 template <DType D, int W>
-constexpr int kReduceUnroll = W / Elem<D>::bytes >= 32 ? 1 : (32 / (W / Elem<D>::bytes) < 4 ? 32 / (W / Elem<D>::bytes) : 4);
+constexpr int kReduceUnroll = W / Elem<D>::bytes >= 32
+                                  ? 1
+                                  : (32 / (W / Elem<D>::bytes) < (PURLIN_BLOCKS_PER_SM > 1 ? 2 : 4)
+                                         ? 32 / (W / Elem<D>::bytes)
+                                         : (PURLIN_BLOCKS_PER_SM > 1 ? 2 : 4));
 
 // acc[u] = source 0 op source 1 op ... in source order, in f32, for the U
 // chunks that `load(s, u)` gives of source s (all sources' loads of one
