@@ -104,6 +104,18 @@ def test_latency_kernels_do_not_spill(name):
     assert re.search(r"0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads", entry), entry
 
 
+@pytest.mark.parametrize("name", ["reduce_scatter", "all_reduce"])
+def test_reductions_at_two_blocks_an_sm_do_not_spill(name):
+    # Ranks sharing the SMs: 4 MiB and up runs two blocks an SM, which caps a thread at 64 registers.
+    program = compile_collective(name, 4, "bf16", "sum", 32 << 20, arch="sm_90", symmetric=True,
+                                 ranks_per_device=4, sms=132).cuda
+    assert program.blocks_per_sm(4, 132) == 2
+    source = program.source(2).text
+    assert "#define PURLIN_BLOCKS_PER_SM 2" in source
+    entry = kernel_properties(source)
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", entry), entry
+
+
 def test_sizes_of_one_structure_share_a_kernel(tmp_path, monkeypatch):
     monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(nvrtc, "_memory", {})
