@@ -308,14 +308,14 @@ __device__ __forceinline__ void copy_bytes(Span dst, Span src, i64 from, i64 to,
 
 // Chunks in flight per thread and source for a reduction: NVLink reads need
 // several to keep the link busy; at most 32 accumulators stay in registers.
-// At two blocks an SM ptxas caps a thread at 64 registers, and 4 chunks in
-// flight spill there; 2 do not.
+// At two blocks an SM ptxas caps a thread at 64 registers: 4 in flight spill
+// there (reduce_scatter 134 B, the composed all_reduce 204 B), 2 spill less or
+// not at all and ran 0.89-0.97x as long on one H100 (bench/results).
+constexpr int kReduceChunksMost = PURLIN_BLOCKS_PER_SM > 1 ? 2 : 4;
 template <DType D, int W>
-constexpr int kReduceUnroll = W / Elem<D>::bytes >= 32
-                                  ? 1
-                                  : (32 / (W / Elem<D>::bytes) < (PURLIN_BLOCKS_PER_SM > 1 ? 2 : 4)
-                                         ? 32 / (W / Elem<D>::bytes)
-                                         : (PURLIN_BLOCKS_PER_SM > 1 ? 2 : 4));
+constexpr int kReduceUnroll = W / Elem<D>::bytes >= 32                              ? 1
+                              : 32 / (W / Elem<D>::bytes) < kReduceChunksMost ? 32 / (W / Elem<D>::bytes)
+                                                                             : kReduceChunksMost;
 
 // acc[u] = source 0 op source 1 op ... in source order, in f32, for the U
 // chunks that `load(s, u)` gives of source s (all sources' loads of one
