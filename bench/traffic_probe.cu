@@ -1,0 +1,210 @@
+// What rate the collectives' traffic patterns reach on one GPU with no protocol at all (a measuring
+// tool, not a source of purlin's kernels): every rank's buffers in one HBM, one fused grid over all SMs
+// or one grid per rank on its own stream ("split", SMs x blocks an SM / W blocks each), in a CUDA graph
+// of 20 calls. Prints us and the ratio to the least traffic at the fused copy rate measured here.
+//   nvcc -O3 -arch=sm_90 bench/traffic_probe.cu -o tp && ./tp 2,4,8 16777216   (worlds; sizes: the larger buffer of a rank)
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define CK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(err_)); exit(1); } } while (0)
+
+struct Ptrs { char* p[8]; };
+enum Op { COPY, AG, RS, AR, A2A };
+
+template <bool CS>
+__device__ __forceinline__ void st(char* p, int4 v) {
+  if (CS) __stcs(reinterpret_cast<int4*>(p), v); else *reinterpret_cast<int4*>(p) = v;
+}
+__device__ __forceinline__ int4 ld(const char* p) { return *reinterpret_cast<const int4*>(p); }
+
+__device__ __forceinline__ int4 add8(int4 a, int4 b) {
+  const __nv_bfloat162* x = reinterpret_cast<const __nv_bfloat162*>(&a);
+  const __nv_bfloat162* y = reinterpret_cast<const __nv_bfloat162*>(&b);
+  int4 r; __nv_bfloat162* z = reinterpret_cast<__nv_bfloat162*>(&r);
+  for (int i = 0; i < 4; ++i) z[i] = __float22bfloat162_rn(make_float2(__low2float(x[i]) + __low2float(y[i]), __high2float(x[i]) + __high2float(y[i])));
+  return r;
+}
+
+// n: per-rank buffer bytes (the larger one). Ranks [r0, r0 + rc) of W handled by this grid.
+template <int U, bool CS, bool DOuter>
+__global__ void __launch_bounds__(512) k_ag(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
+  const long per = n / W / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x;
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
+    int4 v[U]; long off[U]; int r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      long c = i + u * stride;
+      if (c < chunks) { r[u] = r0 + int(c / per); off[u] = (c % per) * 16; v[u] = ld(in.p[r[u]] + off[u]); }
+    }
+    if (DOuter) {
+      for (int d = 0; d < W; ++d)
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (i + u * stride < chunks) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], v[u]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks)
+          for (int d = 0; d < W; ++d) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], v[u]);
+    }
+  }
+}
+
+// reduce_scatter: out[r] (n / W) = sum_s in[s][r * n / W ...]; all_reduce: chunk range of rank r
+// reduced and written to every out[d] (Bcast).
+template <int U, bool CS, bool Bcast>
+__global__ void __launch_bounds__(512) k_red(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
+  const long per = n / W / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x;
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
+    int4 acc[U]; long off[U]; int r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      long c = i + u * stride;
+      if (c < chunks) { r[u] = r0 + int(c / per); off[u] = (c % per) * 16; acc[u] = ld(in.p[0] + long(r[u]) * (n / W) + off[u]); }
+    }
+    for (int s = 1; s < W; ++s) {
+      int4 x[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) x[u] = ld(in.p[s] + long(r[u]) * (n / W) + off[u]);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) acc[u] = add8(acc[u], x[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i + u * stride < chunks) {
+        if (Bcast) { for (int d = 0; d < W; ++d) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], acc[u]); }
+        else st<CS>(out.p[r[u]] + off[u], acc[u]);
+      }
+  }
+}
+
+// all_to_all: out[d][s block] = in[s][d block], grid over sources [r0, r0 + rc); copy: out[0] = in[0].
+template <int U, bool CS>
+__global__ void __launch_bounds__(512) k_a2a(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
+  const long per = n / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x, blk = n / W;
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
+    int4 v[U]; long off[U]; int r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      long c = i + u * stride;
+      if (c < chunks) { r[u] = r0 + int(c / per); off[u] = (c % per) * 16; v[u] = ld(in.p[r[u]] + off[u]); }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i + u * stride < chunks) {
+        const long d = off[u] / blk;
+        st<CS>(out.p[d] + r[u] * blk + off[u] % blk, v[u]);
+      }
+  }
+}
+
+using Kern = void (*)(Ptrs, Ptrs, int, long, int, int);
+
+static double timed(Kern k, int sms, int bps, bool split, Ptrs in, Ptrs out, int W, long n, std::vector<cudaStream_t>& ss) {
+  const int reps = 20;
+  cudaGraph_t g; cudaGraphExec_t ge;
+  std::vector<cudaEvent_t> ev(W + 1);
+  for (auto& e : ev) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  auto launch = [&]() {
+    if (!split) { k<<<sms * bps, 512, 0, ss[0]>>>(in, out, W, n, 0, W); return; }
+    CK(cudaEventRecord(ev[W], ss[0]));
+    for (int r = 1; r < W; ++r) CK(cudaStreamWaitEvent(ss[r], ev[W]));
+    const int blocks = std::max(1, sms * bps / W);
+    for (int r = 0; r < W; ++r) k<<<blocks, 512, 0, ss[r]>>>(in, out, W, n, r, 1);
+    for (int r = 1; r < W; ++r) { CK(cudaEventRecord(ev[r], ss[r])); CK(cudaStreamWaitEvent(ss[0], ev[r])); }
+  };
+  launch();
+  CK(cudaStreamSynchronize(ss[0]));
+  CK(cudaStreamBeginCapture(ss[0], cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < reps; ++i) launch();
+  CK(cudaStreamEndCapture(ss[0], &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaGraphLaunch(ge, ss[0]));
+  CK(cudaStreamSynchronize(ss[0]));
+  std::vector<float> t;
+  cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
+  for (int s = 0; s < 7; ++s) {
+    CK(cudaEventRecord(a, ss[0])); CK(cudaGraphLaunch(ge, ss[0])); CK(cudaEventRecord(b, ss[0]));
+    CK(cudaEventSynchronize(b)); float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms * 1000 / reps);
+  }
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  cudaGraphExecDestroy(ge); cudaGraphDestroy(g);
+  for (auto& e : ev) cudaEventDestroy(e);
+  cudaEventDestroy(a); cudaEventDestroy(b);
+  return t[t.size() / 2];
+}
+
+static double least(Op op, int W, long n) {
+  switch (op) {
+    case COPY: return 2.0 * n;
+    case AG: return double(n) + double(W) * n;
+    case RS: return double(W) * n + n;
+    default: return 2.0 * W * n;
+  }
+}
+
+int main(int argc, char** argv) {
+  std::vector<int> worlds = {2, 4, 8};
+  std::vector<long> sizes = {1l << 20, 16l << 20, 256l << 20};
+  if (argc > 1) { worlds.clear(); for (char* s = strtok(argv[1], ","); s; s = strtok(nullptr, ",")) worlds.push_back(atoi(s)); }
+  if (argc > 2) { sizes.clear(); for (char* s = strtok(argv[2], ","); s; s = strtok(nullptr, ",")) sizes.push_back(atol(s)); }
+  int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  std::vector<cudaStream_t> ss(8);
+  for (auto& s : ss) CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const long big = 1l << 30;
+  Ptrs cin{}, cout_{};
+  CK(cudaMalloc(&cin.p[0], big)); CK(cudaMalloc(&cout_.p[0], big));
+  CK(cudaMemset(cin.p[0], 0, big));
+  const double copy_us = timed(k_a2a<4, false>, sms, 2, false, cin, cout_, 1, big, ss);
+  const double rate = 2.0 * big / copy_us;  // bytes per us
+  printf("copy rate %.0f GB/s (1 GiB, fused copy kernel, 512 x 2 blocks an SM, %d SMs)\n", rate / 1e3, sms);
+  CK(cudaFree(cin.p[0])); CK(cudaFree(cout_.p[0]));
+  struct V { const char* name; Op op; Kern k; int bps; bool split; };
+  const V vs[] = {
+      {"ag u4", AG, k_ag<4, false, true>, 2, false},
+      {"ag u4 split", AG, k_ag<4, false, true>, 2, true},
+      {"ag u4 cs", AG, k_ag<4, true, true>, 2, false},
+      {"ag u4 u-outer", AG, k_ag<4, false, false>, 2, false},
+      {"ag u8", AG, k_ag<8, false, true>, 2, false},
+      {"ag u1", AG, k_ag<1, false, true>, 2, false},
+      {"ag u2", AG, k_ag<2, false, true>, 2, false},
+      {"ag u4 1/SM", AG, k_ag<4, false, true>, 1, false},
+      {"ag u4 4/SM split", AG, k_ag<4, false, true>, 4, true},
+      {"rs u4", RS, k_red<4, false, false>, 2, false},
+      {"rs u4 split", RS, k_red<4, false, false>, 2, true},
+      {"rs u2", RS, k_red<2, false, false>, 2, false},
+      {"rs u1", RS, k_red<1, false, false>, 2, false},
+      {"rs u8", RS, k_red<8, false, false>, 2, false},
+      {"rs u4 1/SM", RS, k_red<4, false, false>, 1, false},
+      {"ar u4", AR, k_red<4, false, true>, 2, false},
+      {"ar u4 split", AR, k_red<4, false, true>, 2, true},
+      {"ar u4 1/SM split", AR, k_red<4, false, true>, 1, true},
+      {"ar u2 cs", AR, k_red<2, true, true>, 2, false},
+      {"a2a u4", A2A, k_a2a<4, false>, 2, false},
+      {"a2a u4 split", A2A, k_a2a<4, false>, 2, true},
+  };
+  printf("%-18s %5s %11s %10s %10s %6s\n", "variant", "world", "bytes", "us", "least us", "ratio");
+  for (int W : worlds)
+    for (long n : sizes) {
+      Ptrs in{}, out{};
+      for (int r = 0; r < W; ++r) {
+        CK(cudaMalloc(&in.p[r], n)); CK(cudaMalloc(&out.p[r], n));
+        CK(cudaMemset(in.p[r], 0, n));
+      }
+      for (const V& v : vs) {
+        const double us = timed(v.k, sms, v.bps, v.split, in, out, W, n, ss);
+        const double l = least(v.op, W, n) / rate;
+        printf("%-18s %5d %11ld %10.2f %10.2f %6.2f\n", v.name, W, n, us, l, us / l);
+      }
+      for (int r = 0; r < W; ++r) { cudaFree(in.p[r]); cudaFree(out.p[r]); }
+    }
+  return 0;
+}
