@@ -31,16 +31,24 @@ __device__ __forceinline__ int4 add8(int4 a, int4 b) {
 }
 
 // n: per-rank buffer bytes (the larger one). Ranks [r0, r0 + rc) of W handled by this grid.
+// One round of U chunks a thread from chunk i on: chunk c's rank (r0 + c / per of 16-byte chunks) and byte
+// offset, and v[u] = load(rank, offset) for those below `chunks`.
+template <int U, class Load>
+__device__ __forceinline__ void load_round(long i, long stride, long chunks, long per, int r0, int (&r)[U],
+                                           long (&off)[U], int4 (&v)[U], Load load) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const long c = i + u * stride;
+    if (c < chunks) { r[u] = r0 + int(c / per); off[u] = (c % per) * 16; v[u] = load(r[u], off[u]); }
+  }
+}
+
 template <int U, bool CS, bool DOuter>
 __global__ void __launch_bounds__(512) k_ag(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
   const long per = n / W / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x;
   for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
     int4 v[U]; long off[U]; int r[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      long c = i + u * stride;
-      if (c < chunks) { r[u] = r0 + int(c / per); off[u] = (c % per) * 16; v[u] = ld(in.p[r[u]] + off[u]); }
-    }
+    load_round(i, stride, chunks, per, r0, r, off, v, [&](int rr, long o) { return ld(in.p[rr] + o); });
     if (DOuter) {
       for (int d = 0; d < W; ++d)
 #pragma unroll
@@ -62,11 +70,7 @@ __global__ void __launch_bounds__(512) k_red(Ptrs in, Ptrs out, int W, long n, i
   const long per = n / W / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x;
   for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
     int4 acc[U]; long off[U]; int r[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      long c = i + u * stride;
-      if (c < chunks) { r[u] = r0 + int(c / per); off[u] = (c % per) * 16; acc[u] = ld(in.p[0] + long(r[u]) * (n / W) + off[u]); }
-    }
+    load_round(i, stride, chunks, per, r0, r, off, acc, [&](int rr, long o) { return ld(in.p[0] + long(rr) * (n / W) + o); });
     for (int s = 1; s < W; ++s) {
       int4 x[U];
 #pragma unroll
@@ -91,11 +95,7 @@ __global__ void __launch_bounds__(512) k_a2a(Ptrs in, Ptrs out, int W, long n, i
   const long per = n / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x, blk = n / W;
   for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
     int4 v[U]; long off[U]; int r[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      long c = i + u * stride;
-      if (c < chunks) { r[u] = r0 + int(c / per); off[u] = (c % per) * 16; v[u] = ld(in.p[r[u]] + off[u]); }
-    }
+    load_round(i, stride, chunks, per, r0, r, off, v, [&](int rr, long o) { return ld(in.p[rr] + o); });
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (i + u * stride < chunks) {
