@@ -17,6 +17,7 @@ func.func @all_reduce(%in: memref<1000xbf16>, %out: memref<1000xbf16>) {
 // Latency: one fused role; the loop of puts and the loop of polls become one
 // call each that spreads (item, packet) pieces over the threads.
 // LAT:      // purlin: latency direct collective, world 4, sm_90, generated from the atom.kernel at {{.*}}target-cuda.mlir:{{[0-9]+}}:3
+// LAT-NEXT: #define PURLIN_BLOCKS_PER_SM 1 // the headers size their loads in flight by it
 // LAT-NEXT: #include <purlin/kernel.cuh>
 // LAT:      constexpr int kWorld = 4;
 // LAT:      constexpr bool kSystem = true;
