@@ -24,6 +24,7 @@ from purlin.cuda import nvrtc
 from purlin.cuda.codegen import CodegenError, emit_cuda
 from purlin.cuda.program import ProgramError
 from purlin.snac import dialect as snac
+from purlin.snac.vocabulary import Regime
 from purlin.testing.cases import counts_for
 from purlin.tools import opt
 
@@ -115,6 +116,19 @@ def test_reduce_scatter_at_two_blocks_an_sm_does_not_spill():
     assert "#define PURLIN_BLOCKS_PER_SM 1" in program.source(1).text
     entry = kernel_properties(source)
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", entry), entry
+
+
+@pytest.mark.parametrize("name, world, spill", [("all_to_all", 8, 0), ("all_to_all", 3, 0), ("reduce_scatter", 8, 40)])
+def test_packets_at_two_blocks_an_sm_poll_few_sources_at_once(name, world, spill):
+    # Packets beyond latency_max_bytes take the ranks' share at two blocks an SM (64 registers a
+    # thread): polling 8 sources at once spilled 60-244 bytes there; 2 at once spills none, or less.
+    op = "sum" if "reduce" in name else None
+    program = compile_collective(name, world, "bf16", op, 16 << 10, arch="sm_90", symmetric=True,
+                                 ranks_per_device=world, sms=132).cuda  # 32 KiB a peer
+    assert program.kernel.regime.data == Regime.LATENCY and program.blocks_per_sm(world, 132) == 2
+    entry = kernel_properties(program.source(2).text)
+    stores = re.search(r"(\d+) bytes spill stores", entry)
+    assert stores and int(stores.group(1)) <= spill, entry
 
 
 def test_sizes_of_one_structure_share_a_kernel(tmp_path, monkeypatch):

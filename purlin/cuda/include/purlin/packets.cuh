@@ -183,11 +183,14 @@ __device__ void wait_packets(K& k, int phase, u64 g, u64 epoch, Part part, int s
 
 // Packet pk of group `group` from its n sources, combined in source order
 // and stored; the remote sources are polled kBatch at a time, their loads in
-// flight together.
+// flight together. At two blocks an SM (64 registers a thread) 8 in flight
+// spilled (reduce_scatter 48-244 B, all_to_all 60-220 B at worlds 3-8) and
+// ran up to 2.6x longer than 2 (bench/results/1xh100-session-12-07b).
 template <DType D, bool Reduce, class K>
 __device__ void consume_packet(K& k, int ph, int group, i64 pk, char* own, u64 need, int op, int site) {
   constexpr int E = kPacketDataBytes / Elem<D>::bytes;
-  constexpr int kBatch = K::world < 8 ? K::world : 8;
+  constexpr int kBatchMost = PURLIN_BLOCKS_PER_SM > 1 ? 2 : 8;
+  constexpr int kBatch = K::world < kBatchMost ? K::world : kBatchMost;
   const i64 bytes = k.t(group + abi::kGBytes), n = k.t(group + abi::kGSources);
   // nb 0: an empty group's packet, polled for its flag; nothing is loaded or stored.
   const i64 b = pk * kPacketDataBytes, nb = min(i64(kPacketDataBytes), bytes - b);
