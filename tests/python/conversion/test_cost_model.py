@@ -86,7 +86,7 @@ def test_in_place_throughput_composes_whole_slices():
 
 
 @pytest.mark.parametrize("world, per_rank, out, reduce, ranks, per_sm", [
-    (4, 256 << 10, 1 << 20, False, 4, 1),  # all_gather of 1 MiB
+    (8, 128 << 10, 1 << 20, False, 8, 1),  # all_gather of 1 MiB (beyond its packets)
     (4, 512 << 10, 2 << 20, False, 4, 1),  # 2 MiB: the copies' bound
     (4, 1 << 20, 4 << 20, False, 4, 2),  # 4 MiB: copies at worlds 5-8 were slower with one
     (8, 4 << 20, 4 << 20, False, 8, 2),  # all_to_all of 4 MiB
@@ -145,21 +145,21 @@ def test_copy_engine_where_it_measured_faster(per_rank, ranks, reduce, single, a
 
 @pytest.mark.parametrize("world, per_rank, out, reduce, ranks, regime", [
     (4, 256 << 10, 64 << 10, True, 4, Regime.LATENCY),  # reduce_scatter: 384 KiB of packets a rank
-    (4, 512 << 10, 128 << 10, True, 4, Regime.LATENCY),  # 768 KiB
     (2, 1 << 20, 512 << 10, True, 2, Regime.LATENCY),  # 1 MiB
-    (4, 1 << 20, 256 << 10, True, 4, Regime.LATENCY),  # 1.5 MiB: reduce_scatter's bound
-    (5, 1 << 20, 200 << 10, True, 5, Regime.THROUGHPUT),  # 1.6 MiB
+    (5, 1 << 20, 200 << 10, True, 5, Regime.LATENCY),  # 1.6 MiB
+    (7, 1 << 20, (1 << 20) // 7, True, 7, Regime.LATENCY),  # 1755 KiB
+    (8, 1 << 20, 128 << 10, True, 8, Regime.THROUGHPUT),  # 1792 KiB: beyond the bound, 1760 KiB
     (4, 256 << 10, 64 << 10, True, 1, Regime.THROUGHPUT),  # a GPU each: packets cross links
     (4, 256 << 10, 64 << 10, True, 2, Regime.THROUGHPUT),  # two GPUs of two ranks
-    (2, 256 << 10, 256 << 10, True, 2, Regime.LATENCY),  # all_reduce: all of it to the peer, 512 KiB
-    (2, 384 << 10, 384 << 10, True, 2, Regime.LATENCY),  # 768 KiB: the bound of all but scatters and gathers
-    (2, 512 << 10, 512 << 10, True, 2, Regime.THROUGHPUT),
-    (2, 1 << 20, 1 << 20, False, 2, Regime.THROUGHPUT),  # all_to_all: 1 MiB
-    (3, 256 << 10, 256 << 10, True, 3, Regime.THROUGHPUT),  # to two peers: 1 MiB
-    (3, 256 << 10, 256 << 10, False, 3, Regime.LATENCY),  # all_to_all: a third to each, 341 KiB
-    (4, 96 << 10, 384 << 10, False, 4, Regime.LATENCY),  # all_gather: its input to 3 peers, 576 KiB
-    (4, 128 << 10, 512 << 10, False, 4, Regime.THROUGHPUT),  # 768 KiB: beyond all_gather's bound
-    (4, 128 << 10, 128 << 10, False, 4, Regime.LATENCY),  # all_to_all, 192 KiB
+    (2, 512 << 10, 512 << 10, True, 2, Regime.LATENCY),  # all_reduce: all of it to the peer, 1 MiB
+    (3, 384 << 10, 384 << 10, True, 3, Regime.LATENCY),  # to two peers: 1.5 MiB
+    (2, 880 << 10, 880 << 10, True, 2, Regime.LATENCY),  # 1760 KiB: the bound of all but gathers
+    (2, 896 << 10, 896 << 10, True, 2, Regime.THROUGHPUT),  # 1792 KiB
+    (7, 1 << 20, 1 << 20, False, 7, Regime.LATENCY),  # all_to_all: 6/7 MiB to its peers, 1755 KiB
+    (8, 1 << 20, 1 << 20, False, 8, Regime.THROUGHPUT),  # 7/8 MiB, 1792 KiB
+    (4, 128 << 10, 512 << 10, False, 4, Regime.LATENCY),  # all_gather: its input to 3 peers, 768 KiB
+    (4, 256 << 10, 1 << 20, False, 4, Regime.LATENCY),  # 1.5 MiB: all_gather's bound
+    (8, 128 << 10, 1 << 20, False, 8, Regime.THROUGHPUT),  # 1.75 MiB
 ])
 def test_packets_reach_further_where_every_rank_shares_one_gpu(world, per_rank, out, reduce, ranks, regime):
     """Beyond latency_max_bytes, while a rank writes at most packets_shared_max_bytes

@@ -21,7 +21,7 @@ def source(collective: str, world: int, count: int):
 
 
 def test_notify_every_block_drops_the_count(probe):
-    src = source("all_gather", 2, 1 << 18)
+    src = source("all_gather", 2, 1 << 19)  # beyond its packets
     assert "notify<64, true, true>" in src.text
     wait = next(ln for ln in src.text.splitlines() if "wait_ready<true, 64>" in ln)
     edited = probe.VARIANTS["notify every block"](src.text, src.name)
