@@ -10,7 +10,9 @@ from collective_cases import DEVICE_COUNTS_REFUSE, LOWERINGS, PAIRS, REDUCING_PA
 
 from purlin.atom import dialect as atom
 from purlin.coll.builder import COLLECTIVES, SpecError
+from purlin.compile import compile_collective
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
+from purlin.conversion.cost_model import THRESHOLDS, packet_bytes
 from purlin.conversion.atom_to_plan import build_plan
 from purlin.dtypes import DTYPE_NAMES
 from purlin.levels.snac import arg_index, counts_of
@@ -32,8 +34,9 @@ def communicators(case: Case, strategy: str, arch: str, args) -> list[tuple[Comm
     ]
 
 
-def check(case: Case, strategy: str, arch: str = "sm_90", calls: int = 1, seed: int = 0) -> None:
-    comms = communicators(case, strategy, arch, case.make_args(seed))
+def check(case: Case, strategy: str, arch: str = "sm_90", calls: int = 1, seed: int = 0,
+          comms: list[tuple[Communicator, int, int]] | None = None) -> None:
+    comms = comms or communicators(case, strategy, arch, case.make_args(seed))
     for call in range(calls):
         args = case.make_args(seed + call)
         inputs = [a.copy() for a in args[0]]
@@ -113,3 +116,23 @@ def test_dynamic_counts_bound_at_build(name):
 def test_hundred_calls(name, strategy, world):
     """Epochs advance and halves alternate for 100 calls; each call's data is new."""
     check(make_case(name, world, "bf16", seed=world), strategy, calls=100, seed=world)
+
+
+# Every rank on one GPU, packets reach as far as the cost model's bounds (a
+# rank writing up to 1760 KiB of them, 1.5 MiB for all_gather): the largest
+# such call at an odd world, on CPU threads from the plan the GPU runs; two
+# calls, since the packets' flags alternate.
+@pytest.mark.parametrize("world", [3, 7])
+@pytest.mark.parametrize("name", ["all_to_all", "reduce_scatter", "all_gather", "all_reduce"])
+def test_packets_to_the_one_gpu_bounds(name, world):
+    t = THRESHOLDS["sm_90"]
+    bound = t.packets_shared_gather_max_bytes if name == "all_gather" else t.packets_shared_max_bytes
+    count = bound // (4 * (world - 1))  # bf16: every one of these writes 4 * count * (world - 1) bytes of packets
+    case = make_case(name, world, "bf16", count=count, seed=world)
+    n_in, n_out = case.buffer_sizes()
+    assert packet_bytes(world, 2 * n_in, 2 * n_out, COLLECTIVES[name].reduces) <= bound
+    compiled = compile_collective(name, world, "bf16", case.op, case.count, arch="sm_90", symmetric=True,
+                                  ranks_per_device=world, sms=132)
+    assert compiled.cuda.kernel.regime.data.value == "latency"
+    comm = Communicator(compiled.plan, name=name, timeout_s=60.0)
+    check(case, "default", calls=2, seed=world, comms=[(comm, 0, 1)])

@@ -168,8 +168,9 @@ def placed(case: Case, symmetric: bool) -> Compiled:
 
 # The cost model's lowering knows how many ranks share the GPU: it always fits.
 # 256 KiB and 300006 B (odd slices): packets with every block the ranks' share
-# allows, or the direct all_reduce, past latency_max_bytes; 1 MiB and 2000006 B
-# (odd slices): one block an SM of that share; 16 MiB: two.
+# allows, or the direct all_reduce, past latency_max_bytes; 1 MiB: packets
+# where a rank writes at most the bounds' packet bytes, else, as 2000006 B (odd
+# slices), one block an SM of that share; 16 MiB: two.
 @pytest.mark.parametrize("size", [1 << 18, 300_006, 1 << 20, 2_000_006, 16 << 20], ids=lambda s: f"{s}B")
 @pytest.mark.parametrize("world", range(2, 9))
 @pytest.mark.parametrize("name", list(COLLECTIVES))
