@@ -190,6 +190,16 @@ int main(int argc, char** argv) {
       {"ar u2 cs", AR, k_red<2, true, true>, 2, false},
       {"a2a u4", A2A, k_a2a<4, false>, 2, false},
       {"a2a u4 split", A2A, k_a2a<4, false>, 2, true},
+      // Streaming stores with the other winners, one grid a rank as purlin launches them.
+      {"ag u4 cs split", AG, k_ag<4, true, true>, 2, true},
+      {"ag u8 cs split", AG, k_ag<8, true, true>, 2, true},
+      {"ag u4 cs 1/SM split", AG, k_ag<4, true, true>, 1, true},
+      {"ag u8 cs 1/SM split", AG, k_ag<8, true, true>, 1, true},
+      {"rs u4 cs split", RS, k_red<4, true, false>, 2, true},
+      {"rs u4 cs 1/SM split", RS, k_red<4, true, false>, 1, true},
+      {"ar u2 cs split", AR, k_red<2, true, true>, 2, true},
+      {"ar u4 cs 1/SM split", AR, k_red<4, true, true>, 1, true},
+      {"a2a u4 cs split", A2A, k_a2a<4, true>, 2, true},
   };
   printf("%-18s %5s %11s %10s %10s %6s\n", "variant", "world", "bytes", "us", "least us", "ratio");
   for (int W : worlds)
