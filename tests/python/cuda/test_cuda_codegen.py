@@ -76,6 +76,15 @@ def test_each_generation_s_mechanisms_reach_the_code(arch, lowering, dtype, need
         assert needle in ptx, f"{arch}: no {needle} in the PTX"
 
 
+@pytest.mark.parametrize("name", ["all_gather", "all_reduce"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_throughput_kernels_stream_their_vector_stores(arch, name):
+    # Lines written and left in L2 slowed write-heavy copies (baseline.cuh's store).
+    program = compiled_of(name, arch=arch, lowering="regime=throughput", count=1 << 19).cuda
+    vector = re.findall(r"\bst\.global[.\w]*\.v\d\.\w+", nvrtc.compile_ptx(program.source().text, arch))
+    assert vector and all(".cs." in s for s in vector), vector
+
+
 def test_multimem_reductions_compile_on_sm90():
     from purlin.atom.dialect import KernelOp
     from purlin.compile.pipeline import entry_function, lower, pipeline_spec

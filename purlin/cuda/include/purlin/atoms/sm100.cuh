@@ -1,6 +1,7 @@
-// sm_100 Atoms: 32-byte global accesses (ld/st .v8.b32) for vector copies and
-// reductions, and packed f32x2 add/mul for sum and prod accumulation (PTX has
-// no packed f32 max/min, so those stay scalar).
+// sm_100 Atoms: 32-byte global accesses (ld/st .v8.b32, the stores streaming
+// as baseline.cuh's) for vector copies and reductions, and packed f32x2
+// add/mul for sum and prod accumulation (PTX has no packed f32 max/min, so
+// those stay scalar).
 #pragma once
 
 #include "purlin/atoms/sm90.cuh"
@@ -22,7 +23,7 @@ __device__ __forceinline__ Word<32> load<32>(const char* p) {
 }
 template <>
 __device__ __forceinline__ void store<32>(char* p, const Word<32>& w) {
-  asm volatile("st.global.v8.b32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8};" ::"l"(p), "r"(w.lo.x), "r"(w.lo.y), "r"(w.lo.z),
+  asm volatile("st.global.cs.v8.b32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8};" ::"l"(p), "r"(w.lo.x), "r"(w.lo.y), "r"(w.lo.z),
                "r"(w.lo.w), "r"(w.hi.x), "r"(w.hi.y), "r"(w.hi.z), "r"(w.hi.w)
                : "memory");
 }
