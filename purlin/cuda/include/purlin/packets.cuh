@@ -65,13 +65,24 @@ __device__ __forceinline__ void store_bytes(char* p, u64 data, i64 n) {
 // body(i, piece) returns false to stop. Counted in ints, which cost fewer
 // instructions on the critical path than 64-bit ones: tables.py refuses a
 // phase of more pieces (MAX_PACKET_PIECES).
+// The pass that counts the pieces also finds the item of the thread's first
+// piece: its table loads are independent, where a walk to it after the count
+// would be a chain of them (all_to_all: one item per peer).
 template <class Count, class Body>
 __device__ void spread(u64 lo, u64 hi, Part part, Count count, Body body) {
-  int total = 0;
-  for (int i = int(lo); i < int(hi); ++i) total += int(count(u64(i)));
-  int item = int(lo), base = 0, n = total > 0 ? int(count(lo)) : 0;
+  const int first = int(part.first());
+  int total = 0, item = int(hi), base = 0, n = 0;
+  for (int i = int(lo); i < int(hi); ++i) {
+    const int c = int(count(u64(i)));
+    if (first >= total && first < total + c) {
+      item = i;
+      base = total;
+      n = c;
+    }
+    total += c;
+  }
   const int stride = int(part.stride());
-  for (int f = int(part.first()); f < total; f += stride) {
+  for (int f = first; f < total; f += stride) {
     while (f >= base + n) {
       base += n;
       n = int(count(u64(++item)));
