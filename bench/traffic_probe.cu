@@ -89,6 +89,42 @@ __global__ void __launch_bounds__(512) k_red(Ptrs in, Ptrs out, int W, long n, i
   }
 }
 
+// all_reduce as purlin's reduce_chunks_to_all computes it: f32 accumulators, each destination's store
+// packing its chunk again (against k_red's bf16 sums packed once).
+__device__ __forceinline__ void unpack8(int4 w, float (&f)[8]) {
+  const __nv_bfloat162* x = reinterpret_cast<const __nv_bfloat162*>(&w);
+  for (int i = 0; i < 4; ++i) { f[2 * i] = __low2float(x[i]); f[2 * i + 1] = __high2float(x[i]); }
+}
+__device__ __forceinline__ int4 pack8(const float (&f)[8]) {
+  int4 r; __nv_bfloat162* z = reinterpret_cast<__nv_bfloat162*>(&r);
+  for (int i = 0; i < 4; ++i) z[i] = __float22bfloat162_rn(make_float2(f[2 * i], f[2 * i + 1]));
+  return r;
+}
+template <int U, bool CS>
+__global__ void __launch_bounds__(512) k_ar_f32(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
+  const long per = n / W / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x;
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
+    float acc[U][8]; long off[U]; int r[U]; int4 raw[U];
+    load_round(i, stride, chunks, per, r0, r, off, raw, [&](int rr, long o) { return ld(in.p[0] + long(rr) * (n / W) + o); });
+#pragma unroll
+    for (int u = 0; u < U; ++u) unpack8(raw[u], acc[u]);
+    for (int s = 1; s < W; ++s) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) raw[u] = ld(in.p[s] + long(r[u]) * (n / W) + off[u]);
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float x[8]; unpack8(raw[u], x);
+        for (int e = 0; e < 8; ++e) acc[u][e] += x[e];
+      }
+    }
+    for (int d = 0; d < W; ++d)
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], pack8(acc[u]));
+  }
+}
+
 // all_to_all: out[d][s block] = in[s][d block], grid over sources [r0, r0 + rc); copy: out[0] = in[0].
 template <int U, bool CS>
 __global__ void __launch_bounds__(512) k_a2a(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
@@ -107,7 +143,9 @@ __global__ void __launch_bounds__(512) k_a2a(Ptrs in, Ptrs out, int W, long n, i
 
 using Kern = void (*)(Ptrs, Ptrs, int, long, int, int);
 
-static double timed(Kern k, int sms, int bps, bool split, Ptrs in, Ptrs out, int W, long n, std::vector<cudaStream_t>& ss) {
+// idle: blocks of each rank's grid that move no data (purlin's producer and consumer roles) run nothing here.
+static double timed(Kern k, int sms, int bps, bool split, Ptrs in, Ptrs out, int W, long n, std::vector<cudaStream_t>& ss,
+                    int idle = 0) {
   const int reps = 20;
   cudaGraph_t g; cudaGraphExec_t ge;
   std::vector<cudaEvent_t> ev(W + 1);
@@ -116,7 +154,7 @@ static double timed(Kern k, int sms, int bps, bool split, Ptrs in, Ptrs out, int
     if (!split) { k<<<sms * bps, 512, 0, ss[0]>>>(in, out, W, n, 0, W); return; }
     CK(cudaEventRecord(ev[W], ss[0]));
     for (int r = 1; r < W; ++r) CK(cudaStreamWaitEvent(ss[r], ev[W]));
-    const int blocks = std::max(1, sms * bps / W);
+    const int blocks = std::max(1, sms * bps / W - idle);
     for (int r = 0; r < W; ++r) k<<<blocks, 512, 0, ss[r]>>>(in, out, W, n, r, 1);
     for (int r = 1; r < W; ++r) { CK(cudaEventRecord(ev[r], ss[r])); CK(cudaStreamWaitEvent(ss[0], ev[r])); }
   };
@@ -167,7 +205,7 @@ int main(int argc, char** argv) {
   const double rate = 2.0 * big / copy_us;  // bytes per us
   printf("copy rate %.0f GB/s (1 GiB, fused copy kernel, 512 x 2 blocks an SM, %d SMs)\n", rate / 1e3, sms);
   CK(cudaFree(cin.p[0])); CK(cudaFree(cout_.p[0]));
-  struct V { const char* name; Op op; Kern k; int bps; bool split; };
+  struct V { const char* name; Op op; Kern k; int bps; bool split; int idle = 0; };
   const V vs[] = {
       {"ag u4", AG, k_ag<4, false, true>, 2, false},
       {"ag u4 split", AG, k_ag<4, false, true>, 2, true},
@@ -200,8 +238,13 @@ int main(int argc, char** argv) {
       {"ar u2 cs split", AR, k_red<2, true, true>, 2, true},
       {"ar u4 cs 1/SM split", AR, k_red<4, true, true>, 1, true},
       {"a2a u4 cs split", A2A, k_a2a<4, true>, 2, true},
+      // all_reduce as purlin runs it at 16 MiB: one block an SM, f32 sums packed per destination, and two
+      // blocks of each rank's share without data.
+      {"ar f32 cs 1/SM split", AR, k_ar_f32<4, true>, 1, true},
+      {"ar u4 cs 1/SM split -2", AR, k_red<4, true, true>, 1, true, 2},
+      {"ar f32 cs 1/SM split -2", AR, k_ar_f32<4, true>, 1, true, 2},
   };
-  printf("%-18s %5s %11s %10s %10s %6s\n", "variant", "world", "bytes", "us", "least us", "ratio");
+  printf("%-24s %5s %11s %10s %10s %6s\n", "variant", "world", "bytes", "us", "least us", "ratio");
   for (int W : worlds)
     for (long n : sizes) {
       Ptrs in{}, out{};
@@ -210,9 +253,9 @@ int main(int argc, char** argv) {
         CK(cudaMemset(in.p[r], 0, n));
       }
       for (const V& v : vs) {
-        const double us = timed(v.k, sms, v.bps, v.split, in, out, W, n, ss);
+        const double us = timed(v.k, sms, v.bps, v.split, in, out, W, n, ss, v.idle);
         const double l = least(v.op, W, n) / rate;
-        printf("%-18s %5d %11ld %10.2f %10.2f %6.2f\n", v.name, W, n, us, l, us / l);
+        printf("%-24s %5d %11ld %10.2f %10.2f %6.2f\n", v.name, W, n, us, l, us / l);
       }
       for (int r = 0; r < W; ++r) { cudaFree(in.p[r]); cudaFree(out.p[r]); }
     }
