@@ -22,6 +22,19 @@ rank and call).
 
     python bench/graph_profile.py --trace trace.csv --kernel purlin_
 
+reads that table; where nsys is missing, `--timeline trace.csv` writes one
+like it from torch.profiler's record of the replays (CUPTI, kernels of graphs
+included).
+
+    python bench/graph_profile.py --world 8 --bytes 131072 --collective all_gather --without data,waits
+
+times the kernel with those kinds of steps taken out of its generated source
+(data: the moves; free: the waits for a peer's leave to write or its being
+done reading; ready: the waits for a peer's data; waits: both; signals:
+every signal to a peer, only with both kinds of waits, which would hang
+without them): where a call's time goes. Its results are then wrong by
+design and not checked.
+
 summarises `nsys stats --report cuda_gpu_trace --format csv`'s table: of the
 kernels whose name starts with --kernel (and, with --block, have that many
 threads per block), per stream in start order, the median duration, the
@@ -32,9 +45,13 @@ spread of the streams' k-th starts) over the last --calls kernels of each.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import json
+import os
 import statistics
 import sys
+import tempfile
 from collections import defaultdict
 
 import numpy as np
@@ -89,6 +106,70 @@ def summarize_trace(path: str, kernel: str, block: int, calls: int) -> str:
             f"start skew {us(skews)} us (medians)")
 
 
+# The generated code's calls of each kind of step (purlin/cuda/codegen.py).
+STEPS = {
+    "data": ("push<", "consume<", "reduce_push<", "stage<", "put_units("),
+    "free": ("wait_free<", "drain<"),
+    # A packet wait fused with the copy of what it waited for goes with the waits.
+    "ready": ("wait_ready<", "wait_packets<", "role_barrier<", "poll_consume<"),
+    "signals": ("notify<", "grant<", "finish<", "ack<"),
+}
+STEPS["waits"] = STEPS["free"] + STEPS["ready"]
+
+
+def step_kinds(without: str) -> list[str]:
+    """The kinds of --without, refused (ValueError) where unknown or where a wait would hang."""
+    kinds = [k for k in without.split(",") if k]
+    if any(k not in STEPS for k in kinds):
+        raise ValueError(f"--without takes {', '.join(STEPS)}, got {without!r}")
+    calls = {c for k in kinds for c in STEPS[k]}
+    if "signals" in kinds and not calls >= set(STEPS["waits"]):
+        raise ValueError("--without signals takes the waits out too (free and ready, or waits): they would never end")
+    return kinds
+
+
+def without_steps(program, blocks_per_sm: int, kinds: list[str]) -> int:
+    """Takes the calls of `kinds` (STEPS) out of `program`'s generated source
+    for `blocks_per_sm` (the one its communicator will compile); returns how many."""
+    from dataclasses import replace
+
+    calls = tuple(c for k in kinds for c in STEPS[k])
+    src = program.source(blocks_per_sm)
+    kept = [line for line in src.text.split("\n") if not line.lstrip().startswith(calls)]
+    program._sources[blocks_per_sm] = replace(src, text="\n".join(kept))
+    return src.text.count("\n") + 1 - len(kept)
+
+
+@contextlib.contextmanager
+def _timeline(path: str | None):
+    """Records the kernels run inside into `path` (nsys cuda_gpu_trace's columns that
+    summarize_trace reads), or nothing without a path."""
+    if not path:
+        yield
+        return
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        yield
+    trace = os.path.join(tempfile.mkdtemp(), "trace.json")
+    prof.export_chrome_trace(trace)
+    with open(trace) as f:
+        write_trace(json.load(f)["traceEvents"], path)
+
+
+def write_trace(events: list[dict], path: str) -> None:
+    """The kernels among chrome-trace `events` (torch.profiler's export) as the
+    columns of nsys cuda_gpu_trace that summarize_trace reads."""
+    events = [e for e in events if e.get("cat") == "kernel"]
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["Start (ns)", "Duration (ns)", "BlkX", "Strm", "Name"])
+        for e in sorted(events, key=lambda e: e["ts"]):
+            a = e.get("args", {})
+            out.writerow([round(e["ts"] * 1e3), round(e["dur"] * 1e3), a.get("block", [0])[0],
+                          a.get("stream", e.get("tid")), e["name"]])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--world", type=int, default=2)
@@ -96,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--collective", default="all_reduce")
     ap.add_argument("--calls", type=int, default=20, help="calls per graph")
     ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--without", default="", help="comma-separated step kinds to take out: " + ", ".join(STEPS))
+    ap.add_argument("--timeline", help="write the replays' kernels (torch.profiler) as a cuda_gpu_trace-like CSV")
     ap.add_argument("--trace", help="summarise this nsys cuda_gpu_trace CSV instead of running")
     ap.add_argument("--ncu", help="summarise this ncu --graph-profiling graph --csv output instead of running")
     ap.add_argument("--per-graph", type=int, default=0, help="with --ncu: calls x ranks per graph")
@@ -116,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         print(summarize_ncu(args.ncu, args.per_graph, insts))
         return 0
 
+    try:
+        kinds = step_kinds(args.without)
+    except ValueError as e:
+        ap.error(str(e))
+
     import torch
 
     if not torch.cuda.is_available():
@@ -132,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     spec = CollectiveSpec(args.collective, world, "bf16", "sum" if "reduce" in args.collective else None, count)
     compiled = compile_collective(args.collective, world, "bf16", spec.op, count, arch=arch_of_device(0),
                                   symmetric=True, ranks_per_device=world, sms=_runtime.cuda_device_sms(0))
+    if kinds:
+        from purlin.runtime.backend import blocks_per_sm
+
+        taken = without_steps(compiled.cuda, blocks_per_sm(compiled.cuda, [0] * world), kinds)
+        print(f"without {', '.join(kinds)}: {taken} calls taken out")
     n_in, n_out = spec.buffer_sizes()
     ins = [torch.arange(n_in, device="cuda:0").remainder(7).to(torch.bfloat16) + r for r in range(world)]
     outs = [torch.zeros(n_out, dtype=torch.bfloat16, device="cuda:0") for _ in range(world)]
@@ -148,19 +241,21 @@ def main(argv: list[str] | None = None) -> int:
         for s in streams[1:]:
             streams[0].wait_stream(s)
     times = []
-    for _ in range(args.replays):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / args.calls)
+    with _timeline(args.timeline):
+        for _ in range(args.replays):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e3 / args.calls)
     comm.synchronize()
     want = _reference(args.collective, [i.float().cpu().numpy() for i in ins], n_out)
-    if not all(np.array_equal(o.float().cpu().numpy(), w) for o, w in zip(outs, want)):
+    if not kinds and not all(np.array_equal(o.float().cpu().numpy(), w) for o, w in zip(outs, want)):
         print(f"graph_profile: {args.collective} world {world}: wrong result", file=sys.stderr)
         return 1
-    print(f"{args.collective} {args.bytes} B bf16, world {world} on GPU 0: {statistics.median(times):.2f} us per call "
+    print(f"{args.collective} {args.bytes} B bf16, world {world} on GPU 0"
+          f"{' without ' + '+'.join(kinds) if kinds else ''}: {statistics.median(times):.2f} us per call "
           f"(median of {args.replays} replays of {args.calls} calls)")
     return 0
 

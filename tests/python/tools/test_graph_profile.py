@@ -75,3 +75,48 @@ def test_ncu_usage_errors(graph_profile, argv, capsys):
     with pytest.raises(SystemExit) as e:
         graph_profile.main(argv)
     assert e.value.code == 2 and "--ncu needs --per-graph N" in capsys.readouterr().err
+
+
+def test_torch_profiler_kernels_read_back_as_a_trace(graph_profile, tmp_path):
+    """--timeline's table (from torch.profiler's chrome trace, where nsys is missing) is one summarize_trace reads."""
+    events = [{"cat": "kernel", "name": "purlin_throughput_copy", "ts": 10.0 + 5 * k + s * 0.5, "dur": 3.0,
+               "args": {"block": [512, 1, 1], "stream": 7 + s}} for k in range(3) for s in range(2)]
+    events.append({"cat": "cpu_op", "name": "aten::copy_", "ts": 1.0, "dur": 1.0})
+    events.append({"cat": "kernel", "name": "other_kernel", "ts": 2.0, "dur": 1.0, "args": {"block": [32, 1, 1],
+                                                                                          "stream": 7}})
+    path = str(tmp_path / "timeline.csv")
+    graph_profile.write_trace(events, path)
+    assert graph_profile.summarize_trace(path, "purlin_", 512, 3) == (
+        "purlin_* on 2 streams, last 3 each: duration 3.00 us, period 5.00 us, start skew 0.50 us (medians)")
+    assert graph_profile.summarize_trace(path, "other", 0, 3).startswith("other* on 1 streams, last 1 each")
+
+
+def test_steps_taken_out_of_the_generated_kernel(graph_profile):
+    from purlin.compile import compile_collective
+
+    def program():
+        return compile_collective("all_to_all", 8, "bf16", None, 1 << 14, arch="sm_90", symmetric=True,
+                                  ranks_per_device=8, sms=132, lowering="regime=throughput").cuda
+
+    full = program().source(1).text
+    for kinds, gone, kept in [(["data"], ["push<"], ["wait_free<", "wait_ready<", "notify<", "grant<"]),
+                              (["free"], ["wait_free<"], ["push<", "wait_ready<"]),
+                              (["ready"], ["wait_ready<"], ["push<", "wait_free<", "notify<"]),
+                              (["waits", "signals"], ["wait_free<", "wait_ready<", "notify<", "grant<"], ["push<"])]:
+        p = program()
+        taken = graph_profile.without_steps(p, 1, graph_profile.step_kinds(",".join(kinds)))
+        text = p.source(1).text
+        assert taken == sum(full.count(f"  {c}") for c in gone) > 0, kinds
+        assert not any(c in text for c in gone) and all(c in text for c in kept), kinds
+        assert "advance(k," in text and "follow_previous(p);" in text
+
+
+@pytest.mark.parametrize("without, error", [
+    ("data,nothing", "--without takes data, free, ready, signals, waits, got 'data,nothing'"),
+    ("signals", "--without signals takes the waits out too"),
+    ("signals,free", "--without signals takes the waits out too")])
+def test_steps_that_would_hang_or_do_not_exist_are_refused(graph_profile, without, error, capsys):
+    with pytest.raises(SystemExit) as e:
+        graph_profile.main(["--without", without])
+    assert e.value.code == 2 and error in capsys.readouterr().err
+    assert graph_profile.step_kinds("free,ready,signals") == ["free", "ready", "signals"]
