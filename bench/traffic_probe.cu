@@ -43,8 +43,8 @@ __device__ __forceinline__ void load_round(long i, long stride, long chunks, lon
   }
 }
 
-template <int U, bool CS, bool DOuter>
-__global__ void __launch_bounds__(512) k_ag(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
+template <int U, bool CS, bool DOuter, int MinBlocks = 1>
+__global__ void __launch_bounds__(512, MinBlocks) k_ag(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
   const long per = n / W / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x;
   for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
     int4 v[U]; long off[U]; int r[U];
@@ -243,6 +243,13 @@ int main(int argc, char** argv) {
       {"ar f32 cs 1/SM split", AR, k_ar_f32<4, true>, 1, true},
       {"ar u4 cs 1/SM split -2", AR, k_red<4, true, true>, 1, true, 2},
       {"ar f32 cs 1/SM split -2", AR, k_ar_f32<4, true>, 1, true, 2},
+      // all_gather as purlin launches it: one block of each rank's share waits (consumer), and at two
+      // blocks an SM ptxas holds a thread to 64 registers (u8 then spills; above it takes 128, so its
+      // grids of two blocks an SM run one block an SM at a time, in two waves).
+      {"ag u8 cs 1/SM split -1", AG, k_ag<8, true, true>, 1, true, 1},
+      {"ag u4 cs 1/SM split -1", AG, k_ag<4, true, true>, 1, true, 1},
+      {"ag u8 cs split -1 64reg", AG, k_ag<8, true, true, 2>, 2, true, 1},
+      {"ag u4 cs split -1", AG, k_ag<4, true, true>, 2, true, 1},
   };
   printf("%-24s %5s %11s %10s %10s %6s\n", "variant", "world", "bytes", "us", "least us", "ratio");
   for (int W : worlds)
