@@ -95,14 +95,15 @@ def test_steps_taken_out_of_the_generated_kernel(graph_profile):
     from purlin.compile import compile_collective
 
     def program():
-        return compile_collective("all_to_all", 8, "bf16", None, 1 << 14, arch="sm_90", symmetric=True,
-                                  ranks_per_device=8, sms=132, lowering="regime=throughput").cuda
+        # A direct pull: its data (consume), free (drain) and ready waits, and signals (notify, finish).
+        return compile_collective("all_reduce", 8, "bf16", "sum", 1 << 14, arch="sm_90", symmetric=True,
+                                  ranks_per_device=8, sms=132, lowering="regime=throughput strategy=direct").cuda
 
     full = program().source(1).text
-    for kinds, gone, kept in [(["data"], ["push<"], ["wait_free<", "wait_ready<", "notify<", "grant<"]),
-                              (["free"], ["wait_free<"], ["push<", "wait_ready<"]),
-                              (["ready"], ["wait_ready<"], ["push<", "wait_free<", "notify<"]),
-                              (["waits", "signals"], ["wait_free<", "wait_ready<", "notify<", "grant<"], ["push<"])]:
+    for kinds, gone, kept in [(["data"], ["consume<"], ["drain<", "wait_ready<", "notify<", "finish<"]),
+                              (["free"], ["drain<"], ["consume<", "wait_ready<"]),
+                              (["ready"], ["wait_ready<"], ["consume<", "drain<", "notify<"]),
+                              (["waits", "signals"], ["drain<", "wait_ready<", "notify<", "finish<"], ["consume<"])]:
         p = program()
         taken = graph_profile.without_steps(p, 1, graph_profile.step_kinds(",".join(kinds)))
         text = p.source(1).text
