@@ -33,7 +33,9 @@ times the kernel with those kinds of steps taken out of its generated source
 done reading; ready: the waits for a peer's data; waits: both; signals:
 every signal to a peer, only with both kinds of waits, which would hang
 without them): where a call's time goes. Its results are then wrong by
-design and not checked.
+design and not checked. `--lowering 'symmetric=false regime=throughput'`
+(convert-coll-to-snac's options) times another lowering than the cost
+model's, here the staged protocol, with or without its steps.
 
 summarises `nsys stats --report cuda_gpu_trace --format csv`'s table: of the
 kernels whose name starts with --kernel (and, with --block, have that many
@@ -128,6 +130,20 @@ def step_kinds(without: str) -> list[str]:
     return kinds
 
 
+def compile_for(collective: str, world: int, nbytes: int, lowering: str, arch: str, sms: int):
+    """(spec, compiled) of the collective as this tool times it: `nbytes` of bf16 a rank's input,
+    symmetric, every rank on one GPU of `sms` multiprocessors, in the cost model's lowering or in
+    convert-coll-to-snac's options `lowering` (e.g. 'symmetric=false regime=throughput': the staged
+    protocol), which win over the placement's."""
+    from purlin.coll.builder import CollectiveSpec
+    from purlin.compile import compile_collective
+
+    count = max(1, nbytes // 2)
+    spec = CollectiveSpec(collective, world, "bf16", "sum" if "reduce" in collective else None, count)
+    return spec, compile_collective(collective, world, "bf16", spec.op, count, arch=arch, lowering=lowering,
+                                    symmetric=True, ranks_per_device=world, sms=sms)
+
+
 def without_steps(program, blocks_per_sm: int, kinds: list[str]) -> int:
     """Takes the calls of `kinds` (STEPS) out of `program`'s generated source
     for `blocks_per_sm` (the one its communicator will compile); returns how many."""
@@ -177,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--collective", default="all_reduce")
     ap.add_argument("--calls", type=int, default=20, help="calls per graph")
     ap.add_argument("--replays", type=int, default=5)
+    ap.add_argument("--lowering", default="", metavar="OPTIONS",
+                    help="convert-coll-to-snac options, e.g. 'symmetric=false regime=throughput' (the staged protocol)")
     ap.add_argument("--without", default="", help="comma-separated step kinds to take out: " + ", ".join(STEPS))
     ap.add_argument("--timeline", help="write the replays' kernels (torch.profiler) as a cuda_gpu_trace-like CSV")
     ap.add_argument("--trace", help="summarise this nsys cuda_gpu_trace CSV instead of running")
@@ -211,15 +229,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     from latency_probe import _reference
 
+    from xdsl.utils.exceptions import PassFailedException
+
     from purlin import _runtime
-    from purlin.coll.builder import CollectiveSpec
-    from purlin.compile import arch_of_device, compile_collective
+    from purlin.compile import arch_of_device
     from purlin.runtime import Communicator
 
-    world, count = args.world, max(1, args.bytes // 2)
-    spec = CollectiveSpec(args.collective, world, "bf16", "sum" if "reduce" in args.collective else None, count)
-    compiled = compile_collective(args.collective, world, "bf16", spec.op, count, arch=arch_of_device(0),
-                                  symmetric=True, ranks_per_device=world, sms=_runtime.cuda_device_sms(0))
+    world = args.world
+    try:
+        spec, compiled = compile_for(args.collective, world, args.bytes, args.lowering, arch_of_device(0),
+                                     _runtime.cuda_device_sms(0))
+    except (PassFailedException, ValueError) as e:  # options the pass refuses, or no option of it
+        ap.error(f"--lowering {args.lowering!r}: {e}")
     if kinds:
         from purlin.runtime.backend import blocks_per_sm
 
@@ -255,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"graph_profile: {args.collective} world {world}: wrong result", file=sys.stderr)
         return 1
     print(f"{args.collective} {args.bytes} B bf16, world {world} on GPU 0"
-          f"{' without ' + '+'.join(kinds) if kinds else ''}: {statistics.median(times):.2f} us per call "
+          f"{f' [{args.lowering}]' if args.lowering else ''}{' without ' + '+'.join(kinds) if kinds else ''}: {statistics.median(times):.2f} us per call "
           f"(median of {args.replays} replays of {args.calls} calls)")
     return 0
 

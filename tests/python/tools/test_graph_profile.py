@@ -121,3 +121,14 @@ def test_steps_that_would_hang_or_do_not_exist_are_refused(graph_profile, withou
         graph_profile.main(["--without", without])
     assert e.value.code == 2 and error in capsys.readouterr().err
     assert graph_profile.step_kinds("free,ready,signals") == ["free", "ready", "signals"]
+
+
+def test_a_lowering_given_is_the_one_timed(graph_profile):
+    """--lowering's options reach the kernel over the placement's: the staged protocol, where the
+    cost model would push in place."""
+    _, default = graph_profile.compile_for("all_gather", 8, 1 << 17, "", "sm_90", 132)
+    _, staged = graph_profile.compile_for("all_gather", 8, 1 << 17, "symmetric=false regime=throughput", "sm_90", 132)
+    assert "abi::Moves::Staging" not in default.cuda.source(1).text
+    assert "abi::Moves::Staging" in staged.cuda.source(2).text and not staged.plan.symmetric
+    with pytest.raises(ValueError, match="nonsense"):
+        graph_profile.compile_for("all_gather", 8, 1 << 17, "nonsense=1", "sm_90", 132)
