@@ -18,7 +18,7 @@ forced by the pass options.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.coll.attributes import ConsumeAttr, LayoutAttr, element_bytes
 from purlin.coll.dialect import CollectiveOp
 from purlin.coll.layouts import Layout, LayoutKind, coalesced, format_name
-from purlin.conversion.cost_model import COPY_ENGINE_ALIGN_BYTES, THRESHOLDS, choose
+from purlin.conversion.cost_model import COPY_ENGINE_ALIGN_BYTES, THRESHOLDS, choose, packet_blocks
 from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import PACKET_DATA_BYTES, PhasePlan, packet_elems, route_layouts
@@ -99,6 +99,9 @@ class LowerCollective(RewritePattern):
             assert why
         # Latency, one phase: one fused role, whose handshake goes where the phase is mutual.
         fused = low.regime == snac.Regime.LATENCY and len(phases) == 1 and not low.copy_engine
+        if fused and self.opts.blocks == 0 and (pieces := _packet_pieces(
+                phases[0], op.world, element_bytes(op.input.type.element_type), in_place)) is not None:
+            low = replace(low, blocks=packet_blocks(self.opts.arch, low.blocks, pieces))
         mutual = fused and _mutual(phases[0], op.world, self.opts.counts_on_host)
         body = Block()
         b = Builder(InsertPoint.at_end(body))
@@ -297,8 +300,7 @@ def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in
     world = op.world
     moves = _moves(p, low)
     via: str | snac.Transfer = f"{p.name}_buf"
-    # A pushing producer writes its own destination too, from the one read of its input.
-    stage_local = moves == "push" or (in_place and p.source == snac.PhaseSource.INPUT and moves != "pull")
+    stage_local = _stage_local(p, moves, in_place)
     if moves == "packets":
         elems = _window_elems(p, op, world, packet_elems(element_bytes(elem)), stage_local)
         b.insert(snac.BufferOp(via, snac.BufferKind.PACKETS, 2, world, elems, elem))
@@ -321,6 +323,27 @@ def _declare_phase(b: Builder, p: PhaseSpec, low: Lowering, op: CollectiveOp, in
     if low.coalesce:
         phase.properties["coalesce"] = UnitAttr()
     b.insert(phase)
+
+
+def _stage_local(p: PhaseSpec, moves: str, in_place: bool) -> bool:
+    """Whether the phase's producer stages (or pushes) its own contribution: a
+    pushing producer writes its own destination too, from the one read of its
+    input; in place, a phase that reads the input orders the overwrite after it."""
+    return moves == "push" or (in_place and p.source == snac.PhaseSource.INPUT and moves != "pull")
+
+
+def _packet_pieces(p: PhaseSpec, world: int, itemsize: int, in_place: bool) -> int | None:
+    """The most packets one rank's packet role puts (each once, to all its
+    consumers) or polls in phase `p`, as put_units and poll_consume spread
+    them over its threads; None where the counts are dynamic."""
+    if p.src.is_dynamic or p.dst.is_dynamic:
+        return None
+    plan = _packet_plan(p, world, _stage_local(p, "packets", in_place))
+    per = packet_elems(itemsize)
+    put = [sum(max(1, -(-u.size // per)) for u in plan.units[r]) for r in range(world)]
+    polled = [sum(-(-g.size // per) if g.size > 0 or not g.remote else 1 for g in plan.groups[r])
+              for r in range(world)]
+    return max(max(put), max(polled), 0)
 
 
 def _emit_roles(gen: _Gen, phases: list[PhaseSpec], low: Lowering, fused: bool, handshake: bool) -> None:
@@ -465,10 +488,14 @@ def _window_elems(p: PhaseSpec, op: CollectiveOp, world: int, align: int, stage_
         # Each of a source's units (one a slice, at most `world`) may start
         # on a fresh packet; an empty one (empty_units) takes one packet.
         return bound + world * align
+    return _packet_plan(p, world, stage_local).window_elems(align)
+
+
+def _packet_plan(p: PhaseSpec, world: int, stage_local: bool) -> PhasePlan:
+    """Units and groups of packet phase `p` of static counts (whole slices)."""
     src, dst = route_layouts(p.src, p.dst, p.route)
-    plan = PhasePlan(world, src, dst, p.consume.kind is not None, 0,
+    return PhasePlan(world, src, dst, p.consume.kind is not None, 0,
                      keep_unread=p.source == snac.PhaseSource.OUTPUT, stage_local=stage_local)
-    return plan.window_elems(align)
 
 
 class _Gen:

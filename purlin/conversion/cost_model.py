@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from purlin.snac.protocol import PACKET_DATA_BYTES
 from purlin.snac.vocabulary import Regime, Strategy
 
 
@@ -132,6 +133,19 @@ def packet_bytes(world: int, per_rank_bytes: int, out_per_rank_bytes: int | None
     out = per_rank_bytes if out_per_rank_bytes is None else out_per_rank_bytes
     sent = per_rank_bytes * (world - 1) if reduce and out == per_rank_bytes else max(per_rank_bytes, out) * (world - 1) // world
     return 2 * sent
+
+
+def packet_blocks(arch: str, blocks: int, pieces: int) -> int:
+    """Blocks of a packet role, `blocks` as chosen by its payload's bytes (one
+    per latency_block_bytes), raised so that its threads take `pieces` (the
+    packets a rank puts, or polls) in one round: the bytes leave out the
+    partial packet that ends each slice, and one piece beyond the threads is
+    another round trip for a few of them (all_gather of 65530 B at world 5:
+    8195 pieces for 16 blocks of 512 threads, 1.38x the floor where world 4's
+    8192 took 0.94x, bench/results/1xh100-session-12-07c). Blocks beyond the
+    ranks' share of a GPU are cut where the roles are laid out."""
+    per_block = THRESHOLDS[arch].latency_block_bytes // PACKET_DATA_BYTES
+    return max(blocks, -(-pieces // per_block))
 
 
 @dataclass(frozen=True)

@@ -235,3 +235,38 @@ def test_the_one_gpu_choices_reach_past_the_latency_bound():
     assert kernel("reduce_scatter", 3, 150_003 // 3) == ("latency", "direct", [88])
     assert kernel("all_reduce", 4, 500_003) == ("throughput", "direct", [1, 32])  # one block an SM: 1 MB a rank
     assert kernel("all_reduce", 8, 1_000_003)[:2] == ("throughput", "composed")  # 16 MB of inputs
+
+
+def test_packet_blocks_take_every_piece_in_one_round():
+    from purlin.conversion.cost_model import packet_blocks
+
+    per_block = T.latency_block_bytes // 8
+    assert packet_blocks("sm_90", 16, 16 * per_block) == 16
+    assert packet_blocks("sm_90", 16, 16 * per_block + 3) == 17
+    assert packet_blocks("sm_90", 4, 10) == 4  # never fewer than the payload's count
+
+
+@pytest.mark.parametrize("name, world, nbytes, blocks", [
+    ("all_gather", 5, 65530, 17),  # 5 slices of 13106 B: 5 x 1639 packets polled, not 8191.25
+    ("all_to_all", 3, 65532, 17),  # 3 x 2731 put and polled
+    ("all_gather", 4, 65536, 16),  # whole packets: 8192 pieces, 16 x 512 threads
+    ("all_to_all", 8, 65536, 16),
+    ("reduce_scatter", 5, 65530, 16),  # one group of 1639 packets polled, 5 units of 1639 put
+    ("all_gather", 5, 1020, 1)])
+def test_the_fused_packet_role_takes_its_pieces_in_one_round(name, world, nbytes, blocks):
+    from purlin.compile import compile_collective
+    from purlin.tools.bench import _case
+
+    case, _ = _case(name, nbytes, world)
+    for ranks in (1, world):
+        compiled = compile_collective(name, world, "bf16", case.op, case.count, case.counts, arch="sm_90",
+                                      symmetric=True, ranks_per_device=ranks, sms=132)
+        assert compiled.cuda.kernel.regime.data == Regime.LATENCY
+        assert [r.blocks for r in compiled.plan.roles] == [blocks], (name, world, ranks)
+    # Blocks asked for win; the ranks' share of a small GPU cuts the role.
+    asked = compile_collective(name, world, "bf16", case.op, case.count, case.counts, arch="sm_90",
+                               lowering="blocks=16", symmetric=True, ranks_per_device=world, sms=132)
+    assert [r.blocks for r in asked.plan.roles] == [16]
+    small = compile_collective(name, world, "bf16", case.op, case.count, case.counts, arch="sm_90",
+                               symmetric=True, ranks_per_device=world, sms=8)
+    assert [r.blocks for r in small.plan.roles] == [min(blocks, 2 * 8 // world)]
