@@ -16,7 +16,9 @@
 #                                            .ref/main-tree`, carried) and then on this checkout, one
 #                                            machine, one call; results in $OUT/ab.tgz (a/ and b/:
 #                                            a call returns at most 8 files). The C++ runtime is
-#                                            this checkout's build for both.
+#                                            this checkout's build for both. AB_ROUNDS=N runs
+#                                            both N times, alternating which goes first (a1/
+#                                            b1/ ... bN/ aN/; bench/ab_compare.py takes them).
 #
 # NVLink multicast stays off (the machines are shared).
 set -euo pipefail
@@ -60,12 +62,25 @@ run_ab() {
   shift
   [ -f "$tree/bench/one_gpu.py" ] || { echo "gpu_call: $tree holds no bench/one_gpu.py" >&2; exit 2; }
   cp purlin/_runtime*.so "$tree/purlin/"
-  echo "== a: $tree"
-  OUT=$OUT/a run_bench_in "$tree" "$@" || echo "gpu_call: a: bench/one_gpu.py exit status $?"
-  echo "== b: this checkout"
-  local status=0
-  OUT=$OUT/b run_bench_in . "$@" || status=$?
-  tar czf "$OUT/ab.tgz" -C "$OUT" a b && rm -rf "$OUT/a" "$OUT/b"
+  local rounds=${AB_ROUNDS:-1} status=0 r dirs=()
+  [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "gpu_call: AB_ROUNDS must be a positive count, not '$rounds'" >&2; exit 2; }
+  for ((r = 1; r <= rounds; r++)); do
+    # One round: a/ b/. Several: a1/ b1/, then b2/ a2/, ... (which tree runs first alternates).
+    local sfx=$r order="a b"
+    [ "$rounds" -eq 1 ] && sfx=
+    [ $((r % 2)) -eq 0 ] && order="b a"
+    for side in $order; do
+      dirs+=("$side$sfx")
+      if [ "$side" = a ]; then
+        echo "== a$sfx: $tree"
+        OUT=$OUT/a$sfx run_bench_in "$tree" "$@" || echo "gpu_call: a$sfx: bench/one_gpu.py exit status $?"
+      else
+        echo "== b$sfx: this checkout"
+        OUT=$OUT/b$sfx run_bench_in . "$@" || status=$?
+      fi
+    done
+  done
+  tar czf "$OUT/ab.tgz" -C "$OUT" "${dirs[@]}" && (cd "$OUT" && rm -rf "${dirs[@]}")
   return "$status"
 }
 case "$what" in
