@@ -377,10 +377,17 @@ def _emit_roles(gen: _Gen, phases: list[PhaseSpec], low: Lowering, fused: bool, 
 
 def _role_blocks(low: Lowering, shape: Callable[[int], list[int]]) -> list[int]:
     """Blocks of each role, `shape(n)` for n blocks per data-moving role: the
-    most up to low.blocks whose grid fits low.budget (where ranks share a GPU)."""
-    n = low.blocks
-    if low.budget is not None:
-        while n > 1 and sum(shape(n)) > low.budget:
+    most up to low.blocks whose grid fits low.budget (where ranks share a GPU).
+    There a throughput kernel's data roles grow past low.blocks to fill the
+    budget at the blocks an SM the grids need anyway (half the budget where
+    they fit one an SM): SMs no grid takes would idle."""
+    n, limit = low.blocks, low.budget
+    if limit is not None:
+        if low.regime == snac.Regime.THROUGHPUT:
+            n = limit
+            if sum(shape(low.blocks)) <= limit // 2:
+                limit //= 2
+        while n > 1 and sum(shape(n)) > limit:
             n -= 1
     return shape(n)
 
