@@ -379,14 +379,18 @@ def _role_blocks(low: Lowering, shape: Callable[[int], list[int]]) -> list[int]:
     """Blocks of each role, `shape(n)` for n blocks per data-moving role: the
     most up to low.blocks whose grid fits low.budget (where ranks share a GPU).
     There a throughput kernel's data roles grow past low.blocks to fill the
-    budget at the blocks an SM the grids need anyway (half the budget where
-    they fit one an SM): SMs no grid takes would idle."""
+    budget, at the blocks an SM the grids need anyway (half the budget where
+    they fit one an SM), if the capped grids would leave more than an eighth
+    of it idle: world 3's 65 blocks of 88 left reduce_scatter of 16 and
+    256 MiB 1.13x as long; one block more at worlds 2 and 4 (65 of 66) gained
+    nothing (bench/results/1xh100-session-12-07g)."""
     n, limit = low.blocks, low.budget
     if limit is not None:
+        capped = sum(shape(min(n, limit)))
         if low.regime == snac.Regime.THROUGHPUT:
-            n = limit
-            if sum(shape(low.blocks)) <= limit // 2:
-                limit //= 2
+            limit = limit // 2 if capped <= limit // 2 else limit
+            if capped * 8 < limit * 7:
+                n = limit
         while n > 1 and sum(shape(n)) > limit:
             n -= 1
     return shape(n)
