@@ -127,6 +127,19 @@ def test_every_lowering_fits_the_gpu_its_ranks_share(world, symmetric):
         assert compiled.cuda.blocks_per_sm(world, 132) <= 2
 
 
+@pytest.mark.parametrize("world, grid", [(2, 65), (3, 88), (4, 65), (8, 33)])
+@pytest.mark.parametrize("name", ["all_gather", "reduce_scatter", "all_to_all"])
+def test_throughput_grids_fill_a_budget_the_block_cap_leaves_idle(world, grid, name):
+    # 16 MiB a rank, every rank on one 132-SM GPU, two blocks an SM: 64 data blocks and a signalling one
+    # fill worlds 2 (at one an SM) and 4 to within an eighth; at world 3 they would leave 23 of 88 idle.
+    from purlin.compile import compile_collective
+
+    compiled = compile_collective(name, world, "bf16", "sum" if "reduce" in name else None, (8 << 20) // world,
+                                  symmetric=True, ranks_per_device=world, sms=132)
+    assert compiled.cuda.grid == grid
+    assert compiled.cuda.blocks_per_sm(world, 132) == (1 if world == 2 else 2)
+
+
 @pytest.mark.parametrize("per_rank, ranks, reduce, single, aligned, symmetric, engine", [
     (128 << 20, 4, False, True, True, True, True),  # all_to_all from 128 MiB, ranks sharing a GPU
     (64 << 20, 4, False, True, True, True, False),  # below: the SM copy is as fast
