@@ -1,5 +1,6 @@
 """What `bench/one_gpu.py` would run at each point, as digests: per world,
-collective and size (purlin-bench's bytes, every rank sharing one GPU of --sms
+collective and size (purlin-bench's bytes, the V forms at even counts as
+one_gpu.py runs them, every rank sharing one GPU of --sms
 multiprocessors), the generated kernel's grid, the blocks an SM holds for all
 ranks' grids, and short digests of its source and of its ranks' tables, or why
 the lowering refused the point (exit status 1). No GPU.
@@ -32,13 +33,13 @@ def point(coll: str, world: int, nbytes: int, sms: int, arch: str, lowering: str
     """One line: the point, then its kernel's grid, blocks an SM, source and tables digests."""
     from purlin.compile import compile_collective
 
-    case, _ = bench._case(coll, nbytes, world)
+    case, _ = bench._case(coll, nbytes, world, even=True)  # one_gpu.py runs the V forms --even-counts
     compiled = compile_collective(coll, world, "bf16", case.op, case.count, case.counts, arch=arch,
                                   lowering=lowering, symmetric=True, ranks_per_device=world, sms=sms)
     kernel = compiled.cuda
     per_sm = kernel.blocks_per_sm(world, sms)
     tables = repr([t.tolist() for t in kernel.tables.ranks])
-    return (f"{world} {coll} {bench.size_run(coll, nbytes, world)} grid {kernel.grid} blocks/SM {per_sm} "
+    return (f"{world} {coll} {bench.size_run(coll, nbytes, world, even=True)} grid {kernel.grid} blocks/SM {per_sm} "
             f"source {digest(kernel.source(per_sm).text)} tables {digest(tables)}")
 
 
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                     line = point(coll, world, nbytes, args.sms, args.arch, args.lowering)
                 except (PassFailedException, VerifyException, ValueError) as e:  # what the lowering refuses
                     failed += 1
-                    line = f"{world} {coll} {bench.size_run(coll, nbytes, world)} failed: {e}"
+                    line = f"{world} {coll} {bench.size_run(coll, nbytes, world, even=True)} failed: {e}"
                 print(line, flush=True)
     return 1 if failed else 0
 
