@@ -41,7 +41,8 @@ summarises `nsys stats --report cuda_gpu_trace --format csv`'s table: of the
 kernels whose name starts with --kernel (and, with --block, have that many
 threads per block), per stream in start order, the median duration, the
 median period (one start to the next on a stream) and the median skew (the
-spread of the streams' k-th starts) over the last --calls kernels of each.
+spread of the streams' k-th starts) over the last --calls kernels of each,
+and the least and the most of the streams' own median durations.
 """
 
 from __future__ import annotations
@@ -104,8 +105,11 @@ def summarize_trace(path: str, kernel: str, block: int, calls: int) -> str:
     periods = [b[0] - a[0] for ks in last for a, b in zip(ks, ks[1:])]
     skews = [max(ks[i][0] for ks in last) - min(ks[i][0] for ks in last) for i in range(n)]
     us = lambda xs: f"{statistics.median(xs) / 1e3:.2f}" if xs else "-"  # noqa: E731
+    # Each stream's own median: with the waits taken out the ranks run uncoupled, and
+    # the spread is how much slower the slowest rank's share of the GPU moves its data.
+    own = sorted(statistics.median(d for _, d in ks) for ks in last)
     return (f"{kernel}* on {len(last)} streams, last {n} each: duration {us(durations)} us, period {us(periods)} us, "
-            f"start skew {us(skews)} us (medians)")
+            f"start skew {us(skews)} us (medians); a stream's median duration {us(own[:1])}-{us(own[-1:])} us")
 
 
 # The generated code's calls of each kind of step (purlin/cuda/codegen.py).

@@ -29,9 +29,18 @@ def test_durations_periods_and_skews_of_the_last_calls(graph_profile, tmp_path):
     got = graph_profile.summarize_trace(trace(tmp_path, rows), "purlin_", 32, 2)
     # Stream 7: 1000, 4200; stream 8: 1500, 4000. Periods 3200 and 2500, skews 500 and 200.
     assert got == ("purlin_* on 2 streams, last 2 each: duration 2.05 us, period 2.85 us, "
-                   "start skew 0.35 us (medians)")
+                   "start skew 0.35 us (medians); a stream's median duration 2.05-2.05 us")
     every_block = graph_profile.summarize_trace(trace(tmp_path, rows), "purlin_", 0, 3)
     assert every_block.startswith("purlin_* on 2 streams, last 3 each:")
+
+
+def test_each_streams_own_median_duration(graph_profile, tmp_path):
+    # Uncoupled ranks (their waits taken out): stream 9 moves its share more slowly than stream 7.
+    rows = [(k * 5000 + s, d, 512, s, "purlin_throughput") for k in range(3)
+            for s, d in ((7, 3000 + 10 * k), (9, 4000 + 10 * k))]
+    got = graph_profile.summarize_trace(trace(tmp_path, rows), "purlin_", 512, 3)
+    assert got.endswith("duration 3.51 us, period 5.00 us, start skew 0.00 us (medians); "
+                        "a stream's median duration 3.01-4.01 us")
 
 
 def test_no_matching_kernel(graph_profile, tmp_path):
@@ -87,7 +96,8 @@ def test_torch_profiler_kernels_read_back_as_a_trace(graph_profile, tmp_path):
     path = str(tmp_path / "timeline.csv")
     graph_profile.write_trace(events, path)
     assert graph_profile.summarize_trace(path, "purlin_", 512, 3) == (
-        "purlin_* on 2 streams, last 3 each: duration 3.00 us, period 5.00 us, start skew 0.50 us (medians)")
+        "purlin_* on 2 streams, last 3 each: duration 3.00 us, period 5.00 us, start skew 0.50 us (medians); "
+        "a stream's median duration 3.00-3.00 us")
     assert graph_profile.summarize_trace(path, "other", 0, 3).startswith("other* on 1 streams, last 1 each")
 
 
