@@ -140,6 +140,20 @@ def test_throughput_grids_fill_a_budget_the_block_cap_leaves_idle(world, grid, n
     assert compiled.cuda.blocks_per_sm(world, 132) == (1 if world == 2 else 2)
 
 
+@pytest.mark.parametrize("sms", [108, 132, 148])
+@pytest.mark.parametrize("world", range(2, 9))
+def test_filled_grids_fit_every_gpus_multiprocessors(sms, world):
+    # The fill takes the whole budget where it applies: every rank's grid still resident at once.
+    from purlin.compile import compile_collective
+
+    for name in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        count = (8 << 20) // (1 if name == "all_reduce" else world)
+        compiled = compile_collective(name, world, "bf16", "sum" if "reduce" in name else None, count,
+                                      symmetric=True, ranks_per_device=world, sms=sms)
+        per_sm = compiled.cuda.blocks_per_sm(world, sms)
+        assert per_sm <= 2 and world * compiled.cuda.grid <= per_sm * sms, (name, compiled.cuda.grid)
+
+
 @pytest.mark.parametrize("per_rank, ranks, reduce, single, aligned, symmetric, engine", [
     (128 << 20, 4, False, True, True, True, True),  # all_to_all from 128 MiB, ranks sharing a GPU
     (64 << 20, 4, False, True, True, True, False),  # below: the SM copy is as fast
