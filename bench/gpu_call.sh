@@ -4,7 +4,9 @@
 # ../shared/tools/device-wheels pytest-xdist execnet), build purlin's runtime in place for the
 # machine (skipped while that build is still there), then run what is asked.
 #
-#   bench/gpu_call.sh tests [PYTEST ARGS]    pytest -m gpu (default: tests/python)
+#   bench/gpu_call.sh tests [PYTEST ARGS]    pytest -m gpu (default: tests/python); GPU_TESTS_SECONDS=N
+#                                            skips the tests not started N seconds in, so that a run
+#                                            under a time limit ends with its summary (failures named)
 #   bench/gpu_call.sh bench [ONE_GPU ARGS]   bench/one_gpu.py beside its floors, built from .ref/
 #                                            (../shared/reference copied there), results in $OUT
 #   bench/gpu_call.sh both [ONE_GPU ARGS]    the tests, then the benchmark
@@ -44,6 +46,7 @@ shift || true
 run_tests() {
   local par=()
   python3 -c 'import xdist' 2>/dev/null && par=(-n "${PYTEST_WORKERS:-6}")
+  [ -n "${GPU_TESTS_SECONDS:-}" ] && export PURLIN_TEST_DEADLINE=$(($(date +%s) + GPU_TESTS_SECONDS))
   python3 -m pytest -q -p no:cacheprovider -m gpu "${par[@]}" --durations=15 "${@:-tests/python}" 2>&1 \
     | tee "$OUT/gpu-tests.txt" | tail -40
 }
