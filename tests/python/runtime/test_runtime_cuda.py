@@ -181,6 +181,19 @@ def test_default_lowering_runs_at_every_world_on_one_gpu(name, world, size):
     run_compiled(case, c, large_args(case), [0] * world, 2, "default")
 
 
+# Pushes that load whole rounds of eight chunks a thread (atom.push `loads`),
+# then the rest in rounds of four: 4 MiB a rank, and 4102 bytes more (a tail
+# round and bytes off 16-byte alignment); all_gather_v at uneven counts.
+@pytest.mark.parametrize("size", [4 << 20, (4 << 20) + 4102], ids=lambda s: f"{s}B")
+@pytest.mark.parametrize("name, world", [("all_gather", 2), ("all_gather", 4), ("all_gather", 8),
+                                         ("all_gather_v", 2)])
+def test_pushes_in_whole_rounds_match_reference(name, world, size):
+    case = make_case(name, size, world)
+    c = placed(case, symmetric=True)
+    assert [op.loads.value.data for op in c.cuda.kernel.walk() if isinstance(op, atom.PushOp)] == [8]
+    run_compiled(case, c, large_args(case), [0] * world, 2, "whole rounds")
+
+
 # Latency sizes whose slices lie off 8-byte alignment (odd worlds; fp8 at odd
 # bytes) in the default lowering: packets loaded and stored in pieces at
 # both ends, a thread's input word read ahead only where it is whole, many
