@@ -222,8 +222,9 @@ class PutOp(snac.PutOpBase, _Datapath):
         self.verify_datapath()
 
 
-# Loads in flight a thread that a vector push may take in whole rounds (atom.push `loads`).
-PUSH_LOADS = (8, 16)
+# The loads in flight a thread that a vector push may take in whole rounds
+# (atom.push `loads`; the lowering's choice: convert-snac-to-atom).
+WHOLE_ROUND_LOADS = 8
 
 
 @irdl_op_definition
@@ -242,9 +243,9 @@ class PushOp(snac.PushOpBase, _Datapath):
         if self.loads is None:
             return
         loads = self.loads.value.data
-        if self.mech.data != Mechanism.VECTOR or loads not in PUSH_LOADS:
+        if self.mech.data != Mechanism.VECTOR or loads != WHOLE_ROUND_LOADS:
             raise _err(self, f"loads {loads} with mech '{self.mech.data.value}': expected mech 'vector' and "
-                             f"{', '.join(map(str, PUSH_LOADS))} loads in flight a thread")
+                             f"{WHOLE_ROUND_LOADS} loads in flight a thread")
 
 
 @irdl_op_definition

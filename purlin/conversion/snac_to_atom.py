@@ -184,14 +184,13 @@ _LOWER: dict[type[Operation], Callable[[LowerProgram, _Step], None]] = {
 
 # A vector push whose every unit goes to two destinations or more (an
 # all_gather's: each load feeds several stores), and gives each thread of its
-# role this many chunks or more, loads them in whole rounds of this many, with
+# role atom.WHOLE_ROUND_LOADS chunks or more, loads them in whole rounds of that many, with
 # no bound checks: all_gather of 16 MiB took 0.95-0.96x as long at worlds 2
 # and 8 so, but copies of one destination a unit (all_to_all) 1.03-1.12x at
 # 4 MiB, and those of fewer chunks a thread (the tail rounds) 1.02-1.04x
 # (bench/results/1xh100-session-12-07c, ab-copy-whole-rounds-u8*). Measured
 # with 16-byte words only: sm_100's 32-byte words would hold twice the
 # registers, and keep the datapath's rounds.
-WHOLE_ROUND_LOADS = 8
 WHOLE_ROUND_WIDTH = 16
 
 
@@ -206,9 +205,9 @@ def _push_loads(state, threads: int, elem_bytes: int, width: int) -> int | None:
             if len(u.consumers) < 2:
                 return None  # most often rank 0's first unit: an all_to_all costs no more than one look
             least = u.size if least is None else min(least, u.size)
-    if least is None or least * elem_bytes // width < WHOLE_ROUND_LOADS * threads:
+    if least is None or least * elem_bytes // width < atom.WHOLE_ROUND_LOADS * threads:
         return None
-    return WHOLE_ROUND_LOADS
+    return atom.WHOLE_ROUND_LOADS
 
 
 def _threads(op: snac.ProgramOp, gen: Generation) -> int:

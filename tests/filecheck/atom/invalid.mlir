@@ -1030,7 +1030,7 @@ func.func @push_loads_not_offered(%in: memref<4xf32>, %out: memref<8xf32>) {
     %c0 = arith.constant 0 : index
     atom.blocks producer first 0 blocks 4 {
       atom.push @p unit %c0 of %r mech vector width 16 loads 6
-// CHECK: invalid.mlir:[[# @LINE - 1]]:7: error: 'atom.push': loads 6 with mech 'vector': expected mech 'vector' and 8, 16 loads in flight a thread
+// CHECK: invalid.mlir:[[# @LINE - 1]]:7: error: 'atom.push': loads 6 with mech 'vector': expected mech 'vector' and 8 loads in flight a thread
     }
   }
   func.return
