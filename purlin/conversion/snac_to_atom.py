@@ -188,9 +188,11 @@ _LOWER: dict[type[Operation], Callable[[LowerProgram, _Step], None]] = {
 # no bound checks: all_gather of 16 MiB took 0.95-0.96x as long at worlds 2
 # and 8 so, but copies of one destination a unit (all_to_all) 1.03-1.12x at
 # 4 MiB, and those of fewer chunks a thread (the tail rounds) 1.02-1.04x
-# (bench/results/1xh100-session-12-07c, ab-copy-whole-rounds-u8*). Measured
-# with 16-byte words only: sm_100's 32-byte words would hold twice the
-# registers, and keep the datapath's rounds.
+# (bench/results/1xh100-session-12-07c, ab-copy-whole-rounds-u8*). A unit
+# whose destination lies off its source's alignment is shifted into place,
+# which the whole rounds' registers only slow (world 5's 16 MiB all_gather,
+# its slots 2 bytes off: 1.02x). Measured with 16-byte words only: sm_100's
+# 32-byte words would hold twice the registers, and keep the datapath's rounds.
 WHOLE_ROUND_WIDTH = 16
 
 
@@ -199,11 +201,13 @@ def _push_loads(state, threads: int, elem_bytes: int, width: int) -> int | None:
     threads in all (None: the datapath's default)."""
     if width != WHOLE_ROUND_WIDTH:
         return None
-    least = None
-    for r in range(state.plan.world):
-        for u in state.plan.units[r]:
+    plan, least = state.plan, None
+    for r in range(plan.world):
+        for u, dsts in zip(plan.units[r], plan.destinations[r]):
             if len(u.consumers) < 2:
                 return None  # most often rank 0's first unit: an all_to_all costs no more than one look
+            if any((off - u.src_offset) * elem_bytes % width for _, off in dsts):
+                return None  # shifted into place at run time, where whole rounds only cost registers
             least = u.size if least is None else min(least, u.size)
     if least is None or least * elem_bytes // width < atom.WHOLE_ROUND_LOADS * threads:
         return None

@@ -167,6 +167,8 @@ def test_pushes_to_several_destinations_load_whole_rounds_of_eight(arch, world):
     ("all_to_all", 8, 1 << 20),  # one destination a unit: whole rounds made it slower
     ("all_gather", 8, 256 << 10),  # 4 MiB: two chunks a thread, no whole round of eight
     ("all_gather", 3, (8 << 20) // 3),  # 16 MiB at world 3: 7.8 chunks a thread of its 87 blocks
+    ("all_gather", 5, 1677721),  # 16 MiB at world 5: slots 2 bytes off 16, shifted into place
+    ("all_gather", 8, ((4 << 20) + 4102) // 2),  # 6 bytes off: one rank's aligned is not enough
 ])
 def test_other_pushes_keep_the_datapaths_rounds(name, world, count):
     pushes, source = pushes_of(name, world, count)
