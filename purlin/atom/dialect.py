@@ -222,16 +222,30 @@ class PutOp(snac.PutOpBase, _Datapath):
         self.verify_datapath()
 
 
+# The loads in flight a thread that a vector push may take in whole rounds
+# (atom.push `loads`; the lowering's choice: convert-snac-to-atom).
+WHOLE_ROUND_LOADS = 8
+
+
 @irdl_op_definition
 class PushOp(snac.PushOpBase, _Datapath):
-    """Write a unit into the outputs of its destinations, in place."""
+    """Write a unit into the outputs of its destinations, in place. `loads`: a
+    vector push's loads in flight a thread in whole rounds (the datapath's
+    default where absent)."""
 
     name = "atom.push"
-    assembly_format = "$phase `unit` $unit `of` $rank `mech` $mech `width` $width attr-dict"
+    loads = opt_prop_def(IntegerAttr[I64])
+    assembly_format = "$phase `unit` $unit `of` $rank `mech` $mech `width` $width (`loads` $loads^)? attr-dict"
 
     def verify_(self) -> None:
         super().verify_()
         self.verify_datapath()
+        if self.loads is None:
+            return
+        loads = self.loads.value.data
+        if self.mech.data != Mechanism.VECTOR or loads != WHOLE_ROUND_LOADS:
+            raise _err(self, f"loads {loads} with mech '{self.mech.data.value}': expected mech 'vector' and "
+                             f"{WHOLE_ROUND_LOADS} loads in flight a thread")
 
 
 @irdl_op_definition

@@ -48,6 +48,11 @@ class LowerProgram(RewritePattern):
             if (why := convention_error(inner)) is not None:
                 raise PassFailedException(op_error(inner, why))
         body = op.body.clone()
+        try:
+            self.states = phase_states(op, op.world_size, None)
+        except SnacExecutionError:
+            self.states = None  # dynamic counts: unit sizes known only at the call
+        self.threads = _threads(op, gen)
         assert isinstance(op.input.type, MemRefType)
         elem = op.input.type.element_type
         dtype = dtype_name(elem)
@@ -57,7 +62,7 @@ class LowerProgram(RewritePattern):
         pipelined = any(isinstance(inner, snac.StageOp) for inner in op.body.walk())
         props.update(
             target=atom.TargetAttr(gen.target),
-            threads=_int(_threads(op, gen)),
+            threads=_int(self.threads),
             smem=_int(gen.smem_bytes(op.world_size) if pipelined else 0),
         )
         if self.multimem:
@@ -102,7 +107,14 @@ class LowerProgram(RewritePattern):
         while role is not None and not isinstance(role, snac.RoleOpBase):
             role = role.parent_op()
         stream = role is not None and role.kind.data == snac.RoleKind.STREAM
-        _swap(s.rewriter, s.op, atom.PushOp, _path(self.gen.copy_engine() if stream else self.gen.copy()))
+        path = self.gen.copy_engine() if stream else self.gen.copy()
+        props = _path(path)
+        if role is not None and path.mech == atom.Mechanism.VECTOR and self.states is not None:
+            loads = _push_loads(self.states[s.phase.sym_name.data], role.blocks.value.data * self.threads,
+                                element_bytes(s.elem), path.width)
+            if loads is not None:
+                props["loads"] = _int(loads)
+        _swap(s.rewriter, s.op, atom.PushOp, props)
 
     def _grant(self, s: _Step) -> None:
         _swap(s.rewriter, s.op, atom.GrantOp)
@@ -168,6 +180,38 @@ _LOWER: dict[type[Operation], Callable[[LowerProgram, _Step], None]] = {
     snac.GrantOp: LowerProgram._grant,
     snac.DrainOp: LowerProgram._drain,
 }
+
+
+# A vector push whose every unit goes to two destinations or more (an
+# all_gather's: each load feeds several stores), and gives each thread of its
+# role atom.WHOLE_ROUND_LOADS chunks or more, loads them in whole rounds of that many, with
+# no bound checks: all_gather of 16 MiB took 0.95-0.96x as long at worlds 2
+# and 8 so, but copies of one destination a unit (all_to_all) 1.03-1.12x at
+# 4 MiB, and those of fewer chunks a thread (the tail rounds) 1.02-1.04x
+# (bench/results/1xh100-session-12-07c, ab-copy-whole-rounds-u8*). A unit
+# whose destination lies off its source's alignment is shifted into place,
+# which the whole rounds' registers only slow (world 5's 16 MiB all_gather,
+# its slots 2 bytes off: 1.02x). Measured with 16-byte words only: sm_100's
+# 32-byte words would hold twice the registers, and keep the datapath's rounds.
+WHOLE_ROUND_WIDTH = 16
+
+
+def _push_loads(state, threads: int, elem_bytes: int, width: int) -> int | None:
+    """atom.push's `loads` for a phase of static units pushed by `threads`
+    threads in all (None: the datapath's default)."""
+    if width != WHOLE_ROUND_WIDTH:
+        return None
+    plan, least = state.plan, None
+    for r in range(plan.world):
+        for u, dsts in zip(plan.units[r], plan.destinations[r]):
+            if len(u.consumers) < 2:
+                return None  # most often rank 0's first unit: an all_to_all costs no more than one look
+            if any((off - u.src_offset) * elem_bytes % width for _, off in dsts):
+                return None  # shifted into place at run time, where whole rounds only cost registers
+            least = u.size if least is None else min(least, u.size)
+    if least is None or least * elem_bytes // width < atom.WHOLE_ROUND_LOADS * threads:
+        return None
+    return atom.WHOLE_ROUND_LOADS
 
 
 def _threads(op: snac.ProgramOp, gen: Generation) -> int:

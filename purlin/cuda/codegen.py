@@ -297,7 +297,8 @@ class _Emitter:
             if op.mech.data == atom.Mechanism.COPY_ENGINE:
                 raise _error(op, "the copy engine is not driven from a kernel")
             self.barrier_if_reads_output(op, op.unit, phase, depth, role)
-            self.emit(depth, f"push<{self.dtype}, Mech::{_MECH[op.mech.data]}, {op.width.value.data}>"
+            loads = "" if op.loads is None else f", {op.loads.value.data}"
+            self.emit(depth, f"push<{self.dtype}, Mech::{_MECH[op.mech.data]}, {op.width.value.data}{loads}>"
                              f"(k, {p}, {n(op.unit)}, part, smem, kSmem);")
         elif isinstance(op, atom.GrantOp):
             self.emit(depth, f"grant<{strong}>(k, {p}, {n(op.value)}, part);")

@@ -1018,3 +1018,20 @@ func.func @copy_engine_stages(%in: memref<4xf32>, %out: memref<8xf32>) {
   }
   func.return
 }
+
+// -----
+
+func.func @push_loads_not_offered(%in: memref<4xf32>, %out: memref<8xf32>) {
+  atom.kernel %in, %out world 2 regime throughput strategy copy symmetric target sm_90 threads 32 smem 0 : memref<4xf32>, memref<8xf32> {
+    snac.signals @ready slots 2
+    snac.signals @free slots 2
+    snac.phase @p from input <packed, world 2, 4> to <scattered, world 2, 4> consume <copy> chunk 0 direct push ready @ready free @free
+    %r = snac.rank
+    %c0 = arith.constant 0 : index
+    atom.blocks producer first 0 blocks 4 {
+      atom.push @p unit %c0 of %r mech vector width 16 loads 6
+// CHECK: invalid.mlir:[[# @LINE - 1]]:7: error: 'atom.push': loads 6 with mech 'vector': expected mech 'vector' and 8 loads in flight a thread
+    }
+  }
+  func.return
+}

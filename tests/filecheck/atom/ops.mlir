@@ -550,7 +550,7 @@ func.func @symmetric(%in: memref<8xf32>, %out: memref<8xf32>) {
         %18 = atom.wait_ready @reduce group %17 of %0 epoch %1 acquire gpu
         atom.reduce @reduce group %17 of %0 half %3 after %18 mech vector width 16
         atom.wait_free @forward unit %17 of %0 epoch %1 prev %2 acquire gpu
-        atom.push @forward unit %17 of %0 mech vector width 16
+        atom.push @forward unit %17 of %0 mech vector width 16 loads 8
         %19 = arith.addi %17, %5 : index
         %20 = arith.addi %1, %19 : index
         atom.fence gpu
@@ -573,8 +573,8 @@ func.func @symmetric(%in: memref<8xf32>, %out: memref<8xf32>) {
 // CHECK-LABEL: func.func @symmetric
 // CHECK-NEXT:    atom.kernel %in, %out world 2 regime throughput strategy composed symmetric target sm_90 threads 512 smem 0 : memref<8xf32>, memref<8xf32> {
 // CHECK:           atom.drain @reduce of %{{.*}} value %{{.*}} acquire gpu
-// CHECK:           atom.push @forward unit %{{.*}} of %{{.*}} mech vector width 16
+// CHECK:           atom.push @forward unit %{{.*}} of %{{.*}} mech vector width 16 loads 8
 // CHECK:           atom.grant @forward of %{{.*}} value %{{.*}} release gpu
 // GENERIC-LABEL: sym_name = "symmetric"
 // GENERIC:       "atom.kernel"(%in, %out) <{world = 2 : i64, regime = #snac<regime throughput>, strategy = #snac<strategy composed>, symmetric, target = #atom<target sm_90>, threads = 512 : i64, smem = 0 : i64}> ({
-// GENERIC:         "atom.push"(%{{.*}}, %{{.*}}) <{phase = @forward, mech = #atom<mechanism vector>, width = 16 : i64}> : (index, index) -> ()
+// GENERIC:         "atom.push"(%{{.*}}, %{{.*}}) <{phase = @forward, mech = #atom<mechanism vector>, width = 16 : i64, loads = 8 : i64}> : (index, index) -> ()

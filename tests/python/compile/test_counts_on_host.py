@@ -127,7 +127,13 @@ def test_throughput_bindings_are_the_fixed_kernels(collective, world):
             c = compile_collective(collective, world, "bf16", op, n, arch="sm_90", symmetric=True,
                                    ranks_per_device=world, sms=132, lowering=f"regime=throughput blocks={blocks[0]}")
         per_sm = c.cuda.blocks_per_sm(world, 132)
-        assert bound.source(per_sm).text == c.cuda.source(per_sm).text
+        # Whole-round pushes (atom.push `loads`) are chosen from unit sizes known when lowered, so a
+        # large fixed all_gather has them and the bound form, lowered for any counts, not (yet).
+        fixed_source = c.cuda.source(per_sm).text
+        if collective == "all_gather" and n == per_peer[-1]:
+            assert ", 16, 8>(k," in fixed_source
+            fixed_source = fixed_source.replace(", 16, 8>(k,", ", 16>(k,")
+        assert bound.source(per_sm).text == fixed_source
         assert len(bound.tables.ranks) == world
         assert all(np.array_equal(b, f) for b, f in zip(bound.tables.ranks, c.cuda.tables.ranks))
 

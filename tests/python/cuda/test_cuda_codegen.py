@@ -141,6 +141,57 @@ def test_packets_at_two_blocks_an_sm_poll_few_sources_at_once(name, world, spill
     assert stores and int(stores.group(1)) <= spill, entry
 
 
+def pushes_of(name: str, world: int, count: int, arch: str = "sm_90"):
+    """The atom.push ops and the source of a symmetric throughput kernel, every rank on one 132-SM GPU."""
+    program = compile_collective(name, world, "bf16", None, count, arch=arch, symmetric=True,
+                                 ranks_per_device=world, sms=132).cuda
+    pushes = [op for op in program.kernel.walk() if isinstance(op, atom.PushOp)]
+    return pushes, program.source(program.blocks_per_sm(world, 132)).text
+
+
+@pytest.mark.parametrize("world", [2, 4, 8])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_pushes_to_several_destinations_load_whole_rounds_of_eight(arch, world):
+    # all_gather of 16 MiB a rank's output: each load feeds every peer's store, and every thread of
+    # the push role has 8 chunks or more of each unit. sm_100 (32-byte words, not measured) keeps 4.
+    pushes, source = pushes_of("all_gather", world, (8 << 20) // world, arch)
+    if arch == "sm_100":
+        assert [p.loads for p in pushes] == [None] and "push<DType::BF16, Mech::Vector, 32>(" in source
+    else:
+        assert [p.loads.value.data for p in pushes] == [8]
+        assert "push<DType::BF16, Mech::Vector, 16, 8>(" in source
+    nvrtc.compile_cubin(source, arch)
+
+
+@pytest.mark.parametrize("name, world, count", [
+    ("all_to_all", 8, 1 << 20),  # one destination a unit: whole rounds made it slower
+    ("all_gather", 8, 256 << 10),  # 4 MiB: two chunks a thread, no whole round of eight
+    ("all_gather", 3, (8 << 20) // 3),  # 16 MiB at world 3: 7.8 chunks a thread of its 87 blocks
+    ("all_gather", 5, 1677721),  # 16 MiB at world 5: slots 2 bytes off 16, shifted into place
+    ("all_gather", 8, ((4 << 20) + 4102) // 2),  # 6 bytes off: one rank's aligned is not enough
+])
+def test_other_pushes_keep_the_datapaths_rounds(name, world, count):
+    pushes, source = pushes_of(name, world, count)
+    assert pushes and all(p.loads is None for p in pushes)
+    assert "push<DType::BF16, Mech::Vector, 16>(" in source
+
+
+def test_pushes_of_counts_bound_at_the_call_keep_the_datapaths_rounds():
+    # all_gather_v of 8 MiB buffers a rank, counts bound at each call: unit sizes unknown when lowered.
+    dc = compile_device_counts("all_gather_v", 8, "bf16", None, input_elems=4 << 20, output_elems=32 << 20,
+                               arch="sm_90", counts_on_host=True, lowering="symmetric=true regime=throughput")
+    pushes = [op for op in dc.kernel.walk() if isinstance(op, atom.PushOp)]
+    assert pushes and all(op.loads is None for op in pushes)
+
+
+def test_whole_rounds_at_two_blocks_an_sm_spill_at_most_a_few_bytes():
+    # 8 words of 16 bytes in flight at 64 registers a thread: ptxas spills 12 bytes around them.
+    _, source = pushes_of("all_gather", 8, 1 << 20)
+    assert "#define PURLIN_BLOCKS_PER_SM 2" in source
+    stores = re.search(r"(\d+) bytes spill stores", kernel_properties(source))
+    assert stores and int(stores.group(1)) <= 12
+
+
 def test_sizes_of_one_structure_share_a_kernel(tmp_path, monkeypatch):
     monkeypatch.setenv("PURLIN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(nvrtc, "_memory", {})

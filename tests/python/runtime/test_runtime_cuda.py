@@ -181,6 +181,20 @@ def test_default_lowering_runs_at_every_world_on_one_gpu(name, world, size):
     run_compiled(case, c, large_args(case), [0] * world, 2, "default")
 
 
+# Pushes that load whole rounds of eight chunks a thread (atom.push `loads`),
+# then the rest in rounds of four: 4 MiB a rank, and 4112 bytes more (a tail
+# round; slots still 16-byte aligned, as whole rounds need); all_gather_v at
+# uneven counts, 4102 bytes more (its one unit lies at offset 0).
+@pytest.mark.parametrize("name, world, size", [
+    *[("all_gather", w, size) for w in (2, 4, 8) for size in (4 << 20, (4 << 20) + 4112)],
+    *[("all_gather_v", 2, size) for size in (4 << 20, (4 << 20) + 4102)]])
+def test_pushes_in_whole_rounds_match_reference(name, world, size):
+    case = make_case(name, size, world)
+    c = placed(case, symmetric=True)
+    assert [op.loads.value.data for op in c.cuda.kernel.walk() if isinstance(op, atom.PushOp)] == [8]
+    run_compiled(case, c, large_args(case), [0] * world, 2, "whole rounds")
+
+
 # Latency sizes whose slices lie off 8-byte alignment (odd worlds; fp8 at odd
 # bytes) in the default lowering: packets loaded and stored in pieces at
 # both ends, a thread's input word read ahead only where it is whole, many

@@ -182,8 +182,9 @@ __device__ inline bool aliases(const Span* dsts, int n_dsts, const Span* srcs, i
 // bytes, the sources read once and every chunk stored to all of them:
 // aligned, or for a copy from sources shifted into place. Else each
 // destination is moved on its own, but a reduction in place, which goes one
-// element at a time to all.
-template <DType D, Mech M, int Width, bool Reduce>
+// element at a time to all. Loads: a copy's loads in flight a thread in whole
+// rounds (copy_chunks_to_all).
+template <DType D, Mech M, int Width, bool Reduce, int Loads = kCopyUnroll>
 __device__ void move_to_all(const Span* dsts, int n_dsts, const Span* srcs, int n_srcs, int op, i64 bytes, Part part,
                             char* smem, int smem_bytes) {
   constexpr int Widest = Width < kWidestAccess ? Width : kWidestAccess;
@@ -208,7 +209,7 @@ __device__ void move_to_all(const Span* dsts, int n_dsts, const Span* srcs, int 
   if constexpr (Reduce)
     reduce_chunks_to_all<D, W, ArchCombine>(dsts, n_dsts, srcs, n_srcs, op, body, chunks, part);
   else if (aligned_sources)
-    copy_chunks_to_all<W>(dsts, n_dsts, srcs[0].p, body, chunks, part);
+    copy_chunks_to_all<W, Loads>(dsts, n_dsts, srcs[0].p, body, chunks, part);
   else
     copy_shifted_to_all<W>(dsts, n_dsts, srcs[0].p, body, chunks, part);
   move_units_to_all<D, Reduce>(dsts, n_dsts, srcs, n_srcs, op, body + chunks * W, bytes, part);

@@ -186,8 +186,9 @@ __device__ int unit_destinations(const K& k, int unit, const char* src, Span* ds
 }
 
 // atom.push of unit u: from this rank's source buffer into the output of
-// every destination, all written from one read of the unit.
-template <DType D, Mech M, int Width, class K>
+// every destination, all written from one read of the unit (Loads: its
+// `loads`, in whole rounds).
+template <DType D, Mech M, int Width, int Loads = kCopyUnroll, class K>
 __device__ void push(const K& k, int phase, u64 u, Part part, char* smem, int smem_bytes) {
   __shared__ Span dsts[K::world];
   __shared__ Span src;
@@ -196,7 +197,7 @@ __device__ void push(const K& k, int phase, u64 u, Part part, char* smem, int sm
   if (threadIdx.x == 0) src = {k.source(ph) + k.t(unit + abi::kUSrc), -1};
   __syncthreads();
   const int n = unit_destinations(k, unit, src.p, dsts, 0);
-  move_to_all<D, M, Width, false>(dsts, n, &src, 1, 0, k.t(unit + abi::kUBytes), part, smem, smem_bytes);
+  move_to_all<D, M, Width, false, Loads>(dsts, n, &src, 1, 0, k.t(unit + abi::kUBytes), part, smem, smem_bytes);
 }
 
 }  // namespace purlin::cuda

@@ -290,8 +290,28 @@ __device__ void copy_chunks(Span dst, Span src, i64 from, i64 chunks, Part part)
 // chunk, which is loaded (or reduced) once.
 
 // dsts[d][from + k * W, ...) = src[from + k * W, ...) for k in [0, chunks), src aligned as they are.
-template <int W>
+// Loads above kCopyUnroll: first the rounds in which every thread has Loads
+// chunks, loaded with no bound checks (atom.push `loads`), then the rest.
+template <int W, int Loads = kCopyUnroll>
 __device__ void copy_chunks_to_all(const Span* dsts, int n, const char* src, i64 from, i64 chunks, Part part) {
+  if constexpr (Loads > kCopyUnroll) {
+    // Byte offsets, not chunk indices: fewer values live across the round (at two blocks an SM
+    // a thread has 64 registers, Loads of them 4 each).
+    const i64 step = part.stride() * W, rounds = chunks / (part.stride() * Loads);
+    const i64 end = from + rounds * step * Loads;
+    for (i64 at = from + part.first() * W; at < end; at += step * Loads) {
+      Word<W> v[Loads];
+#pragma unroll
+      for (int u = 0; u < Loads; ++u) v[u] = load<W>(src + at + u * step);
+      for (int d = 0; d < n; ++d) {
+        char* p = dsts[d].p + at;
+#pragma unroll
+        for (int u = 0; u < Loads; ++u) store<W>(p + u * step, v[u]);
+      }
+    }
+    from = end;
+    chunks -= rounds * part.stride() * Loads;
+  }
   copy_rounds<W>(chunks, part, [&](i64 k) { return load<W>(src + from + k * W); },
                  [&](i64 i, i64 stride, const Word<W>(&v)[kCopyUnroll]) {
                    for (int d = 0; d < n; ++d)
