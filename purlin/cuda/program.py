@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import MemRefType
 
 from purlin.atom import dialect as atom
 from purlin.cuda.abi import SHARED_TABLE_WORDS
-from purlin.cuda.codegen import CodegenError, KernelSource, count_words, emit_cuda, grid_of
+from purlin.cuda.codegen import MAX_THREADS_PER_SM, CodegenError, KernelSource, count_words, emit_cuda, grid_of
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
 from purlin.cuda.tables import TableError, Tables, build_counts_tables, build_rank_tables, build_tables
 from purlin.diagnostics import op_error
@@ -138,6 +138,20 @@ class CudaProgram:
     def blocks_per_sm(self, ranks_per_device: int, sms: int) -> int:
         """Blocks each SM must hold for `ranks_per_device` grids to be co-resident."""
         return max(1, -(-self.grid * ranks_per_device // sms))
+
+    def resident_blocks_per_sm(self, ranks_per_device: int, sms: int, device: int, name: str) -> int:
+        """blocks_per_sm, or ValueError where an SM cannot hold that many (the
+        ranks' blocks wait for each other, so all must be resident at once):
+        a grid sized for fewer ranks on the GPU than share it."""
+        per_sm = self.blocks_per_sm(ranks_per_device, sms)
+        if per_sm * self.threads > MAX_THREADS_PER_SM:
+            raise ValueError(
+                f"{name}: {ranks_per_device} ranks share GPU {device}, whose {sms} SMs cannot hold their grids at "
+                f"once: {self.grid} blocks of {self.threads} threads a rank need {per_sm} blocks an SM, "
+                f"{per_sm * self.threads} threads where an SM holds {MAX_THREADS_PER_SM}; lower it for "
+                f"{ranks_per_device} ranks a GPU (convert-coll-to-snac ranks-per-device={ranks_per_device}, "
+                f"compile_collective's ranks_per_device)")
+        return per_sm
 
     def spec(self, blocks_per_sm: int, input_bytes: Sequence[int], output_bytes: Sequence[int]):
         """The runtime's description of the kernel (purlin._runtime.KernelSpec)."""

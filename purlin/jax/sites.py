@@ -62,7 +62,7 @@ def register(name: str, layout: Layout, dtype: str, platform: str, groups: Seque
         else:
             cuda = [d.local_hardware_id for d in devices]
             extents = [(p.input_extent(r), p.output_extent(r)) for r in range(p.world)]
-            comm = _runtime.CudaCommunicator(kernel_spec(c.cuda, cuda, extents), cuda, TIMEOUT_S, who)
+            comm = _runtime.CudaCommunicator(kernel_spec(c.cuda, cuda, extents, who), cuda, TIMEOUT_S, who)
             keys = cuda
         _communicators.append(comm)
         members += [(key, comm, r, p.input_extent(r) * eb, p.output_extent(r) * eb) for r, key in enumerate(keys)]

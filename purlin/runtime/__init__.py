@@ -137,7 +137,7 @@ class Communicator:
             self._kernel = checked_kernel(kernel, plan, name)
             # rebind's uploaded bindings, by their program: (program, number); the kernel's own is 0.
             self._bindings: dict[int, tuple[CudaProgram, int]] = {id(self._kernel): (self._kernel, 0)}
-            spec = kernel_spec(self._kernel, self.devices, self._extents)
+            spec = kernel_spec(self._kernel, self.devices, self._extents, name)
             self._impl = _runtime.CudaCommunicator(spec, self.devices, timeout_s, name)
             if specialise or (specialise is None and specialises_by_default(self._kernel, plan)):
                 self.specialise()

@@ -86,20 +86,24 @@ def checked_kernel(kernel: CudaProgram | None, plan: Plan | None, name: str) -> 
     return kernel
 
 
-def blocks_per_sm(kernel: CudaProgram, devices: Sequence[int]) -> int:
+def blocks_per_sm(kernel: CudaProgram, devices: Sequence[int], name: str = "purlin") -> int:
     """Blocks of CUDA program `kernel` an SM must hold for the grids of all
-    its ranks on `devices` that share a GPU to fit on it at once."""
+    its ranks on `devices` that share a GPU to fit on it at once; ValueError
+    where they cannot (CudaProgram.resident_blocks_per_sm)."""
     from collections import Counter
 
-    return max(kernel.blocks_per_sm(n, _runtime.cuda_device_sms(d)) for d, n in Counter(devices).items())
+    return max(kernel.resident_blocks_per_sm(n, _runtime.cuda_device_sms(d), d, name)
+               for d, n in Counter(devices).items())
 
 
-def kernel_spec(kernel: CudaProgram, devices: Sequence[int], extents: Sequence[tuple[int, int]]):
+def kernel_spec(kernel: CudaProgram, devices: Sequence[int], extents: Sequence[tuple[int, int]],
+                name: str = "purlin"):
     """The runtime's description of CUDA program `kernel` for ranks on
     `devices`, each given its (input, output) elements: registers sized for
     blocks_per_sm."""
     eb = kernel.elem_bytes
-    return kernel.spec(blocks_per_sm(kernel, devices), [i * eb for i, _ in extents], [o * eb for _, o in extents])
+    return kernel.spec(blocks_per_sm(kernel, devices, name), [i * eb for i, _ in extents],
+                       [o * eb for _, o in extents])
 
 
 def use_binding(impl, bindings: dict, loaded: CudaProgram, kernel: CudaProgram, devices: Sequence[int],
@@ -145,7 +149,7 @@ def add_binding(impl, loaded: CudaProgram, kernel: CudaProgram, devices: Sequenc
     if kernel.kernel is not loaded.kernel or kernel.device_counts:
         raise ValueError(f"{name}: a binding is the communicator's own kernel with other counts bound on the host "
                          "(the same DeviceCountsCollective's bind_collective)")
-    per_sm = blocks_per_sm(loaded, devices)
+    per_sm = blocks_per_sm(loaded, devices, name)
     src = kernel.source(per_sm)
     if src.text != loaded.source(per_sm).text:
         raise ValueError(f"{name}: the binding's counts give another kernel ({src.name}); lower it a communicator "
@@ -212,7 +216,7 @@ def specialise(impl, kernel: CudaProgram, plan: Plan | None, devices: Sequence[i
         raise RuntimeError(f"{name}: the communicator is closed")
     if (why := specialise_refusal(plan)) is not None:
         raise ValueError(f"{name}: its kernel is not specialised: {why}")
-    bps = blocks_per_sm(kernel, devices)
+    bps = blocks_per_sm(kernel, devices, name)
     # One kernel per rank, compiled side by side (NVRTC runs without the GIL).
     with ThreadPoolExecutor(max_workers=min(len(ranks), os.cpu_count() or 1) or 1) as pool:
         jobs = [pool.submit(kernel.specialised, bps, [r]) for r in ranks]

@@ -58,7 +58,7 @@ class CountsCommunicator:
                 raise ValueError(f"{self.name}: the collective is for world {self.world}, got {len(self.devices)} "
                                  "devices (one per rank; a device may be listed several times)")
             extents = [(coll.input_elems, coll.output_elems)] * self.world
-            spec = rt.kernel_spec(coll.cuda, self.devices, extents)
+            spec = rt.kernel_spec(coll.cuda, self.devices, extents, self.name)
             self._impl = rt._runtime.CudaCommunicator(spec, self.devices, timeout_s, self.name)
 
     def run(self, inputs: Sequence, outputs: Sequence, counts: Sequence, recv_counts: Sequence | None = None,

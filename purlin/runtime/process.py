@@ -213,7 +213,7 @@ class ProcessCommunicator:
         self._bindings: dict[int, tuple[CudaProgram, int]] = {id(kernel): (kernel, 0)}
 
         def make():
-            spec = kernel_spec(kernel, [self.device], extents)
+            spec = kernel_spec(kernel, [self.device], extents, name)
             return _runtime.CudaProcessCommunicator(spec, self.rank, self.device, timeout_s, name, handles)
 
         with torch.cuda.device(self.device):

@@ -13,6 +13,7 @@ from purlin.compile import compile_collective, compile_device_counts, compile_pl
 from purlin.cuda.program import CudaProgram
 from purlin.plan import from_json
 from purlin.runtime.backend import checked_kernel
+from purlin.testing.cases import counts_for
 
 
 @pytest.fixture
@@ -74,3 +75,31 @@ def test_a_device_counts_kernel_runs_with_its_counts_bound_or_without_a_plan(cud
     assert not bound.cuda.device_counts and bound.cuda.counts == [1, 3]
     assert checked_kernel(bound.cuda, bound.plan, "agv") is bound.cuda
     assert coll.cuda.device_counts and (coll.cuda.count_words, coll.cuda.buffer_elems) == (1, (4, 8))
+
+
+
+@pytest.mark.parametrize("name", ["all_gather", "all_to_all_v"])
+def test_ranks_sharing_a_gpu_refuse_grids_sized_for_a_gpu_each(cuda_build, monkeypatch, name):
+    """The latency regime of 1 MiB lowered for a GPU a rank launches 512
+    blocks of 512 threads here: two ranks' grids need 8 blocks an SM of 132,
+    which no SM holds, and the ranks' blocks wait for each other. Refused
+    before any CUDA call, naming the lowering that fits; lowered for the
+    sharing, it fits."""
+    monkeypatch.setattr(runtime.backend._runtime, "cuda_device_sms", lambda device: 132, raising=False)
+    elems = 1 << 19  # 1 MiB of bf16 a rank
+    counts = counts_for(name, 2, elems, seed=1) if name.endswith("_v") else None
+
+    def compiled(lowering):
+        return compile_collective(name, 2, "bf16", None, None if counts else elems, counts, arch="sm_90",
+                                  lowering=lowering)
+
+    lone = compiled("regime=latency")
+    assert lone.cuda.blocks_per_sm(2, 132) == 8
+    with pytest.raises(ValueError, match=rf"{name}: 2 ranks share GPU 0, whose 132 SMs cannot hold their grids at "
+                                         r"once: 512 blocks of 512 threads a rank need 8 blocks an SM, 4096 threads "
+                                         r"where an SM holds 2048; lower it for 2 ranks a GPU \(convert-coll-to-snac "
+                                         r"ranks-per-device=2"):
+        runtime.backend.kernel_spec(lone.cuda, [0, 0], [(1, 1)] * 2, name)
+    assert runtime.backend.blocks_per_sm(lone.cuda, [0, 1], name) == 4
+    shared = compiled("regime=latency ranks-per-device=2")
+    assert runtime.backend.blocks_per_sm(shared.cuda, [0, 0], name) * shared.cuda.threads <= 2048

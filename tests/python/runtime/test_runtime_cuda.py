@@ -15,6 +15,7 @@ from purlin.coll.builder import COLLECTIVES
 from purlin.compile import Compiled, compile_collective
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
+from purlin.cuda.codegen import MAX_THREADS_PER_SM
 from purlin.cuda.program import CudaProgram
 from purlin.dtypes import numpy_dtype
 from purlin.testing.cases import Case, counts_for
@@ -147,7 +148,18 @@ SIZES = [16, 4096, 1 << 20, 16 << 20]
 def test_collective_matches_reference(name, regime, size, placement):
     if regime == "latency" and size > 1 << 20:
         pytest.skip("packets are for small payloads")
-    run_case(make_case(name, size), REGIMES[regime], PLACEMENTS[placement], large=size >= 1 << 20)
+    case, lowering, devices = make_case(name, size), REGIMES[regime], PLACEMENTS[placement]
+    c = lowered(case, lowering)
+    if len(set(devices)) < len(devices) and c.cuda.blocks_per_sm(WORLD, sms(0)) * c.cuda.threads > MAX_THREADS_PER_SM:
+        # A grid sized for a GPU a rank (the latency regime's from 1 MiB): refused, then lowered for the sharing.
+        with pytest.raises(ValueError, match=f"{WORLD} ranks share GPU 0.*ranks-per-device={WORLD}"):
+            communicator(c, name=name, devices=devices)
+        lowering += f" ranks-per-device={WORLD}"
+    run_case(case, lowering, devices, large=size >= 1 << 20)
+
+
+def sms(device: int) -> int:
+    return runtime._runtime.cuda_device_sms(device)
 
 
 @pytest.mark.parametrize("world", [4, 8])
@@ -163,7 +175,7 @@ def placed(case: Case, symmetric: bool) -> Compiled:
     """`case` compiled in the cost model's own lowering for all its ranks on GPU 0."""
     return compile_collective(case.collective, case.world, case.dtype, case.op, case.count, case.counts,
                               arch="sm_90", symmetric=symmetric, ranks_per_device=case.world,
-                              sms=runtime._runtime.cuda_device_sms(0))
+                              sms=sms(0))
 
 
 # The cost model's lowering knows how many ranks share the GPU: it always fits.

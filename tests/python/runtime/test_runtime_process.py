@@ -130,7 +130,7 @@ def torch_of(monkeypatch):
     monkeypatch.setattr(process, "available_backends", lambda: ("cpu", "cuda"))
     monkeypatch.setattr(heap, "available_backends", lambda: ("cpu", "cuda"))
     # The kernel is compiled for a GPU's SM count: none here.
-    monkeypatch.setattr(process, "kernel_spec", lambda kernel, devices, extents: kernel)
+    monkeypatch.setattr(process, "kernel_spec", lambda kernel, devices, extents, name: kernel)
     monkeypatch.setattr(FakeImpl, "timeout", None)
 
     def install(*args, **kwargs):

@@ -170,7 +170,7 @@ def test_each_rank_gets_a_kernel_of_its_own_tables(ranks, monkeypatch):
     from purlin.runtime import backend
 
     bps = 2
-    monkeypatch.setattr(backend, "blocks_per_sm", lambda kernel, devices: bps)  # no GPU to ask
+    monkeypatch.setattr(backend, "blocks_per_sm", lambda kernel, devices, name: bps)  # no GPU to ask
     c = compile_collective("all_to_all", 3, "bf16", None, 30, arch="sm_90",
                            lowering="regime=latency symmetric=true ranks-per-device=3")
     impl = _Runtime()
