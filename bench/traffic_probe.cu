@@ -2,7 +2,8 @@
 // tool, not a source of purlin's kernels): every rank's buffers in one HBM, one fused grid over all SMs
 // or one grid per rank on its own stream ("split", SMs x blocks an SM / W blocks each), in a CUDA graph
 // of 20 calls. Prints us and the ratio to the least traffic at the fused copy rate measured here.
-//   nvcc -O3 -arch=sm_90 bench/traffic_probe.cu -o tp && ./tp 2,4,8 16777216   (worlds; sizes: the larger buffer of a rank)
+//   nvcc -O3 -arch=sm_90 bench/traffic_probe.cu -o tp && ./tp 2,4,8 16777216 [NAME]   (worlds; sizes: the larger
+//   buffer of a rank; only the variants whose name holds NAME)
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <algorithm>
@@ -14,7 +15,7 @@
 #define CK(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(err_)); exit(1); } } while (0)
 
 struct Ptrs { char* p[8]; };
-enum Op { COPY, AG, RS, AR, A2A };
+enum Op { COPY, AG, RS, AR, A2A, READ, WRITE };
 
 template <bool CS>
 __device__ __forceinline__ void st(char* p, int4 v) {
@@ -141,21 +142,113 @@ __global__ void __launch_bounds__(512) k_a2a(Ptrs in, Ptrs out, int W, long n, i
   }
 }
 
+// Reads n bytes of in.p[0] and writes nothing (READ), or writes n bytes of out.p[0] (WRITE): the HBM's
+// rate for one direction alone, against the copy rate's even mix.
+template <int U>
+__global__ void __launch_bounds__(512) k_read(Ptrs in, Ptrs, int, long n, int, int) {
+  const long chunks = n / 16, stride = long(gridDim.x) * blockDim.x;
+  int4 x = make_int4(0, 0, 0, 0);
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
+    int4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = i + u * stride < chunks ? ld(in.p[0] + (i + u * stride) * 16) : make_int4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < U; ++u) { x.x ^= v[u].x; x.y ^= v[u].y; x.z ^= v[u].z; x.w ^= v[u].w; }
+  }
+  if (x.x == 0x7e57ab1e && x.y == x.z) *reinterpret_cast<int4*>(in.p[0]) = x;  // keeps the loads; zeros never match
+}
+__global__ void __launch_bounds__(512) k_write(Ptrs, Ptrs out, int, long n, int, int) {
+  const long chunks = n / 16, stride = long(gridDim.x) * blockDim.x;
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride) st<true>(out.p[0] + i * 16, make_int4(0, 0, 0, 0));
+}
+
+// reduce_scatter (Bcast: all_reduce) with the sources' tiles brought into shared memory by bulk copies
+// (TMA, one issuing thread, S stages of TB bytes a source, completing on an mbarrier): loads in flight
+// held in shared memory instead of registers. A rank's slice goes in tiles over the grid's blocks.
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned saddr(const void* p) { return unsigned(__cvta_generic_to_shared(p)); }
+#endif
+template <int S, int TB, bool Bcast>
+__global__ void __launch_bounds__(512, 1) k_red_bulk(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
+#if __CUDA_ARCH__ >= 900
+  extern __shared__ __align__(128) char sm[];
+  __shared__ __align__(8) unsigned long long bars[S];
+  const long slice = n / W, per = slice / TB, tiles = per * rc;
+  const int my = tiles > blockIdx.x ? int((tiles - blockIdx.x + gridDim.x - 1) / gridDim.x) : 0;
+  auto stage = [&](int j) { return sm + (j % S) * W * TB; };
+  auto tile = [&](int j) { return long(blockIdx.x) + long(j) * gridDim.x; };
+  auto issue = [&](int j) {
+    const long t = tile(j), off = long(r0 + t / per) * slice + (t % per) * TB;
+    const unsigned bar = saddr(&bars[j % S]);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(unsigned(TB * W)) : "memory");
+    for (int s = 0; s < W; ++s)
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                   ::"r"(saddr(stage(j) + s * TB)), "l"(in.p[s] + off), "r"(unsigned(TB)), "r"(bar) : "memory");
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < S; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(saddr(&bars[s])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    for (int j = 0; j < S - 1 && j < my; ++j) issue(j);
+  }
+  __syncthreads();
+  for (int j = 0; j < my; ++j) {
+    if (threadIdx.x == 0 && j + S - 1 < my) issue(j + S - 1);
+    asm volatile("{\n.reg .pred done;\nretry_%=:\nmbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra retry_%=;\n}\n" ::"r"(saddr(&bars[j % S])), "r"(unsigned((j / S) & 1)) : "memory");
+    const long t = tile(j);
+    const int r = r0 + int(t / per);
+    const long at = (t % per) * TB;
+    for (int v = threadIdx.x; v < TB / 16; v += blockDim.x) {
+      int4 acc = *reinterpret_cast<const int4*>(stage(j) + v * 16);
+      for (int s = 1; s < W; ++s) acc = add8(acc, *reinterpret_cast<const int4*>(stage(j) + s * TB + v * 16));
+      if (Bcast) { for (int d = 0; d < W; ++d) st<true>(out.p[d] + long(r) * slice + at + v * 16, acc); }
+      else st<true>(out.p[r] + at + v * 16, acc);
+    }
+    __syncthreads();
+  }
+#endif
+}
+
 using Kern = void (*)(Ptrs, Ptrs, int, long, int, int);
+
+__global__ void k_fill_one(char* p, long n) {  // bf16 1.0 everywhere
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < n / 2; i += long(gridDim.x) * blockDim.x)
+    reinterpret_cast<unsigned short*>(p)[i] = 0x3f80;
+}
+
+// The bulk-tile variants (new) are checked: every input all ones, each output element they write must
+// then be W (exact in bf16 at worlds 2-8).
+static void fill_ones(Ptrs in, Ptrs out, int W, long n) {
+  for (int r = 0; r < W; ++r) { k_fill_one<<<264, 512>>>(in.p[r], n); CK(cudaMemset(out.p[r], 0, n)); }
+}
+static bool check_outputs(Op op, Ptrs out, int W, long n) {
+  const long slice = n / W;
+  std::vector<unsigned short> h(n / 2);
+  const unsigned short want = W == 2 ? 0x4000 : W == 3 ? 0x4040 : W == 4 ? 0x4080 : W == 5 ? 0x40a0 : W == 6 ? 0x40c0 : W == 7 ? 0x40e0 : W == 8 ? 0x4100 : 0;
+  bool ok = want != 0;
+  for (int d = 0; d < W && ok; ++d) {
+    const long bytes = op == RS ? slice : n;
+    CK(cudaMemcpy(h.data(), out.p[d], bytes, cudaMemcpyDeviceToHost));
+    for (long i = 0; i < bytes / 2 && ok; ++i) ok = h[i] == want;
+  }
+  return ok;
+}
 
 // idle: blocks of each rank's grid that move no data (purlin's producer and consumer roles) run nothing here.
 static double timed(Kern k, int sms, int bps, bool split, Ptrs in, Ptrs out, int W, long n, std::vector<cudaStream_t>& ss,
-                    int idle = 0) {
+                    int idle = 0, int smem = 0) {
+  if (smem) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int reps = 20;
   cudaGraph_t g; cudaGraphExec_t ge;
   std::vector<cudaEvent_t> ev(W + 1);
   for (auto& e : ev) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   auto launch = [&]() {
-    if (!split) { k<<<sms * bps, 512, 0, ss[0]>>>(in, out, W, n, 0, W); return; }
+    if (!split) { k<<<sms * bps, 512, smem, ss[0]>>>(in, out, W, n, 0, W); return; }
     CK(cudaEventRecord(ev[W], ss[0]));
     for (int r = 1; r < W; ++r) CK(cudaStreamWaitEvent(ss[r], ev[W]));
     const int blocks = std::max(1, sms * bps / W - idle);
-    for (int r = 0; r < W; ++r) k<<<blocks, 512, 0, ss[r]>>>(in, out, W, n, r, 1);
+    for (int r = 0; r < W; ++r) k<<<blocks, 512, smem, ss[r]>>>(in, out, W, n, r, 1);
     for (int r = 1; r < W; ++r) { CK(cudaEventRecord(ev[r], ss[r])); CK(cudaStreamWaitEvent(ss[0], ev[r])); }
   };
   launch();
@@ -185,6 +278,7 @@ static double least(Op op, int W, long n) {
     case COPY: return 2.0 * n;
     case AG: return double(n) + double(W) * n;
     case RS: return double(W) * n + n;
+    case READ: case WRITE: return double(n);
     default: return 2.0 * W * n;
   }
 }
@@ -193,6 +287,7 @@ int main(int argc, char** argv) {
   std::vector<int> worlds = {2, 4, 8};
   std::vector<long> sizes = {1l << 20, 16l << 20, 256l << 20};
   if (argc > 1) { worlds.clear(); for (char* s = strtok(argv[1], ","); s; s = strtok(nullptr, ",")) worlds.push_back(atoi(s)); }
+  const char* only = argc > 3 ? argv[3] : nullptr;  // only the variants whose name holds this
   if (argc > 2) { sizes.clear(); for (char* s = strtok(argv[2], ","); s; s = strtok(nullptr, ",")) sizes.push_back(atol(s)); }
   int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   std::vector<cudaStream_t> ss(8);
@@ -205,7 +300,7 @@ int main(int argc, char** argv) {
   const double rate = 2.0 * big / copy_us;  // bytes per us
   printf("copy rate %.0f GB/s (1 GiB, fused copy kernel, 512 x 2 blocks an SM, %d SMs)\n", rate / 1e3, sms);
   CK(cudaFree(cin.p[0])); CK(cudaFree(cout_.p[0]));
-  struct V { const char* name; Op op; Kern k; int bps; bool split; int idle = 0; };
+  struct V { const char* name; Op op; Kern k; int bps; bool split; int idle = 0; int tile = 0; int stages = 0; };
   const V vs[] = {
       {"ag u4", AG, k_ag<4, false, true>, 2, false},
       {"ag u4 split", AG, k_ag<4, false, true>, 2, true},
@@ -250,6 +345,18 @@ int main(int argc, char** argv) {
       {"ag u4 cs 1/SM split -1", AG, k_ag<4, true, true>, 1, true, 1},
       {"ag u8 cs split -1 64reg", AG, k_ag<8, true, true, 2>, 2, true, 1},
       {"ag u4 cs split -1", AG, k_ag<4, true, true>, 2, true, 1},
+      // One direction alone (world and size as given; ratio against n bytes at the copy rate).
+      {"read u4", READ, k_read<4>, 2, false},
+      {"read u8 1/SM", READ, k_read<8>, 1, false},
+      {"write cs", WRITE, k_write, 2, false},
+      // Bulk-copied tiles (TMA) into shared memory, one block an SM, a grid per rank.
+      {"rs bulk s4 t8k split", RS, k_red_bulk<4, 8192, false>, 1, true, 0, 8192, 4},
+      {"rs bulk s4 t16k split", RS, k_red_bulk<4, 16384, false>, 1, true, 0, 16384, 4},
+      {"rs bulk s8 t4k split", RS, k_red_bulk<8, 4096, false>, 1, true, 0, 4096, 8},
+      {"rs bulk s4 t4k split", RS, k_red_bulk<4, 4096, false>, 1, true, 0, 4096, 4},
+      {"ar bulk s4 t8k split", AR, k_red_bulk<4, 8192, true>, 1, true, 0, 8192, 4},
+      {"ar bulk s4 t16k split", AR, k_red_bulk<4, 16384, true>, 1, true, 0, 16384, 4},
+      {"ar bulk s4 t4k split", AR, k_red_bulk<4, 4096, true>, 1, true, 0, 4096, 4},
   };
   printf("%-24s %5s %11s %10s %10s %6s\n", "variant", "world", "bytes", "us", "least us", "ratio");
   for (int W : worlds)
@@ -260,7 +367,12 @@ int main(int argc, char** argv) {
         CK(cudaMemset(in.p[r], 0, n));
       }
       for (const V& v : vs) {
-        const double us = timed(v.k, sms, v.bps, v.split, in, out, W, n, ss, v.idle);
+        if (only && !strstr(v.name, only)) continue;
+        const int smem = v.stages * W * v.tile;
+        if (smem > 227 * 1024 || (v.tile && (n / W) % v.tile)) continue;  // beyond an SM's shared memory, or no whole tiles
+        if (v.tile) fill_ones(in, out, W, n);
+        const double us = timed(v.k, sms, v.bps, v.split, in, out, W, n, ss, v.idle, smem);
+        if (v.tile && !check_outputs(v.op, out, W, n)) printf("%-24s WRONG results\n", v.name);
         const double l = least(v.op, W, n) / rate;
         printf("%-24s %5d %11ld %10.2f %10.2f %6.2f\n", v.name, W, n, us, l, us / l);
       }

@@ -95,7 +95,8 @@ class Thresholds:
 # 16 MiB; at two blocks an SM ptxas caps a reduction kernel at 64 registers
 # and it spills): all_reduce 0.86-0.96x at worlds 3-8 (world 2 unchanged);
 # reduce_scatter 0.76-0.98x at worlds 3, 4, 8 but 1.05-1.23x at 5-7, so it
-# keeps 4 MiB; at 64 MiB reduce_scatter 0.95x / 1.02x at worlds 4 / 8.
+# keeps 4 MiB; at 64 MiB reduce_scatter 0.95x / 1.02x at worlds 4 / 8. Again
+# at 16 MiB on the code of 1xh100-session-12-07i: world 4 even, world 8 1.04x.
 # Packet kernels at two blocks an SM polling 2 sources at a time, not 8
 # (1xh100-session-12-07b, worlds 2-8, 128 KiB-2 MiB, against the bounds
 # before, 768 / 704 / 1536 KiB): all_to_all 0.47-0.84x where a rank writes
