@@ -33,7 +33,7 @@ from xdsl.utils.exceptions import PassFailedException
 from purlin.coll.attributes import ConsumeAttr, LayoutAttr, element_bytes
 from purlin.coll.dialect import CollectiveOp
 from purlin.coll.layouts import Layout, LayoutKind, coalesced, format_name
-from purlin.conversion.cost_model import COPY_ENGINE_ALIGN_BYTES, THRESHOLDS, choose, packet_blocks
+from purlin.conversion.cost_model import COPY_ENGINE_ALIGN_BYTES, THRESHOLDS, choose, packet_blocks, resident_budget
 from purlin.diagnostics import op_error
 from purlin.snac import dialect as snac
 from purlin.snac.protocol import PACKET_DATA_BYTES, PhasePlan, packet_elems, route_layouts
@@ -71,6 +71,8 @@ class Lowering:
     copy_engine: bool = False  # one stream role whose pushes the copy engine makes
     # Dynamic layouts coalesced once bound (host-bound counts, not composed): see snac.PhaseOp.coalesce.
     coalesce: bool = False
+    # blocks= given where ranks share a GPU: the most a rank's grid may have for all to be resident.
+    resident: int | None = None
 
 
 class LowerCollective(RewritePattern):
@@ -109,6 +111,13 @@ class LowerCollective(RewritePattern):
             _declare_phase(b, p, low, op, in_place, empty_units=mutual and (p.src.is_dynamic or p.dst.is_dynamic))
         gen = _Gen(b, low.regime, low.blocks, {p.name: _moves(p, low) for p in phases}, _scope(self.opts, op.world))
         _emit_roles(gen, phases, low, fused, handshake=not mutual)
+        grid = sum(r.blocks.value.data for r in body.ops if isinstance(r, snac.RoleOpBase))
+        if low.resident is not None and grid > low.resident:
+            raise PassFailedException(op_error(
+                op, f"blocks={self.opts.blocks}: its roles take {grid} blocks a rank, but "
+                f"{self.opts.ranks_per_device} ranks share a GPU of {self.opts.sms or THRESHOLDS[self.opts.arch].sms} "
+                f"SMs, which hold {low.resident} a rank at once, and every rank's blocks wait for its peers'; "
+                "expected fewer blocks, or none asked (the cost model's)"))
         program = snac.ProgramOp(
             op.input, op.output, op.counts, op.world, low.regime, low.strategy, Region(body),
             symmetric=self.opts.symmetric,
@@ -180,6 +189,7 @@ def _decide(o: ConvertCollToSnacPass, op: CollectiveOp, inp: Layout, out: Layout
         o.slots if o.slots > 0 else choice.slots,
         o.blocks if o.blocks > 0 else choice.blocks(regime),
         src, dst, in_place, None if o.blocks > 0 else choice.block_budget, copy_engine, coalesce,
+        resident=resident_budget(o.arch, o.ranks_per_device, o.sms) if o.blocks > 0 else None,
     )
 
 

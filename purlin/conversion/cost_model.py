@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from purlin.atom.generations import GENERATIONS, MAX_THREADS_PER_SM
 from purlin.snac.protocol import PACKET_DATA_BYTES
 from purlin.snac.vocabulary import Regime, Strategy
 
@@ -164,6 +165,13 @@ class Choice:
 
     def blocks(self, regime: Regime) -> int:
         return self.latency_blocks if regime == Regime.LATENCY else self.throughput_blocks
+
+
+def resident_budget(arch: str, ranks_per_device: int, sms: int = 0) -> int | None:
+    """The most blocks each of `ranks_per_device` ranks sharing a GPU may
+    launch for all their grids to be resident at once, at as many blocks an SM
+    as its threads allow (a grid asked for explicitly); None for a GPU of its own."""
+    return block_budget(arch, ranks_per_device, sms, MAX_THREADS_PER_SM // GENERATIONS[arch].threads)
 
 
 def block_budget(arch: str, ranks_per_device: int, sms: int = 0, per_sm: int = SHARED_BLOCKS_PER_SM) -> int | None:

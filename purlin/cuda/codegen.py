@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Block, Operation, SSAValue
 
 from purlin.atom import dialect as atom
+from purlin.atom.generations import MAX_THREADS_PER_SM
 from purlin.coll.attributes import DTYPES, ReduceKind, dtype_name, element_bytes
 from purlin.coll.layouts import LayoutKind
 from purlin.cuda import abi
@@ -69,8 +70,6 @@ _BINARY = {
 # Counts a device-counts kernel gathers in each block's static shared memory.
 MAX_GATHERED_COUNTS = 1024
 _MATRIX = (LayoutKind.ADDRESSED, LayoutKind.TRANSPOSED)
-# Threads per SM on sm_80, sm_90 and sm_100: __launch_bounds__ cannot ask for more.
-MAX_THREADS_PER_SM = 2048
 
 
 class CodegenError(Exception):

@@ -18,8 +18,9 @@ import numpy as np
 from xdsl.dialects.builtin import MemRefType
 
 from purlin.atom import dialect as atom
+from purlin.atom.generations import MAX_THREADS_PER_SM
 from purlin.cuda.abi import SHARED_TABLE_WORDS
-from purlin.cuda.codegen import MAX_THREADS_PER_SM, CodegenError, KernelSource, count_words, emit_cuda, grid_of
+from purlin.cuda.codegen import CodegenError, KernelSource, count_words, emit_cuda, grid_of
 from purlin.cuda.nvrtc import NvrtcError, compile_cubin
 from purlin.cuda.tables import TableError, Tables, build_counts_tables, build_rank_tables, build_tables
 from purlin.diagnostics import op_error
@@ -149,8 +150,8 @@ class CudaProgram:
                 f"{name}: {ranks_per_device} ranks share GPU {device}, whose {sms} SMs cannot hold their grids at "
                 f"once: {self.grid} blocks of {self.threads} threads a rank need {per_sm} blocks an SM, "
                 f"{per_sm * self.threads} threads where an SM holds {MAX_THREADS_PER_SM}; lower it for "
-                f"{ranks_per_device} ranks a GPU (convert-coll-to-snac ranks-per-device={ranks_per_device}, "
-                f"compile_collective's ranks_per_device)")
+                f"{ranks_per_device} ranks on a GPU of {sms} SMs (convert-coll-to-snac "
+                f"ranks-per-device={ranks_per_device} sms={sms}; compile_collective's ranks_per_device and sms)")
         return per_sm
 
     def spec(self, blocks_per_sm: int, input_bytes: Sequence[int], output_bytes: Sequence[int]):

@@ -7,11 +7,11 @@ subclass of `Generation`, plus its entry in GENERATIONS.
 
 from __future__ import annotations
 
-from purlin.atom.generations.base import Datapath, Generation
+from purlin.atom.generations.base import MAX_THREADS_PER_SM, Datapath, Generation
 from purlin.atom.generations.sm80 import SM80
 from purlin.atom.generations.sm90 import SM90
 from purlin.atom.generations.sm100 import SM100
 
-__all__ = ["GENERATIONS", "Datapath", "Generation"]
+__all__ = ["GENERATIONS", "MAX_THREADS_PER_SM", "Datapath", "Generation"]
 
 GENERATIONS: dict[str, Generation] = {"sm_80": SM80(), "sm_90": SM90(), "sm_100": SM100()}

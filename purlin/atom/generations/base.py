@@ -10,6 +10,11 @@ from purlin.coll.attributes import ReduceKind
 from purlin.snac.protocol import PACKET_BYTES
 
 
+# Threads an SM holds on sm_80, sm_90 and sm_100: __launch_bounds__ cannot ask
+# for more, and grids of ranks sharing a GPU must be resident within it.
+MAX_THREADS_PER_SM = 2048
+
+
 @dataclass(frozen=True)
 class Datapath:
     mech: Mechanism

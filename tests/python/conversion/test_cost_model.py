@@ -3,7 +3,7 @@
 import pytest
 
 from purlin.coll.builder import COLLECTIVES
-from purlin.conversion.cost_model import THRESHOLDS, choose
+from purlin.conversion.cost_model import THRESHOLDS, block_budget, choose, resident_budget
 from purlin.snac.dialect import Regime, Strategy
 
 T = THRESHOLDS["sm_90"]
@@ -297,3 +297,11 @@ def test_the_fused_packet_role_takes_its_pieces_in_one_round(name, world, nbytes
     small = compile_collective(name, world, "bf16", case.op, case.count, case.counts, arch="sm_90",
                                symmetric=True, ranks_per_device=world, sms=8)
     assert [r.blocks for r in small.plan.roles] == [min(blocks, 2 * 8 // world)]
+
+
+def test_grids_asked_for_may_fill_every_thread_an_sm_holds_when_ranks_share_it():
+    """blocks= is the user's: it may take every thread of the ranks' SMs (four
+    blocks of 512), not just the two blocks an SM the cost model plans."""
+    assert resident_budget("sm_90", 8, 132) == 66 == 2 * block_budget("sm_90", 8, 132)
+    assert resident_budget("sm_80", 4) == 108
+    assert resident_budget("sm_90", 1) is None

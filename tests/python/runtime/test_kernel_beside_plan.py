@@ -97,8 +97,8 @@ def test_ranks_sharing_a_gpu_refuse_grids_sized_for_a_gpu_each(cuda_build, monke
     assert lone.cuda.blocks_per_sm(2, 132) == 8
     with pytest.raises(ValueError, match=rf"{name}: 2 ranks share GPU 0, whose 132 SMs cannot hold their grids at "
                                          r"once: 512 blocks of 512 threads a rank need 8 blocks an SM, 4096 threads "
-                                         r"where an SM holds 2048; lower it for 2 ranks a GPU \(convert-coll-to-snac "
-                                         r"ranks-per-device=2"):
+                                         r"where an SM holds 2048; lower it for 2 ranks on a GPU of 132 SMs "
+                                         r"\(convert-coll-to-snac ranks-per-device=2 sms=132;"):
         runtime.backend.kernel_spec(lone.cuda, [0, 0], [(1, 1)] * 2, name)
     assert runtime.backend.blocks_per_sm(lone.cuda, [0, 1], name) == 4
     shared = compiled("regime=latency ranks-per-device=2")

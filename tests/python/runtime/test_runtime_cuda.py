@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from purlin.atom import dialect as atom
+from purlin.atom.generations import MAX_THREADS_PER_SM
 from purlin.coll.builder import COLLECTIVES
 from purlin.compile import Compiled, compile_collective
 from purlin.compile.pipeline import entry_function, lower, pipeline_spec
 from purlin.conversion.atom_to_plan import build_plan
-from purlin.cuda.codegen import MAX_THREADS_PER_SM
 from purlin.cuda.program import CudaProgram
 from purlin.dtypes import numpy_dtype
 from purlin.testing.cases import Case, counts_for
