@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from purlin.atom.generations import GENERATIONS, MAX_THREADS_PER_SM
 from purlin.snac.protocol import PACKET_DATA_BYTES
 from purlin.snac.vocabulary import Regime, Strategy
 
@@ -171,6 +170,9 @@ def resident_budget(arch: str, ranks_per_device: int, sms: int = 0) -> int | Non
     """The most blocks each of `ranks_per_device` ranks sharing a GPU may
     launch for all their grids to be resident at once, at as many blocks an SM
     as its threads allow (a grid asked for explicitly); None for a GPU of its own."""
+    # Here, not at the top: purlin.torch reads the thresholds without loading xDSL.
+    from purlin.atom.generations import GENERATIONS, MAX_THREADS_PER_SM
+
     return block_budget(arch, ranks_per_device, sms, MAX_THREADS_PER_SM // GENERATIONS[arch].threads)
 
 
