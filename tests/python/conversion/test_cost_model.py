@@ -154,6 +154,23 @@ def test_filled_grids_fit_every_gpus_multiprocessors(sms, world):
         assert per_sm <= 2 and world * compiled.cuda.grid <= per_sm * sms, (name, compiled.cuda.grid)
 
 
+@pytest.mark.parametrize("world", range(2, 9))
+def test_default_lowering_is_resident_at_every_size(world):
+    # What a Communicator lowers (symmetric, its ranks per GPU) for every collective, V forms with uneven
+    # counts, odd sizes from 12 B to 1 GiB and each generation's GPU: never a grid the runtime then refuses.
+    from purlin.compile import compile_collective
+    from purlin.tools.bench import _case
+
+    for arch, sms in (("sm_80", 108), ("sm_90", 132), ("sm_100", 148)):
+        for name in COLLECTIVES:
+            for nbytes in (12, 1000, 65532, 999_996, 3 << 20, 17 << 20, 100_000_002, 1 << 30):
+                case, _ = _case(name, nbytes, world)
+                for ranks in sorted({1, 2, world}):
+                    compiled = compile_collective(name, world, "bf16", case.op, case.count, case.counts, arch=arch,
+                                                  symmetric=True, ranks_per_device=ranks, sms=sms)
+                    assert compiled.cuda.resident_blocks_per_sm(ranks, sms, 0, name) <= 2, (arch, nbytes, ranks)
+
+
 @pytest.mark.parametrize("per_rank, ranks, reduce, single, aligned, symmetric, engine", [
     (128 << 20, 4, False, True, True, True, True),  # all_to_all from 128 MiB, ranks sharing a GPU
     (64 << 20, 4, False, True, True, True, False),  # below: the SM copy is as fast
