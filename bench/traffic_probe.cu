@@ -90,6 +90,50 @@ __global__ void __launch_bounds__(512) k_red(Ptrs in, Ptrs out, int W, long n, i
   }
 }
 
+// k_red with every source's loads of a round in flight together (k_red issues source s + 1's only after
+// source s's arrive): M = W x U loads a thread, the world a template argument so they stay in registers.
+template <int W, int U, bool CS, bool Bcast>
+__device__ __forceinline__ void red_wide(Ptrs in, Ptrs out, long n, int r0, int rc) {
+  const long per = n / W / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x;
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
+    int4 x[W][U]; long off[U]; int r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long c = i + u * stride;
+      r[u] = r0 + int(c / per);
+      off[u] = (c % per) * 16;
+    }
+#pragma unroll
+    for (int s = 0; s < W; ++s)
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) x[s][u] = ld(in.p[s] + long(r[u]) * (n / W) + off[u]);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (i + u * stride >= chunks) continue;
+      int4 acc = x[0][u];
+#pragma unroll
+      for (int s = 1; s < W; ++s) acc = add8(acc, x[s][u]);
+      if (Bcast) {
+#pragma unroll
+        for (int d = 0; d < W; ++d) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], acc);
+      } else {
+        st<CS>(out.p[r[u]] + off[u], acc);
+      }
+    }
+  }
+}
+// M loads in flight a thread over all sources: U = M / W chunks each (at least one).
+template <int M, bool CS, bool Bcast>
+__global__ void __launch_bounds__(512) k_red_wide(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
+  switch (W) {
+    case 2: red_wide<2, (M / 2 > 0 ? M / 2 : 1), CS, Bcast>(in, out, n, r0, rc); break;
+    case 4: red_wide<4, (M / 4 > 0 ? M / 4 : 1), CS, Bcast>(in, out, n, r0, rc); break;
+    case 8: red_wide<8, (M / 8 > 0 ? M / 8 : 1), CS, Bcast>(in, out, n, r0, rc); break;
+    default: break;  // worlds 2, 4, 8 only
+  }
+}
+
 // all_reduce as purlin's reduce_chunks_to_all computes it: f32 accumulators, each destination's store
 // packing its chunk again (against k_red's bf16 sums packed once).
 __device__ __forceinline__ void unpack8(int4 w, float (&f)[8]) {
@@ -210,6 +254,20 @@ __global__ void __launch_bounds__(512, 1) k_red_bulk(Ptrs in, Ptrs out, int W, l
 #endif
 }
 
+// copy (W = 1) as an elementwise library kernel runs it: no grid-stride loop, a grid of small blocks
+// (threads given at launch), each thread U chunks of 16 bytes, blockDim apart, then the block exits.
+template <int U>
+__global__ void __launch_bounds__(512) k_copy_tile(Ptrs in, Ptrs out, int, long n, int, int) {
+  const long chunks = n / 16, base = long(blockIdx.x) * blockDim.x * U + threadIdx.x;
+  int4 v[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (base + u * blockDim.x < chunks) v[u] = ld(in.p[0] + (base + u * blockDim.x) * 16);
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (base + u * blockDim.x < chunks) st<false>(out.p[0] + (base + u * blockDim.x) * 16, v[u]);
+}
+
 using Kern = void (*)(Ptrs, Ptrs, int, long, int, int);
 
 __global__ void k_fill_one(char* p, long n) {  // bf16 1.0 everywhere
@@ -237,13 +295,18 @@ static bool check_outputs(Op op, Ptrs out, int W, long n) {
 
 // idle: blocks of each rank's grid that move no data (purlin's producer and consumer roles) run nothing here.
 static double timed(Kern k, int sms, int bps, bool split, Ptrs in, Ptrs out, int W, long n, std::vector<cudaStream_t>& ss,
-                    int idle = 0, int smem = 0) {
+                    int idle = 0, int smem = 0, int threads = 512, int per_thread = 0) {
   if (smem) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int reps = 20;
   cudaGraph_t g; cudaGraphExec_t ge;
   std::vector<cudaEvent_t> ev(W + 1);
   for (auto& e : ev) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   auto launch = [&]() {
+    if (per_thread) {  // a grid that covers n once, per_thread chunks a thread
+      const long per_block = long(threads) * per_thread * 16;
+      k<<<unsigned((n + per_block - 1) / per_block), threads, smem, ss[0]>>>(in, out, W, n, 0, W);
+      return;
+    }
     if (!split) { k<<<sms * bps, 512, smem, ss[0]>>>(in, out, W, n, 0, W); return; }
     CK(cudaEventRecord(ev[W], ss[0]));
     for (int r = 1; r < W; ++r) CK(cudaStreamWaitEvent(ss[r], ev[W]));
@@ -300,7 +363,10 @@ int main(int argc, char** argv) {
   const double rate = 2.0 * big / copy_us;  // bytes per us
   printf("copy rate %.0f GB/s (1 GiB, fused copy kernel, 512 x 2 blocks an SM, %d SMs)\n", rate / 1e3, sms);
   CK(cudaFree(cin.p[0])); CK(cudaFree(cout_.p[0]));
-  struct V { const char* name; Op op; Kern k; int bps; bool split; int idle = 0; int tile = 0; int stages = 0; };
+  struct V {
+    const char* name; Op op; Kern k; int bps; bool split; int idle = 0; int tile = 0; int stages = 0;
+    int threads = 512, per_thread = 0;
+  };
   const V vs[] = {
       {"ag u4", AG, k_ag<4, false, true>, 2, false},
       {"ag u4 split", AG, k_ag<4, false, true>, 2, true},
@@ -338,6 +404,11 @@ int main(int argc, char** argv) {
       {"ar f32 cs 1/SM split", AR, k_ar_f32<4, true>, 1, true},
       {"ar u4 cs 1/SM split -2", AR, k_red<4, true, true>, 1, true, 2},
       {"ar f32 cs 1/SM split -2", AR, k_ar_f32<4, true>, 1, true, 2},
+      // Every source's loads in flight together (8 or 16 a thread), one block an SM as purlin runs them.
+      {"rs wide8 cs 1/SM split", RS, k_red_wide<8, true, false>, 1, true},
+      {"rs wide16 cs 1/SM split", RS, k_red_wide<16, true, false>, 1, true},
+      {"ar wide8 cs 1/SM split -2", AR, k_red_wide<8, true, true>, 1, true, 2},
+      {"ar wide16 cs 1/SM split -2", AR, k_red_wide<16, true, true>, 1, true, 2},
       // all_gather as purlin launches it: one block of each rank's share waits (consumer), and at two
       // blocks an SM ptxas holds a thread to 64 registers (u8 then spills; above it takes 128, so its
       // grids of two blocks an SM run one block an SM at a time, in two waves).
@@ -357,6 +428,17 @@ int main(int argc, char** argv) {
       {"ar bulk s4 t8k split", AR, k_red_bulk<4, 8192, true>, 1, true, 0, 8192, 4},
       {"ar bulk s4 t16k split", AR, k_red_bulk<4, 16384, true>, 1, true, 0, 16384, 4},
       {"ar bulk s4 t4k split", AR, k_red_bulk<4, 4096, true>, 1, true, 0, 4096, 4},
+      // One copy (world 1): persistent grids of 1, 2 and 4 blocks an SM against grids of small blocks
+      // that cover the buffer once (an elementwise library kernel's shape).
+      {"copy u4 1/SM", COPY, k_a2a<4, false>, 1, false},
+      {"copy u8 1/SM", COPY, k_a2a<8, false>, 1, false},
+      {"copy u4 2/SM", COPY, k_a2a<4, false>, 2, false},
+      {"copy u2 4/SM", COPY, k_a2a<2, false>, 4, false},
+      {"copy u4 4/SM", COPY, k_a2a<4, false>, 4, false},
+      {"copy tile t128 u1", COPY, k_copy_tile<1>, 0, false, 0, 0, 0, 128, 1},
+      {"copy tile t128 u4", COPY, k_copy_tile<4>, 0, false, 0, 0, 0, 128, 4},
+      {"copy tile t256 u4", COPY, k_copy_tile<4>, 0, false, 0, 0, 0, 256, 4},
+      {"copy tile t512 u4", COPY, k_copy_tile<4>, 0, false, 0, 0, 0, 512, 4},
   };
   printf("%-24s %5s %11s %10s %10s %6s\n", "variant", "world", "bytes", "us", "least us", "ratio");
   for (int W : worlds)
@@ -371,7 +453,7 @@ int main(int argc, char** argv) {
         const int smem = v.stages * W * v.tile;
         if (smem > 227 * 1024 || (v.tile && (n / W) % v.tile)) continue;  // beyond an SM's shared memory, or no whole tiles
         if (v.tile) fill_ones(in, out, W, n);
-        const double us = timed(v.k, sms, v.bps, v.split, in, out, W, n, ss, v.idle, smem);
+        const double us = timed(v.k, sms, v.bps, v.split, in, out, W, n, ss, v.idle, smem, v.threads, v.per_thread);
         if (v.tile && !check_outputs(v.op, out, W, n)) printf("%-24s WRONG results\n", v.name);
         const double l = least(v.op, W, n) / rate;
         printf("%-24s %5d %11ld %10.2f %10.2f %6.2f\n", v.name, W, n, us, l, us / l);
