@@ -90,6 +90,39 @@ __global__ void __launch_bounds__(512) k_red(Ptrs in, Ptrs out, int W, long n, i
   }
 }
 
+// k_red with source s + 1's loads issued before source s's are summed (two sources' loads in flight, 2 x U
+// a thread, for any world).
+template <int U, bool CS, bool Bcast>
+__global__ void __launch_bounds__(512) k_red_pipe(Ptrs in, Ptrs out, int W, long n, int r0, int rc) {
+  const long per = n / W / 16, chunks = per * rc, stride = long(gridDim.x) * blockDim.x;
+  for (long i = long(blockIdx.x) * blockDim.x + threadIdx.x; i < chunks; i += stride * U) {
+    int4 acc[U], next[U]; long off[U]; int r[U];
+    load_round(i, stride, chunks, per, r0, r, off, acc, [&](int rr, long o) { return ld(in.p[0] + long(rr) * (n / W) + o); });
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i + u * stride < chunks) next[u] = ld(in.p[1] + long(r[u]) * (n / W) + off[u]);
+    for (int s = 1; s < W; ++s) {
+      int4 x[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) x[u] = next[u];
+      if (s + 1 < W) {
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+          if (i + u * stride < chunks) next[u] = ld(in.p[s + 1] + long(r[u]) * (n / W) + off[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (i + u * stride < chunks) acc[u] = add8(acc[u], x[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (i + u * stride < chunks) {
+        if (Bcast) { for (int d = 0; d < W; ++d) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], acc[u]); }
+        else st<CS>(out.p[r[u]] + off[u], acc[u]);
+      }
+  }
+}
+
 // k_red with every source's loads of a round in flight together (k_red issues source s + 1's only after
 // source s's arrive): M = W x U loads a thread, the world a template argument so they stay in registers.
 template <int W, int U, bool CS, bool Bcast>
@@ -404,7 +437,10 @@ int main(int argc, char** argv) {
       {"ar f32 cs 1/SM split", AR, k_ar_f32<4, true>, 1, true},
       {"ar u4 cs 1/SM split -2", AR, k_red<4, true, true>, 1, true, 2},
       {"ar f32 cs 1/SM split -2", AR, k_ar_f32<4, true>, 1, true, 2},
-      // Every source's loads in flight together (8 or 16 a thread), one block an SM as purlin runs them.
+      // Two sources' loads in flight (pipe), or every source's (8 or 16 a thread), one block an SM as
+      // purlin runs them.
+      {"rs pipe u4 cs 1/SM split", RS, k_red_pipe<4, true, false>, 1, true},
+      {"ar pipe u4 cs 1/SM split -2", AR, k_red_pipe<4, true, true>, 1, true, 2},
       {"rs wide8 cs 1/SM split", RS, k_red_wide<8, true, false>, 1, true},
       {"rs wide16 cs 1/SM split", RS, k_red_wide<16, true, false>, 1, true},
       {"ar wide8 cs 1/SM split -2", AR, k_red_wide<8, true, true>, 1, true, 2},
