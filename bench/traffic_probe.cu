@@ -64,6 +64,19 @@ __global__ void __launch_bounds__(512, MinBlocks) k_ag(Ptrs in, Ptrs out, int W,
   }
 }
 
+// A round's sums stored: chunk u (of rank r[u], at off[u] in its slice) to its rank's output, or to
+// every rank's (Bcast).
+template <int U, bool CS, bool Bcast>
+__device__ __forceinline__ void put_round(Ptrs out, int W, long n, long i, long stride, long chunks, const int (&r)[U],
+                                          const long (&off)[U], const int4 (&acc)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (i + u * stride < chunks) {
+      if (Bcast) { for (int d = 0; d < W; ++d) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], acc[u]); }
+      else st<CS>(out.p[r[u]] + off[u], acc[u]);
+    }
+}
+
 // reduce_scatter: out[r] (n / W) = sum_s in[s][r * n / W ...]; all_reduce: chunk range of rank r
 // reduced and written to every out[d] (Bcast).
 template <int U, bool CS, bool Bcast>
@@ -81,12 +94,7 @@ __global__ void __launch_bounds__(512) k_red(Ptrs in, Ptrs out, int W, long n, i
       for (int u = 0; u < U; ++u)
         if (i + u * stride < chunks) acc[u] = add8(acc[u], x[u]);
     }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (i + u * stride < chunks) {
-        if (Bcast) { for (int d = 0; d < W; ++d) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], acc[u]); }
-        else st<CS>(out.p[r[u]] + off[u], acc[u]);
-      }
+    put_round<U, CS, Bcast>(out, W, n, i, stride, chunks, r, off, acc);
   }
 }
 
@@ -114,12 +122,7 @@ __global__ void __launch_bounds__(512) k_red_pipe(Ptrs in, Ptrs out, int W, long
       for (int u = 0; u < U; ++u)
         if (i + u * stride < chunks) acc[u] = add8(acc[u], x[u]);
     }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (i + u * stride < chunks) {
-        if (Bcast) { for (int d = 0; d < W; ++d) st<CS>(out.p[d] + long(r[u]) * (n / W) + off[u], acc[u]); }
-        else st<CS>(out.p[r[u]] + off[u], acc[u]);
-      }
+    put_round<U, CS, Bcast>(out, W, n, i, stride, chunks, r, off, acc);
   }
 }
 
